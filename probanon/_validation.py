@@ -1,0 +1,73 @@
+"""Input checks shared by the API and the CLI.
+
+Each check raises a subclass of :class:`probanon.errors.ProbanonError` with a
+one-line message; nothing is written before all checks pass.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+from .errors import InputError, ParameterError
+
+
+def check_k(k, n: int | None = None, name: str = "k") -> int:
+    """Return ``k`` as an int after checking 1 <= k (<= n when n is given)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        if isinstance(k, numbers.Real) and float(k).is_integer():
+            k = int(k)
+        else:
+            raise ParameterError(f"{name} must be an integer, got {k!r}")
+    k = int(k)
+    if k < 1:
+        raise ParameterError(f"{name} must be >= 1, got {k}")
+    if n is not None and k > n:
+        raise ParameterError(f"{name} = {k} is larger than the number of records ({n})")
+    return k
+
+
+def check_matrix(X, name: str = "X") -> np.ndarray:
+    """Return ``X`` as a finite 2-D float64 array with at least one row and column.
+
+    Accepts NumPy arrays, pandas DataFrames (all columns must be numeric) and
+    nested sequences. Raises :class:`InputError` on text, NaN or infinity.
+    """
+    if isinstance(X, pd.DataFrame):
+        bad = [c for c in X.columns if not is_numeric_column(X[c])]
+        if bad:
+            raise InputError(f"{name}: column {bad[0]!r} is not numeric")
+        X = X.to_numpy(dtype=np.float64)
+    else:
+        try:
+            X = np.asarray(X, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} contains values that are not numbers") from None
+    if X.ndim == 1:
+        X = X.reshape(-1, 1)
+    if X.ndim != 2:
+        raise InputError(f"{name} must be a 2-D table, got {X.ndim} dimensions")
+    if X.shape[0] == 0:
+        raise InputError(f"{name} is empty (no records)")
+    if X.shape[1] == 0:
+        raise InputError(f"{name} has no columns")
+    if not np.isfinite(X).all():
+        row, col = np.argwhere(~np.isfinite(X))[0]
+        raise InputError(f"{name} has a missing or infinite value (row {row}, column {col})")
+    return np.ascontiguousarray(X)
+
+
+def is_numeric_column(series: pd.Series) -> bool:
+    """True for int/float columns (booleans excluded)."""
+    return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+
+
+def check_random_state(random_state) -> np.random.Generator:
+    """Turn ``None``, an int or a Generator into a :class:`numpy.random.Generator`."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(random_state)
+    raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")

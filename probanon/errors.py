@@ -1,0 +1,25 @@
+"""One exception hierarchy for probanon.
+
+Every error raised on bad input derives from :class:`ProbanonError`, so callers
+(and the CLI) can catch a single type and print a one-line message.
+"""
+
+
+class ProbanonError(Exception):
+    """Base class of every error probanon raises on purpose."""
+
+
+class InputError(ProbanonError, ValueError):
+    """The input data cannot be used (empty, NaN/inf, text in numeric columns...)."""
+
+
+class ParameterError(ProbanonError, ValueError):
+    """A parameter is out of range (k < 1, k > n, unknown method...)."""
+
+
+class SpecificationError(ProbanonError, ValueError):
+    """A published specification (JSON) is malformed, inconsistent or tampered with."""
+
+
+class NotFittedError(ProbanonError, AttributeError):
+    """An estimator was used before ``fit``."""
