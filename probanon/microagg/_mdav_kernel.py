@@ -1,11 +1,27 @@
-"""numba kernel of classical MDAV, O(n d) memory, three passes over the remaining records
-per pair of groups.
+"""numba kernel of classical MDAV: O(n d) memory, three passes over the remaining records
+per pair of groups, bit-identical to the NumPy reference :mod:`._mdav_reference`.
 
-Layout: the remaining records are kept compacted, in their original order, column-major
-(d x m) so the distance loops vectorise over records; the centroid is a running sum. The
-arithmetic (squared distances summed column by column, running sums subtracted member by
-member in key order) is the same as in :mod:`._mdav_reference`, so both return the same
-partition bit for bit. No fastmath: contraction into FMA would change the last bits.
+How it is fast and still exact
+------------------------------
+Each pass (distances to the centroid, to r, to s) runs over a float32, column-major,
+compacted copy of the remaining records: half the bytes of float64 and contiguous per
+column, so it vectorises and stays in cache. A float32 squared distance differs from the
+float64 one by at most ``err`` (bound below), so the pass only *collects candidates*: the
+records whose float32 distance is within ``2 err`` of the running maximum (or of the running
+(k+1)-th smallest). The candidates' distances are then recomputed in float64 from the
+original rows with exactly the reference's arithmetic, and the decisions (farthest record,
+k nearest by key) are taken on those exact values. Proof for the nearest side: let A be the
+(k+1)-th smallest float32 distance; the k+1 records achieving it have exact distance
+<= A + err, so the (k+1)-th smallest exact distance D <= A + err, and any record with exact
+distance <= D has float32 distance <= A + 2 err: it is a candidate. The farthest side is
+symmetric.
+
+Error bound: with |x_j|, |p_j| <= M, rounding to float32 (unit u = 2^-24) perturbs each
+difference by <= 4 u M, each square by <= 20 u M^2, and the d-term float32 sum adds
+<= 4 d^2 u M^2, so err <= u M^2 (20 d + 4 d^2). We use twice that.
+
+The centroid is a running sum (float64, members subtracted in key order, like the reference).
+No fastmath anywhere: contraction into FMA would change the last bits of the exact path.
 """
 
 from __future__ import annotations
@@ -13,129 +29,245 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-BLOCK = 256  # records per block: the block's distances stay in L1
+BLOCK = 256  # records per block of a pass
+CAP = 2048  # candidate slots per chunk; on overflow a full scan of the float32 distances
+
+# ---------------------------------------------------------------------------------------
+# float32 passes
+
+
+@njit(cache=True)
+def _block_sqdist32(A, point, start, stop, out):
+    """out[start:stop] = float32 squared distances of A[:, start:stop] to point; returns
+    (min, max) of the block, NaN (dead records) excluded.
+
+    Four columns per sweep so out is read and written d/4 times, not d times; 0-based loops
+    over slices (a range(start, stop) loop does not vectorise). Float32 is only a filter:
+    the summation order is covered by the error bound in the module docstring."""
+    o = out[start:stop]
+    L = stop - start
+    d = A.shape[0]
+    for i in range(L):
+        o[i] = 0.0
+    c = 0
+    while c + 4 <= d:
+        p0, p1, p2, p3 = point[c], point[c + 1], point[c + 2], point[c + 3]
+        r0, r1, r2, r3 = A[c, start:stop], A[c + 1, start:stop], A[c + 2, start:stop], A[c + 3, start:stop]
+        for i in range(L):
+            t0 = r0[i] - p0
+            t1 = r1[i] - p1
+            t2 = r2[i] - p2
+            t3 = r3[i] - p3
+            o[i] += (t0 * t0 + t1 * t1) + (t2 * t2 + t3 * t3)
+        c += 4
+    while c < d:
+        p0 = point[c]
+        r0 = A[c, start:stop]
+        for i in range(L):
+            t0 = r0[i] - p0
+            o[i] += t0 * t0
+        c += 1
+    lo = np.float32(np.inf)
+    hi = np.float32(-np.inf)
+    for i in range(L):
+        v = o[i]
+        lo = v if v < lo else lo
+        hi = v if v > hi else hi
+    return lo, hi
+
+
+@njit(cache=True, parallel=True)
+def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
+    """float32 distances to point; per chunk the records within margin of the running max.
+    Dead records carry NaN and fail every comparison."""
+    per = (m + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        lo = t * per
+        hi = min(m, lo + per)
+        best = np.float32(-1.0)
+        cnt = 0
+        for b in range(lo, hi, BLOCK):
+            e = min(hi, b + BLOCK)
+            _, top = _block_sqdist32(A, point, b, e, d32)
+            if top < best - margin:
+                continue
+            for i in range(b, e):
+                v = d32[i]
+                if v >= best - margin:
+                    if v > best:
+                        best = v
+                    if cnt < CAP:
+                        cand[t, cnt] = i
+                    cnt += 1
+        ccnt[t] = cnt
+        cmax[t] = best
+
+
+@njit(cache=True, parallel=True)
+def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax):
+    """float32 distances to point; per chunk the records within margin of the running
+    (k+1)-th smallest (and, if ``far``, of the running max). Dead records carry NaN."""
+    per = (m + nchunks - 1) // nchunks
+    cap = k + 1
+    for t in prange(nchunks):
+        lo = t * per
+        hi = min(m, lo + per)
+        small = np.full(cap, np.float32(np.inf))  # sorted k+1 smallest so far
+        thr = np.float32(np.inf)
+        best = np.float32(-1.0)
+        cnt = 0
+        fc = 0
+        for b in range(lo, hi, BLOCK):
+            e = min(hi, b + BLOCK)
+            low, top = _block_sqdist32(A, point, b, e, d32)
+            if low <= thr:
+                for i in range(b, e):
+                    v = d32[i]
+                    if v <= thr:
+                        if v < small[cap - 1]:
+                            j = cap - 1
+                            while j > 0 and small[j - 1] > v:
+                                small[j] = small[j - 1]
+                                j -= 1
+                            small[j] = v
+                            thr = small[cap - 1] + margin
+                        if cnt < CAP:
+                            cand[t, cnt] = i
+                        cnt += 1
+            if far and top >= best - margin:
+                for i in range(b, e):
+                    v = d32[i]
+                    if v >= best - margin:
+                        if v > best:
+                            best = v
+                        if fc < CAP:
+                            fcand[t, fc] = i
+                        fc += 1
+        ccnt[t] = cnt
+        fcnt[t] = fc
+        fmax[t] = best
+        for j in range(cap):
+            ckth[t, j] = small[j]
+
+
+@njit(cache=True)
+def _gather(d32, dead, m, lo, hi, cand, ccnt, out):
+    """Alive positions with lo <= d32 <= hi in increasing order, from the chunk lists or,
+    if a list overflowed, from a full scan. Returns the count written to out."""
+    overflow = False
+    for t in range(ccnt.size):
+        if ccnt[t] > CAP:
+            overflow = True
+    n = 0
+    if overflow:
+        for i in range(m):
+            if dead[i] == 0 and lo <= d32[i] <= hi:
+                out[n] = i
+                n += 1
+        return n
+    for t in range(ccnt.size):
+        for j in range(ccnt[t]):
+            i = cand[t, j]
+            if dead[i] == 0 and lo <= d32[i] <= hi:
+                out[n] = i
+                n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------------------
+# exact float64 decisions on candidates
 
 
 @njit(cache=True, inline="always")
-def _less(A, dist, i, j, d):
-    """Key order (dist, coordinates...) of two columns of A; equal keys are not less."""
-    if dist[i] != dist[j]:
-        return dist[i] < dist[j]
-    for c in range(d):
-        if A[c, i] != A[c, j]:
-            return A[c, i] < A[c, j]
+def _sqdist64(Z, o, point):
+    """Squared distance of row o of Z to point, summed column by column (reference order)."""
+    acc = 0.0
+    for c in range(Z.shape[1]):
+        t = Z[o, c] - point[c]
+        acc += t * t
+    return acc
+
+
+@njit(cache=True)
+def _less(Z, dist, a, b, oa, ob):
+    """Key order (exact dist, coordinates) of candidates a, b (rows oa, ob of Z)."""
+    if dist[a] != dist[b]:
+        return dist[a] < dist[b]
+    for c in range(Z.shape[1]):
+        if Z[oa, c] != Z[ob, c]:
+            return Z[oa, c] < Z[ob, c]
     return False
 
 
-@njit(cache=True, inline="always")
-def _same_tuple(A, i, j, d):
-    for c in range(d):
-        if A[c, i] != A[c, j]:
+@njit(cache=True)
+def _farthest(Z, idx, pos, npos, point):
+    """Candidate position of largest exact distance to point (the first one on ties)."""
+    best = -1.0
+    r = -1
+    for j in range(npos):
+        v = _sqdist64(Z, idx[pos[j]], point)
+        if v > best:
+            best = v
+            r = pos[j]
+    return r
+
+
+@njit(cache=True)
+def _same_tuple(Z, oa, ob):
+    for c in range(Z.shape[1]):
+        if Z[oa, c] != Z[ob, c]:
             return False
     return True
 
 
 @njit(cache=True)
-def _block_sqdist(A, point, start, stop, out):
-    """out[start:stop] = squared distances of A[:, start:stop] to point, column by column.
-    (0-based loops over slices: a range(start, stop) loop does not vectorise.)"""
-    o = out[start:stop]
-    L = stop - start
-    for i in range(L):
-        o[i] = 0.0
-    for c in range(A.shape[0]):
-        p = point[c]
-        row = A[c, start:stop]
-        for i in range(L):
-            t = row[i] - p
-            o[i] += t * t
-
-
-@njit(cache=True, parallel=True)
-def _dist_argmax(A, point, m, dist, dead, nchunks):
-    """dist[i] = ||A[:, i] - point||^2 for i < m; return the first i of largest dist among
-    records not marked dead."""
-    best_i = np.full(nchunks, -1, np.int64)
-    best_d = np.full(nchunks, -1.0)
-    per = (m + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        bd = -1.0
-        bi = -1
-        for b in range(lo, hi, BLOCK):
-            e = min(hi, b + BLOCK)
-            _block_sqdist(A, point, b, e, dist)
-            db = dist[b:e]
-            dd = dead[b:e]
-            for i in range(e - b):
-                if db[i] > bd and dd[i] == 0:
-                    bd = db[i]
-                    bi = b + i
-        best_d[t] = bd
-        best_i[t] = bi
-    bi = -1
-    bd = -1.0
-    for t in range(nchunks):  # chunks are in order: strict > keeps the first on ties
-        if best_d[t] > bd:
-            bd = best_d[t]
-            bi = best_i[t]
-    return bi
-
-
-@njit(cache=True)
-def _insert(A, dist, buf, cnt, cap, i, d):
-    """Insert record i into buf[:cnt], kept in key order with at most cap entries."""
-    if cnt == cap:
-        if not _less(A, dist, i, buf[cap - 1], d):
-            return cnt
-        pos = cap - 1
-    else:
-        pos = cnt
-        cnt += 1
-    while pos > 0 and _less(A, dist, i, buf[pos - 1], d):
-        buf[pos] = buf[pos - 1]
-        pos -= 1
-    buf[pos] = i
-    return cnt
-
-
-@njit(cache=True, parallel=True)
-def _dist_nearest(A, point, m, dist, dead, k, nchunks):
-    """Distances to ``point`` and the k+1 alive records of smallest key, in key order."""
+def _nearest(Z, idx, pos, npos, point, k, keep_duplicates, members, dist):
+    """Fill members with the k candidates of smallest key (exact dist, coordinates,
+    position), plus (keep_duplicates) every candidate that repeats the k-th tuple; return
+    (count, exact squared distance of the k-th). ``pos`` is in increasing position order,
+    so inserting with a strict comparison keeps the lower position first on equal keys."""
+    for j in range(npos):
+        dist[j] = _sqdist64(Z, idx[pos[j]], point)
     cap = k + 1
-    bufs = np.empty((nchunks, cap), np.int64)
-    cnts = np.zeros(nchunks, np.int64)
-    d = A.shape[0]
-    per = (m + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        cnt = 0
-        buf = bufs[t]
-        thr = np.inf  # a record can enter only with dist <= the current (k+1)-th
-        for b in range(lo, hi, BLOCK):
-            e = min(hi, b + BLOCK)
-            _block_sqdist(A, point, b, e, dist)
-            db = dist[b:e]
-            dd = dead[b:e]
-            for i in range(e - b):
-                if db[i] <= thr and dd[i] == 0:
-                    cnt = _insert(A, dist, buf, cnt, cap, b + i, d)
-                    if cnt == cap:
-                        thr = dist[buf[cap - 1]]
-        cnts[t] = cnt
-    out = np.empty(cap, np.int64)
+    buf = np.empty(cap, np.int64)
     cnt = 0
-    for t in range(nchunks):  # merging in chunk order keeps the lower position on equal keys
-        for j in range(cnts[t]):
-            cnt = _insert(A, dist, out, cnt, cap, bufs[t, j], d)
-    return out[:cnt]
+    for j in range(npos):
+        oj = idx[pos[j]]
+        if cnt == cap:
+            if not _less(Z, dist, j, buf[cap - 1], oj, idx[pos[buf[cap - 1]]]):
+                continue
+            q = cap - 1
+        else:
+            q = cnt
+            cnt += 1
+        while q > 0 and _less(Z, dist, j, buf[q - 1], oj, idx[pos[buf[q - 1]]]):
+            buf[q] = buf[q - 1]
+            q -= 1
+        buf[q] = j
+    for j in range(k):
+        members[j] = pos[buf[j]]
+    size = k
+    b = buf[k - 1]
+    ob = idx[pos[b]]
+    if keep_duplicates and cnt > k and not _less(Z, dist, b, buf[k], ob, idx[pos[buf[k]]]):
+        for j in range(npos):  # the k-th tuple has more copies: take them all
+            if dist[j] == dist[b] and _same_tuple(Z, idx[pos[j]], ob):
+                taken = False
+                for q in range(k):
+                    taken = taken or buf[q] == j
+                if not taken:
+                    members[size] = pos[j]
+                    size += 1
+    return size, dist[b]
+
+
+# ---------------------------------------------------------------------------------------
+# compaction and the driver
 
 
 @njit(cache=True, parallel=True)
 def _compact(A, B, idx, idx2, dead, m, nchunks):
-    """Copy the alive records of A[:, :m] into B in order; return the new count."""
+    """Copy the alive records of A[:, :m] (and their ids) into B in order; return the count."""
     per = (m + nchunks - 1) // nchunks
     counts = np.zeros(nchunks + 1, np.int64)
     for t in prange(nchunks):
@@ -164,43 +296,29 @@ def _compact(A, B, idx, idx2, dead, m, nchunks):
 
 
 @njit(cache=True)
-def _collect(A, dist, near, k, keep_duplicates, dead, m, members):
-    """Members of the group: the k nearest, plus (keep_duplicates) every copy of the k-th
-    tuple; returns their count. The records are marked dead = 2 (tentative)."""
-    d = A.shape[0]
-    for j in range(k):
-        members[j] = near[j]
-        dead[near[j]] = 2
-    cnt = k
-    b = near[k - 1]
-    if keep_duplicates and near.size > k and not _less(A, dist, b, near[k], d):
-        for i in range(m):
-            if dead[i] == 0 and dist[i] == dist[b] and _same_tuple(A, i, b, d):
-                members[cnt] = i
-                dead[i] = 2
-                cnt += 1
-    return cnt
-
-
-@njit(cache=True)
 def mdav_numba(Z, k, keep_duplicates, nchunks):
-    """Classical MDAV on the rows of Z; see :func:`probanon.microagg.mdav.mdav_partition`.
+    """Classical MDAV on the rows of Z (C-contiguous float64); see
+    :func:`probanon.microagg.mdav.mdav_partition` for the rules.
 
     Returns (labels, ref, radius2, boundary) with one entry per group in formation order;
     the last group has ref = boundary = -1 and radius2 = inf.
     """
     n, d = Z.shape
-    A = np.empty((d, n))
+    A = np.empty((d, n), np.float32)
+    M = 0.0
     for i in range(n):
         for c in range(d):
             A[c, i] = Z[i, c]
-    B = np.empty((d, n))
+            M = max(M, abs(Z[i, c]))
+    M = M * (1.0 + 1e-9)
+    u = 2.0**-24
+    margin = np.float32(2.0 * 2.0 * u * M * M * (20.0 * d + 4.0 * d * d) + d * 1e-37)
+    B = np.empty((d, n), np.float32)
     idx = np.arange(n)
     idx2 = np.empty(n, np.int64)
     dead = np.zeros(n, np.uint8)
-    dist = np.empty(n)
+    d32 = np.empty(n, np.float32)
     labels = np.full(n, -1, np.int64)
-    members = np.empty(n, np.int64)
     ng = n // k + 1
     refs = np.full(ng, -1, np.int64)
     rad2 = np.full(ng, np.inf)
@@ -209,7 +327,18 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
     for i in range(n):
         for c in range(d):
             sums[c] += Z[i, c]
+    cand = np.empty((nchunks, CAP), np.int64)
+    ccnt = np.zeros(nchunks, np.int64)
+    fcand = np.empty((nchunks, CAP), np.int64)
+    fcnt = np.zeros(nchunks, np.int64)
+    fmax = np.empty(nchunks, np.float32)
+    ckth = np.empty((nchunks, k + 1), np.float32)
+    pos = np.empty(n, np.int64)
+    members = np.empty(n, np.int64)
+    cdist = np.empty(n)
     point = np.empty(d)
+    p32 = np.empty(d, np.float32)
+    allk = np.empty(nchunks * (k + 1), np.float32)
     m = n
     alive = n
     g = 0
@@ -221,37 +350,56 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
         two = alive >= 3 * k
         for c in range(d):
             point[c] = sums[c] / alive
-        ref = _dist_argmax(A, point, m, dist, dead, nchunks)
+            p32[c] = point[c]
+        _pass_far(A, p32, m, d32, margin, nchunks, cand, ccnt, fmax)
+        top = fmax.max()
+        npos = _gather(d32, dead, m, top - margin, np.float32(np.inf), cand, ccnt, pos)
+        ref = _farthest(Z, idx, pos, npos, point)
         stop = False
         for step in range(2 if two else 1):
             if step == 1:
-                # s: farthest from r among the records not in r's group (first on ties);
-                # dist still holds the distances to r.
-                ref = -1
-                best = -1.0
-                for i in range(m):
-                    if dead[i] == 0 and dist[i] > best:
-                        best = dist[i]
-                        ref = i
+                # s: farthest from r outside r's group; d32 still holds distances to r.
+                # The far list covers everything within margin of the overall max; if that
+                # max fell into r's group, the list may miss some: scan instead.
+                second = np.float32(-1.0)
+                full = fcnt.max() > CAP
+                if not full:
+                    for t in range(nchunks):
+                        for j in range(fcnt[t]):
+                            if dead[fcand[t, j]] == 0:
+                                second = max(second, d32[fcand[t, j]])
+                    full = second < fmax.max()
+                if full:
+                    second = np.float32(-1.0)
+                    for i in range(m):
+                        if dead[i] == 0:
+                            second = max(second, d32[i])
+                    fcnt[0] = CAP + 1  # forces _gather to scan
+                npos = _gather(d32, dead, m, second - margin, np.float32(np.inf), fcand, fcnt, pos)
+                ref = _farthest(Z, idx, pos, npos, point)
+            o = idx[ref]
             for c in range(d):
-                point[c] = A[c, ref]
-            near = _dist_nearest(A, point, m, dist, dead, k, nchunks)
-            cnt = _collect(A, dist, near, k, keep_duplicates, dead, m, members)
+                point[c] = Z[o, c]
+                p32[c] = point[c]
+            _pass_near(A, p32, m, d32, k, margin, nchunks, cand, ccnt, ckth, two and step == 0,
+                       fcand, fcnt, fmax)
+            allk[:] = ckth.ravel()
+            allk.sort()
+            npos = _gather(d32, dead, m, np.float32(-np.inf), allk[k] + margin, cand, ccnt, pos)
+            cnt, r2 = _nearest(Z, idx, pos, npos, point, k, keep_duplicates, members, cdist)
             if alive - cnt < k:  # it would leave fewer than k: everything left is the last group
-                for j in range(cnt):
-                    dead[members[j]] = 0
                 stop = True
                 break
             for j in range(cnt):
                 i = members[j]
                 dead[i] = 1
+                A[0, i] = np.nan  # every later float32 distance of i is NaN
                 labels[idx[i]] = g
                 for c in range(d):
-                    sums[c] -= A[c, i]
-            b = near[k - 1]
-            refs[g] = idx[ref]
-            rad2[g] = dist[b]
-            bnds[g] = idx[b]
+                    sums[c] -= Z[idx[i], c]
+            refs[g] = o
+            rad2[g] = r2
+            bnds[g] = idx[members[k - 1]]
             g += 1
             alive -= cnt
         if stop or not two:
