@@ -31,6 +31,7 @@ from numba import njit, prange
 
 BLOCK = 256  # records per block of a pass
 CAP = 2048  # candidate slots per chunk; on overflow a full scan of the float32 distances
+LIMIT = 512  # most candidates taken from the anchor list before a full pass is cheaper
 
 # ---------------------------------------------------------------------------------------
 # float32 passes
@@ -200,16 +201,44 @@ def _less(Z, dist, a, b, oa, ob):
 
 
 @njit(cache=True)
-def _farthest(Z, idx, pos, npos, point):
-    """Candidate position of largest exact distance to point (the first one on ties)."""
+def _farthest(Z, ids, nids, point):
+    """Id of largest exact distance to point among ids (sorted; the first one on ties)."""
     best = -1.0
     r = -1
-    for j in range(npos):
-        v = _sqdist64(Z, idx[pos[j]], point)
+    for j in range(nids):
+        v = _sqdist64(Z, ids[j], point)
         if v > best:
             best = v
-            r = pos[j]
+            r = ids[j]
     return r
+
+
+@njit(cache=True)
+def _anchor_candidates(lids, lv, ln, labels, err, eps, thr_out, limit, out):
+    """Ids that may be the farthest record from the current centroid c, from the list of
+    records whose float32 squared distance v to an earlier centroid c0 is >= thr_out (all
+    the alive records when thr_out < 0). With eps = ||c - c0|| and |v - d(x,c0)^2| <= err,
+    d(x,c) lies in [sqrt(v - err) - eps, sqrt(v + err) + eps]: x is a candidate when its
+    upper bound reaches the largest lower bound. Returns the count (ids sorted), or -1 when
+    the list cannot decide (a record outside it might win, or too many candidates)."""
+    vmax = -1.0
+    for j in range(ln):
+        if labels[lids[j]] == -1 and lv[j] > vmax:
+            vmax = lv[j]
+    if vmax < 0.0:
+        return -1
+    lstar = np.sqrt(max(vmax - err, 0.0)) - eps
+    if thr_out >= 0.0 and np.sqrt(thr_out + err) + eps >= lstar:
+        return -1
+    cnt = 0
+    for j in range(ln):
+        if labels[lids[j]] == -1 and np.sqrt(lv[j] + err) + eps >= lstar:
+            if cnt == limit:
+                return -1
+            out[cnt] = lids[j]
+            cnt += 1
+    out[:cnt].sort()
+    return cnt
 
 
 @njit(cache=True)
@@ -339,6 +368,15 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
     point = np.empty(d)
     p32 = np.empty(d, np.float32)
     allk = np.empty(nchunks * (k + 1), np.float32)
+    # anchor list for the farthest-from-centroid search (see _anchor_candidates)
+    ids = np.empty(n, np.int64)
+    lids = np.empty(n, np.int64)
+    lv = np.empty(n)
+    ln = 0
+    c0 = np.empty(d)
+    thr_out = -1.0
+    err = 0.5 * margin
+    window = 16.0 * margin
     m = n
     alive = n
     g = 0
@@ -351,10 +389,32 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
         for c in range(d):
             point[c] = sums[c] / alive
             p32[c] = point[c]
-        _pass_far(A, p32, m, d32, margin, nchunks, cand, ccnt, fmax)
-        top = fmax.max()
-        npos = _gather(d32, dead, m, top - margin, np.float32(np.inf), cand, ccnt, pos)
-        ref = _farthest(Z, idx, pos, npos, point)
+        nc = -1
+        if ln > 0:
+            eps = 0.0
+            for c in range(d):
+                eps += (point[c] - c0[c]) ** 2
+            eps = np.sqrt(eps) * (1.0 + 1e-9)
+            nc = _anchor_candidates(lids, lv, ln, labels, err, eps, thr_out, LIMIT, ids)
+        if nc < 0:  # refresh the list with a full pass to the current centroid
+            _pass_far(A, p32, m, d32, window, nchunks, cand, ccnt, fmax)
+            top = fmax.max()
+            ln = _gather(d32, dead, m, top - window, np.float32(np.inf), cand, ccnt, pos)
+            for j in range(ln):
+                lids[j] = idx[pos[j]]
+                lv[j] = d32[pos[j]]
+            thr_out = top - window if ln < alive else -1.0
+            c0[:] = point
+            if ln < 512 and ln < alive:
+                window *= 2.0
+            elif ln > 4096:
+                window *= 0.5
+            nc = _anchor_candidates(lids, lv, ln, labels, err, 0.0, thr_out, n, ids)
+            if nc < 0:  # degenerate ties: every record within margin of the max
+                nc = _gather(d32, dead, m, top - margin, np.float32(np.inf), cand, ccnt, pos)
+                for j in range(nc):
+                    ids[j] = idx[pos[j]]
+        o = _farthest(Z, ids, nc, point)
         stop = False
         for step in range(2 if two else 1):
             if step == 1:
@@ -376,8 +436,9 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
                             second = max(second, d32[i])
                     fcnt[0] = CAP + 1  # forces _gather to scan
                 npos = _gather(d32, dead, m, second - margin, np.float32(np.inf), fcand, fcnt, pos)
-                ref = _farthest(Z, idx, pos, npos, point)
-            o = idx[ref]
+                for j in range(npos):
+                    ids[j] = idx[pos[j]]
+                o = _farthest(Z, ids, npos, point)
             for c in range(d):
                 point[c] = Z[o, c]
                 p32[c] = point[c]
