@@ -1,0 +1,13 @@
+"""Microaggregation: MDAV, V-MDAV, individual ranking and the fitted function they publish."""
+
+from .function import MicroaggregationFunction, function_from_json
+from .mdav import MDAV, MDAVPartition, mdav_partition
+from .ranking import IndividualRanking, individual_ranking, individual_ranking_partition
+from .vmdav import VMDAV, vmdav_partition
+
+METHODS = {"mdav": MDAV, "vmdav": VMDAV, "ranking": IndividualRanking}
+
+__all__ = [
+    "MDAV", "VMDAV", "IndividualRanking", "MDAVPartition", "MicroaggregationFunction", "METHODS",
+    "mdav_partition", "vmdav_partition", "individual_ranking", "individual_ranking_partition", "function_from_json",
+]

@@ -1,0 +1,97 @@
+"""Estimator contract shared by the microaggregation methods (scikit-learn style).
+
+``fit(X)`` standardises the quasi-identifiers (population sd; constant columns are only
+centred), partitions the records and sets ``labels_``, ``centroids_`` (original units),
+``sizes_``, ``standardizer_`` and ``function_`` (the publishable
+:class:`~probanon.microagg.function.MicroaggregationFunction`). ``transform(X)`` applies the
+fitted function to any records; ``fit_transform(X)`` returns the fitted records replaced by
+their group centroid.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_k, check_matrix
+from ..data import Standardizer, select_columns
+from ..errors import NotFittedError
+from .function import MicroaggregationFunction
+
+
+def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) -> np.ndarray:
+    """Mean of each group's rows (weighted if ``weights``), shape (n_groups, d):
+    x_g = sum_{i in g} w_i x_i / sum_{i in g} w_i."""
+    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    total = np.bincount(labels, weights=w, minlength=n_groups)
+    return np.column_stack([np.bincount(labels, weights=w * X[:, j], minlength=n_groups) for j in range(X.shape[1])]) / total[:, None]
+
+
+class Microaggregator:
+    """Base class: subclasses implement ``_partition(Z, X) -> (labels, function kind, rule)``
+    (Z standardised, X the original values)."""
+
+    def _validate_input(self, X):
+        if isinstance(X, pd.DataFrame):
+            cols = select_columns(X)
+            self.feature_names_in_ = list(cols)
+            X = X[cols]
+        return check_matrix(X, name="data")
+
+    def fit(self, X, y=None):
+        X = self._validate_input(X)
+        self.k = check_k(self.k, X.shape[0])
+        self.n_features_in_ = X.shape[1]
+        self.standardizer_ = Standardizer.fit(X)
+        Z = np.ascontiguousarray(self.standardizer_.transform(X))
+        labels, kind, rule = self._partition(Z, X)
+        self.labels_ = labels
+        if kind == "intervals":
+            self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1)[:, 0] for j in range(X.shape[1])]
+            self.sizes_ = [np.bincount(labels[:, j]) for j in range(X.shape[1])]
+        else:
+            n_groups = int(labels.max()) + 1
+            self.centroids_ = group_means(X, labels, n_groups)
+            self.sizes_ = np.bincount(labels, minlength=n_groups)
+        self.function_ = MicroaggregationFunction(
+            kind=kind,
+            standardizer=self.standardizer_,
+            centroids=self.centroids_,
+            sizes=self.sizes_,
+            rule=rule,
+            columns=getattr(self, "feature_names_in_", None),
+            meta={"method": type(self).__name__, "k": self.k, "n_records": int(X.shape[0])},
+        )
+        return self
+
+    def _check_fitted(self):
+        if not hasattr(self, "function_"):
+            raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
+
+    def transform(self, X) -> np.ndarray:
+        """Records replaced by the centroid of the cell the fitted function assigns them to."""
+        self._check_fitted()
+        if isinstance(X, pd.DataFrame) and hasattr(self, "feature_names_in_"):
+            X = X[self.feature_names_in_]
+        return self.function_.transform(X)
+
+    def fit_transform(self, X, y=None) -> np.ndarray:
+        """Fit, then return every fitted record replaced by its group centroid."""
+        self.fit(X)
+        if isinstance(self.centroids_, list):
+            return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
+        return self.centroids_[self.labels_]
+
+    def get_params(self, deep=True) -> dict:
+        return {name: getattr(self, name) for name in self._param_names}
+
+    def set_params(self, **params):
+        for name, value in params.items():
+            if name not in self._param_names:
+                raise ValueError(f"unknown parameter {name!r}")
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{p}={getattr(self, p)!r}" for p in self._param_names)
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,270 @@
+"""The fitted microaggregation function: a published rule that maps anybody's
+quasi-identifiers to a cell, without the data it was fitted on.
+
+Three forms, one JSON format (``to_json`` / :func:`function_from_json`):
+
+``ordered-balls`` (MDAV)
+    Groups in formation order, each with a reference point r_g, a squared radius rho_g and a
+    boundary tuple b_g (the k-th member, in standardised units). A record z belongs to the
+    FIRST group g with (||z - r_g||^2, z) <= (rho_g, b_g) in lexicographic order; the last
+    group is the default. Tie rule: at equal distance to the reference, the record whose
+    coordinates are lexicographically smaller comes first (the MDAV kernel uses the same
+    key, then the row position). Distances are summed column by column in float64, as in
+    the fit, so the rule reproduces the fitted labels bit for bit, except for records that
+    exactly duplicate a record of another group (possible only with classical MDAV; fit with
+    ``keep_duplicates=True`` to exclude it: no function of the quasi-identifiers can tell
+    two identical records apart).
+``power-diagram`` (V-MDAV, PCL)
+    z goes to argmin_g ||z - c_g||^2 + w_g (centroids c_g and offsets w_g in standardised
+    units; w = 0 is the nearest-centroid rule); ties go to the lowest g.
+``intervals`` (individual ranking)
+    Each column separately: v goes to the first group whose upper bound is >= v (the last
+    group takes everything above). The cell is the tuple of per-column groups.
+
+Centroids are published in original units; standardisation parameters travel with the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+import numpy as np
+from numba import njit, prange
+
+from .._validation import check_matrix
+from ..data import Standardizer
+from ..errors import InputError, SpecificationError
+
+FORMAT_VERSION = 1
+
+
+@njit(cache=True, parallel=True)
+def _assign_balls(Z, refs, rad2, bounds):
+    n, d = Z.shape
+    G = refs.shape[0]  # groups with a ball; the default group is G
+    out = np.full(n, G, np.int64)
+    for i in prange(n):
+        for g in range(G):
+            acc = 0.0
+            for c in range(d):
+                t = Z[i, c] - refs[g, c]
+                acc += t * t
+            inside = acc < rad2[g]
+            if acc == rad2[g]:
+                inside = True
+                for c in range(d):  # lexicographic tie rule against the boundary tuple
+                    if Z[i, c] != bounds[g, c]:
+                        inside = Z[i, c] < bounds[g, c]
+                        break
+            if inside:
+                out[i] = g
+                break
+    return out
+
+
+@njit(cache=True, parallel=True)
+def _assign_power(Z, centers, offsets):
+    n, d = Z.shape
+    out = np.empty(n, np.int64)
+    for i in prange(n):
+        best = np.inf
+        arg = 0
+        for g in range(centers.shape[0]):
+            acc = 0.0
+            for c in range(d):
+                t = Z[i, c] - centers[g, c]
+                acc += t * t
+            acc += offsets[g]
+            if acc < best:
+                best = acc
+                arg = g
+        out[i] = arg
+    return out
+
+
+@dataclass
+class MicroaggregationFunction:
+    """A fitted, publishable mapping from quasi-identifiers to cells.
+
+    Attributes: ``kind`` ("ordered-balls", "power-diagram", "intervals"), ``columns`` (names,
+    or None), ``standardizer``, ``centroids`` (cells x columns, original units; for
+    "intervals" a list of per-column arrays), ``sizes`` (declared records per cell), ``rule``
+    (the kind's parameters, standardised units), ``meta`` (free-form, e.g. the method and k).
+    """
+
+    kind: str
+    standardizer: Standardizer
+    centroids: object
+    sizes: object
+    rule: dict
+    columns: list | None = None
+    meta: dict = field(default_factory=dict)
+
+    # -- applying the rule ------------------------------------------------------------
+    def _standardised(self, X) -> np.ndarray:
+        X = check_matrix(X, name="records")
+        if X.shape[1] != self.standardizer.mean_.size:
+            raise InputError(
+                f"records have {X.shape[1]} columns, the function expects {self.standardizer.mean_.size}"
+            )
+        return np.ascontiguousarray(self.standardizer.transform(X))
+
+    def assign(self, X) -> np.ndarray:
+        """Cell of each record (row of X, original units): shape (n,), or (n, d) for
+        "intervals" (one group per column)."""
+        if self.kind == "intervals":
+            X = check_matrix(X, name="records")
+            if X.shape[1] != len(self.rule["upper"]):
+                raise InputError(f"records have {X.shape[1]} columns, the function expects {len(self.rule['upper'])}")
+            out = np.empty(X.shape, np.int64)
+            for j, upper in enumerate(self.rule["upper"]):
+                out[:, j] = np.minimum(np.searchsorted(upper, X[:, j], side="left"), len(upper) - 1)
+            return out
+        Z = self._standardised(X)
+        if self.kind == "ordered-balls":
+            return _assign_balls(Z, self.rule["references"], self.rule["radius2"], self.rule["boundary"])
+        return _assign_power(Z, self.rule["centers"], self.rule["offsets"])
+
+    def transform(self, X) -> np.ndarray:
+        """Each record replaced by the centroid of its cell (original units)."""
+        labels = self.assign(X)
+        if self.kind == "intervals":
+            return np.column_stack([self.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
+        return np.asarray(self.centroids)[labels]
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.sizes) if self.kind != "intervals" else int(np.prod([len(s) for s in self.sizes]))
+
+    # -- serialisation --------------------------------------------------------------------
+    def to_dict(self) -> dict:
+        listify = {k: np.asarray(v).tolist() if not isinstance(v, list) else [np.asarray(a).tolist() for a in v]
+                   for k, v in self.rule.items()}
+        if self.kind == "intervals":
+            centroids = [np.asarray(c).tolist() for c in self.centroids]
+            sizes = [np.asarray(s).tolist() for s in self.sizes]
+        else:
+            centroids = np.asarray(self.centroids).tolist()
+            sizes = np.asarray(self.sizes).tolist()
+        return {
+            "probanon_function": FORMAT_VERSION,
+            "kind": self.kind,
+            "columns": self.columns,
+            "standardization": self.standardizer.to_dict(),
+            "centroids": centroids,
+            "sizes": sizes,
+            "rule": listify,
+            "tie_rule": TIE_RULES[self.kind],
+            "meta": self.meta,
+        }
+
+    def to_json(self, path=None, indent=None) -> str:
+        """JSON text of the function (floats written with repr: they round-trip exactly);
+        written to ``path`` if given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            with open(path, "w") as fh:
+                fh.write(text)
+        return text
+
+    @classmethod
+    def from_json(cls, text_or_path) -> "MicroaggregationFunction":
+        return function_from_json(text_or_path)
+
+
+TIE_RULES = {
+    "ordered-balls": "first group g (formation order) with (||z - r_g||^2, z) <= (radius2_g, boundary_g) "
+    "lexicographically, z standardised; distances summed column by column in float64; last group by default",
+    "power-diagram": "argmin_g ||z - c_g||^2 + offset_g, z standardised; lowest g on ties",
+    "intervals": "per column, first group with upper bound >= value; last group above all bounds",
+}
+
+
+def _array(d: dict, key: str, ndim: int, width: int | None = None) -> np.ndarray:
+    try:
+        a = np.asarray(d[key], dtype=np.float64)
+    except KeyError:
+        raise SpecificationError(f"function: missing {key!r}") from None
+    except (TypeError, ValueError):
+        raise SpecificationError(f"function: {key!r} is not numeric") from None
+    if a.ndim != ndim or (width is not None and a.size and a.shape[-1] != width):
+        raise SpecificationError(f"function: {key!r} has the wrong shape {a.shape}")
+    if np.isnan(a).any():
+        raise SpecificationError(f"function: {key!r} contains NaN")
+    return a
+
+
+def function_from_json(text_or_path) -> MicroaggregationFunction:
+    """Load a function written by :meth:`MicroaggregationFunction.to_json` (a JSON string,
+    or a path to a file). Raises :class:`SpecificationError` if it is malformed."""
+    text = text_or_path
+    if not (isinstance(text, str) and text.lstrip().startswith("{")):
+        try:
+            with open(text_or_path) as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise SpecificationError(f"cannot read function file: {exc.strerror}") from None
+    try:
+        d = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecificationError(f"function is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(d, dict) or d.get("probanon_function") != FORMAT_VERSION:
+        raise SpecificationError("not a probanon function (missing or unknown 'probanon_function' version)")
+    kind = d.get("kind")
+    if kind not in TIE_RULES:
+        raise SpecificationError(f"function: unknown kind {kind!r}")
+    std = d.get("standardization")
+    if not isinstance(std, dict):
+        raise SpecificationError("function: missing 'standardization'")
+    mean, scale = _array(std, "mean", 1), _array(std, "scale", 1)
+    if mean.size != scale.size or mean.size == 0 or (scale <= 0).any():
+        raise SpecificationError("function: bad standardization parameters")
+    width = mean.size
+    rule = d.get("rule")
+    if not isinstance(rule, dict):
+        raise SpecificationError("function: missing 'rule'")
+    if kind == "intervals":
+        try:
+            upper = [np.asarray(u, dtype=np.float64) for u in rule["upper"]]
+            centroids = [np.asarray(c, dtype=np.float64) for c in d["centroids"]]
+            sizes = [np.asarray(s, dtype=np.int64) for s in d["sizes"]]
+        except (KeyError, TypeError, ValueError):
+            raise SpecificationError("function: malformed interval rule") from None
+        if not (len(upper) == len(centroids) == len(sizes) == width) or any(
+            u.ndim != 1 or u.size == 0 or u.size != c.size or u.size != s.size or (np.diff(u) <= 0).any()
+            for u, c, s in zip(upper, centroids, sizes)
+        ):
+            raise SpecificationError("function: interval rule is inconsistent")
+        rule_arrays = {"upper": upper}
+    else:
+        centroids = _array(d, "centroids", 2, width)
+        sizes = np.asarray(d.get("sizes", []), dtype=np.int64) if isinstance(d.get("sizes"), list) else None
+        if sizes is None or sizes.shape != (centroids.shape[0],):
+            raise SpecificationError("function: 'sizes' must list one size per cell")
+        if kind == "ordered-balls":
+            rule_arrays = {
+                "references": _array(rule, "references", 2, width),
+                "radius2": _array(rule, "radius2", 1),
+                "boundary": _array(rule, "boundary", 2, width),
+            }
+            G = rule_arrays["radius2"].size
+            if rule_arrays["references"].shape[0] != G or rule_arrays["boundary"].shape[0] != G or G != len(sizes) - 1:
+                raise SpecificationError("function: ordered-balls rule must have one ball per cell but the last")
+        else:
+            rule_arrays = {"centers": _array(rule, "centers", 2, width), "offsets": _array(rule, "offsets", 1)}
+            if rule_arrays["centers"].shape[0] != len(sizes) or rule_arrays["offsets"].size != len(sizes):
+                raise SpecificationError("function: power-diagram rule must have one center per cell")
+        rule_arrays = {k: np.ascontiguousarray(v) for k, v in rule_arrays.items()}
+    columns = d.get("columns")
+    if columns is not None and (not isinstance(columns, list) or len(columns) != width):
+        raise SpecificationError("function: 'columns' must name every column")
+    return MicroaggregationFunction(
+        kind=kind,
+        standardizer=Standardizer(mean_=mean, scale_=scale),
+        centroids=centroids,
+        sizes=sizes,
+        rule=rule_arrays,
+        columns=columns,
+        meta=d.get("meta") or {},
+    )
