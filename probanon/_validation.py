@@ -35,10 +35,12 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
     Accepts NumPy arrays, pandas DataFrames (all columns must be numeric) and
     nested sequences. Raises :class:`InputError` on text, NaN or infinity.
     """
+    labels = None
     if isinstance(X, pd.DataFrame):
         bad = [c for c in X.columns if not is_numeric_column(X[c])]
         if bad:
             raise InputError(f"{name}: column {bad[0]!r} is not numeric")
+        labels = list(X.columns)
         X = X.to_numpy(dtype=np.float64)
     else:
         try:
@@ -55,6 +57,7 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
         raise InputError(f"{name} has no columns")
     if not np.isfinite(X).all():
         row, col = np.argwhere(~np.isfinite(X))[0]
+        col = repr(labels[col]) if labels is not None else col
         raise InputError(f"{name} has a missing or infinite value (row {row}, column {col})")
     return np.ascontiguousarray(X)
 

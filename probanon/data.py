@@ -71,13 +71,28 @@ def select_columns(frame: pd.DataFrame, columns=None) -> list[str]:
         if len(set(columns)) != len(columns):
             raise InputError("a column is named twice")
         for c in columns:
+            _reject_text_in_numbers(frame[c])
             if not is_numeric_column(frame[c]):
-                raise InputError(f"column {c!r} is not numeric (text in a numeric column?)")
+                raise InputError(f"column {c!r} is not numeric")
         return list(columns)
+    for c in frame.columns:
+        _reject_text_in_numbers(frame[c])
     chosen = [c for c in frame.columns if is_numeric_column(frame[c])]
     if not chosen:
         raise InputError("the table has no numeric column")
     return chosen
+
+
+def _reject_text_in_numbers(series: pd.Series) -> None:
+    """A text column whose values are mostly numbers is a numeric column with stray text:
+    say where, rather than silently treating the column as categorical."""
+    if is_numeric_column(series) or series.empty:
+        return
+    values = series.dropna()
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().mean() >= 0.5 and numbers.isna().any():
+        row = numbers.index[numbers.isna()][0]
+        raise InputError(f"column {series.name!r} has text in a numeric column (row {row}: {values[row]!r})")
 
 
 def quasi_identifiers(frame: pd.DataFrame, columns=None) -> tuple[np.ndarray, list[str]]:
@@ -126,3 +141,22 @@ class Standardizer:
 def zscore(X) -> np.ndarray:
     """Z-score the columns of ``X`` (population sd, constant columns only centred)."""
     return Standardizer.fit(X).transform(check_matrix(X))
+
+
+def synthetic_survey(n: int = 2000, random_state=None) -> pd.DataFrame:
+    """Built-in synthetic microdata (no files needed): four quasi-identifiers (age, income,
+    household size, weekly hours) and two confidential attributes that depend on them
+    (health spending, savings), plus a record id. Seeded: same ``random_state``, same table."""
+    from ._validation import check_random_state
+
+    rng = check_random_state(random_state)
+    age = rng.integers(18, 91, n)
+    income = np.round(np.exp(rng.normal(10.2, 0.55, n) + 0.006 * (age - 18)), -1)
+    household = np.clip(rng.poisson(1.6, n) + 1, 1, 9)
+    hours = np.clip(np.round(rng.normal(38, 9, n) - 0.25 * np.maximum(age - 60, 0)), 0, 80)
+    health = np.round(120 + 9.5 * age + 0.004 * income + rng.gamma(2.0, 150, n), 2)
+    savings = np.round(np.maximum(0, 0.12 * income - 900 * household + rng.normal(0, 2500, n)), 2)
+    return pd.DataFrame({
+        "id": np.arange(1, n + 1), "age": age, "income": income, "household": household,
+        "hours": hours, "health_spending": health, "savings": savings,
+    })

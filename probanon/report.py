@@ -1,0 +1,87 @@
+"""Self-contained HTML reports with figures (matplotlib, embedded as PNG)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def figure_png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def line_figure(series: dict, xlabel: str, ylabel: str, title: str):
+    """A figure with one line per entry of ``series`` ({label: (x, y)})."""
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    for label, (x, y) in series.items():
+        ax.plot(x, y, marker="o", label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def html_table(rows: list[dict]) -> str:
+    if not rows:
+        return "<p>(no rows)</p>"
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values()) + "</tr>" for r in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _fmt(v) -> str:
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
+class Report:
+    """Sections of text, tables and figures, written as ``index.html`` (figures are also
+    saved as PNG files beside it)."""
+
+    def __init__(self, title: str):
+        self.title = title
+        self.parts: list[str] = []
+        self.figures: dict[str, bytes] = {}
+
+    def text(self, heading: str | None, paragraph: str) -> None:
+        if heading:
+            self.parts.append(f"<h2>{html.escape(heading)}</h2>")
+        self.parts.append(f"<p>{html.escape(paragraph)}</p>")
+
+    def table(self, rows: list[dict]) -> None:
+        self.parts.append(html_table(rows))
+
+    def figure(self, name: str, fig, caption: str) -> None:
+        png = figure_png(fig)
+        self.figures[name] = png
+        data = base64.b64encode(png).decode()
+        self.parts.append(
+            f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
+
+    def write(self, directory) -> Path:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, png in self.figures.items():
+            (directory / f"{name}.png").write_bytes(png)
+        style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;}table{border-collapse:collapse}"
+                 "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}figure{margin:1em 0}")
+        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
+                f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>")
+        path = directory / "index.html"
+        path.write_text(page)
+        return path
