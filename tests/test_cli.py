@@ -1,0 +1,182 @@
+"""The probanon command: exact forms, outputs, and one-line errors without partial output."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from probanon.cli import main
+
+
+def _table(tmp_path, n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    df = pd.DataFrame({
+        "name": [f"p{i}" for i in range(n)],
+        "age": rng.integers(18, 90, n),
+        "income": rng.normal(30000, 8000, n).round(2),
+        "height": rng.normal(170, 10, n).round(1),
+        "secret": rng.normal(size=n),
+    })
+    path = tmp_path / "in.csv"
+    df.to_csv(path, index=False)
+    return df, path
+
+
+def _il(X, Y):
+    """Independent IL = 100 SSE/SST with the original's mean and population sd."""
+    mu, sd = X.mean(0), X.std(0)
+    Zx, Zy = (X - mu) / sd, (Y - mu) / sd
+    return 100 * ((Zx - Zy) ** 2).sum() / (Zx**2).sum()
+
+
+def test_microaggregate_keeps_rows_columns_and_replaces_qis(tmp_path, capsys):
+    df, path = _table(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "4", "--columns", "age,income"]) == 0
+    rel = pd.read_csv(out)
+    assert list(rel.columns) == list(df.columns)
+    assert len(rel) == len(df)
+    pd.testing.assert_series_equal(rel["name"], df["name"])
+    pd.testing.assert_series_equal(rel["height"], df["height"])
+    pd.testing.assert_series_equal(rel["secret"], df["secret"])
+    groups = rel.groupby(["age", "income"]).size()
+    assert groups.min() >= 4
+    # each released tuple is the mean of the original records that received it
+    for _, idx in rel.groupby(["age", "income"]).groups.items():
+        np.testing.assert_allclose(rel.loc[idx, ["age", "income"]].iloc[0], df.loc[idx, ["age", "income"]].mean(), rtol=1e-12)
+    assert "information loss" in capsys.readouterr().err
+
+
+def test_default_columns_are_all_numeric(tmp_path):
+    df, path = _table(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5"]) == 0
+    rel = pd.read_csv(out)
+    pd.testing.assert_series_equal(rel["name"], df["name"])
+    assert rel.groupby(["age", "income", "height", "secret"]).size().min() >= 5
+
+
+@pytest.mark.parametrize("method", ["mdav", "vmdav", "ranking"])
+def test_methods_and_evaluate_json(tmp_path, capsys, method):
+    df, path = _table(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "3", "--method", method,
+                 "--columns", "age,income,height"]) == 0
+    capsys.readouterr()
+    assert main(["evaluate", str(path), str(out), "--columns", "age,income,height", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    rel = pd.read_csv(out)
+    cols = ["age", "income", "height"]
+    assert result["n_records"] == len(df)
+    assert result["information_loss"] == pytest.approx(_il(df[cols].to_numpy(float), rel[cols].to_numpy(float)), rel=1e-9)
+    assert result["k_achieved"] == rel.groupby(cols).size().min()
+    if method != "ranking":
+        assert result["k_achieved"] >= 3
+
+
+def test_function_written_and_applied_to_new_records(tmp_path, capsys):
+    df, path = _table(tmp_path)
+    out, func = tmp_path / "out.csv", tmp_path / "f.json"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5", "--columns", "age,income",
+                 "--function", str(func)]) == 0
+    spec = json.loads(func.read_text())
+    assert spec["kind"] == "ordered-balls" and spec["columns"] == ["age", "income"]
+    applied = tmp_path / "applied.csv"
+    assert main(["apply", str(func), str(path), "-o", str(applied)]) == 0
+    app = pd.read_csv(applied)
+    rel = pd.read_csv(out)
+    np.testing.assert_array_equal(app[["age", "income"]].to_numpy(), rel[["age", "income"]].to_numpy())
+    assert app["cell"].value_counts().min() >= 5
+    new = pd.DataFrame({"age": [40, 200], "income": [31000.0, -5.0]})
+    new_path = tmp_path / "new.csv"
+    new.to_csv(new_path, index=False)
+    assert main(["apply", str(func), str(new_path), "-o", str(tmp_path / "new_out.csv")]) == 0
+    assert len(pd.read_csv(tmp_path / "new_out.csv")) == 2
+
+
+def test_parquet_in_and_out(tmp_path):
+    df, _ = _table(tmp_path)
+    src = tmp_path / "in.parquet"
+    df.to_parquet(src)
+    out = tmp_path / "out.parquet"
+    assert main(["microaggregate", str(src), "-o", str(out), "-k", "3", "--columns", "age"]) == 0
+    rel = pd.read_parquet(out)
+    assert len(rel) == len(df) and rel.groupby("age").size().min() >= 3
+
+
+def test_constant_column_is_accepted(tmp_path):
+    df, path = _table(tmp_path)
+    df["const"] = 7
+    df.to_csv(path, index=False)
+    out = tmp_path / "out.csv"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "3", "--columns", "age,const"]) == 0
+    assert (pd.read_csv(out)["const"] == 7).all()
+
+
+def _bad(tmp_path, capsys, argv, fragment):
+    out = tmp_path / "out.csv"
+    code = main([a.replace("OUT", str(out)) for a in argv])
+    err = capsys.readouterr().err.strip()
+    assert code != 0
+    assert len(err.splitlines()) == 1, err
+    assert fragment in err
+    assert not out.exists()
+    assert not any(p.name.startswith(".out") for p in tmp_path.iterdir())
+
+
+def test_bad_inputs(tmp_path, capsys):
+    df, path = _table(tmp_path)
+    n = len(df)
+    _bad(tmp_path, capsys, ["microaggregate", str(path), "-o", "OUT", "-k", str(n + 1)], "larger than the number of records")
+    with pytest.raises(SystemExit) as e:
+        main(["microaggregate", str(path), "-o", str(tmp_path / "out.csv"), "-k", "0"])
+    assert e.value.code == 2 and not (tmp_path / "out.csv").exists()
+    assert capsys.readouterr().err.strip() == "probanon: error: k must be >= 1, got 0"
+    _bad(tmp_path, capsys, ["microaggregate", str(path), "-o", "OUT", "-k", "3", "--columns", "name"], "not numeric")
+    _bad(tmp_path, capsys, ["microaggregate", str(path), "-o", "OUT", "-k", "3", "--columns", "nope"], "not in the table")
+    nan = df.copy()
+    nan.loc[5, "income"] = np.nan
+    nan.to_csv(tmp_path / "nan.csv", index=False)
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "nan.csv"), "-o", "OUT", "-k", "3"], "missing or infinite")
+    inf = df.copy()
+    inf.loc[5, "income"] = np.inf
+    inf.to_csv(tmp_path / "inf.csv", index=False)
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "inf.csv"), "-o", "OUT", "-k", "3"], "missing or infinite")
+    text = df.astype({"age": object})
+    text.loc[3, "age"] = "forty"
+    text.to_csv(tmp_path / "text.csv", index=False)
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "text.csv"), "-o", "OUT", "-k", "3"], "text in a numeric column")
+    (tmp_path / "empty.csv").write_text("")
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "empty.csv"), "-o", "OUT", "-k", "3"], "empty")
+    (tmp_path / "header.csv").write_text("a,b\n")
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "header.csv"), "-o", "OUT", "-k", "1"], "no records")
+    _bad(tmp_path, capsys, ["microaggregate", str(tmp_path / "missing.csv"), "-o", "OUT", "-k", "3"], "no such file")
+    _bad(tmp_path, capsys, ["microaggregate", str(path), "-o", str(tmp_path / "out.xlsx"), "-k", "3"], "unknown output type")
+    (tmp_path / "bad.json").write_text("{not json")
+    _bad(tmp_path, capsys, ["apply", str(tmp_path / "bad.json"), str(path), "-o", "OUT"], "not valid JSON")
+    (tmp_path / "other.json").write_text('{"kind": "ordered-balls"}')
+    _bad(tmp_path, capsys, ["apply", str(tmp_path / "other.json"), str(path), "-o", "OUT"], "not a probanon function")
+
+
+def test_console_script_runs_and_fails_cleanly(tmp_path):
+    df, path = _table(tmp_path)
+    exe = [sys.executable, "-m", "probanon.cli"]
+    ok = subprocess.run(exe + ["microaggregate", str(path), "-o", str(tmp_path / "o.csv"), "-k", "3"], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(exe + ["microaggregate", str(path), "-o", str(tmp_path / "p.csv"), "-k", "1000"], capture_output=True, text=True)
+    assert bad.returncode == 2
+    assert bad.stderr.strip().startswith("probanon: error:") and len(bad.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_demo_writes_report(tmp_path):
+    assert main(["demo", "--output-dir", str(tmp_path / "rep"), "--records", "300", "--quiet"]) == 0
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "Information loss against k" in page and "data:image/png;base64," in page
+    png = (tmp_path / "rep" / "il_vs_k.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    ev = json.loads((tmp_path / "rep" / "evaluation_mdav_k5.json").read_text())
+    assert ev["k_achieved"] >= 5 and 0 < ev["information_loss"] < 100
