@@ -1,5 +1,5 @@
-"""numba kernel of classical MDAV: O(n d) memory, three passes over the remaining records
-per pair of groups, bit-identical to the NumPy reference :mod:`._mdav_reference`.
+"""numba kernel of classical MDAV: O(n d) memory, about two passes over the remaining
+records per pair of groups, bit-identical to the NumPy reference :mod:`._mdav_reference`.
 
 How it is fast and still exact
 ------------------------------
@@ -15,6 +15,12 @@ k nearest by key) are taken on those exact values. Proof for the nearest side: l
 <= A + err, so the (k+1)-th smallest exact distance D <= A + err, and any record with exact
 distance <= D has float32 distance <= A + 2 err: it is a candidate. The farthest side is
 symmetric.
+
+The farthest record from the centroid rarely needs a pass: a list keeps the records whose
+float32 distance to an earlier centroid c0 was near the top, and with eps = ||c - c0|| the
+triangle inequality bounds every distance to the current centroid c; the list decides when
+the largest lower bound beats every upper bound outside the list (see _anchor_candidates),
+otherwise one pass refreshes it.
 
 Error bound: with |x_j|, |p_j| <= M, rounding to float32 (unit u = 2^-24) perturbs each
 difference by <= 4 u M, each square by <= 20 u M^2, and the d-term float32 sum adds
@@ -77,6 +83,21 @@ def _block_sqdist32(A, point, start, stop, out):
     return lo, hi
 
 
+@njit(cache=True, inline="always")
+def _collect_far(d32, b, e, best, margin, row, cnt):
+    """Append to row the records of block [b, e) within margin of the running max;
+    return the new (max, count). The count may pass CAP: that flags an overflow."""
+    for i in range(b, e):
+        v = d32[i]
+        if v >= best - margin:
+            if v > best:
+                best = v
+            if cnt < CAP:
+                row[cnt] = i
+            cnt += 1
+    return best, cnt
+
+
 @njit(cache=True, parallel=True)
 def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
     """float32 distances to point; per chunk the records within margin of the running max.
@@ -90,16 +111,8 @@ def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
         for b in range(lo, hi, BLOCK):
             e = min(hi, b + BLOCK)
             _, top = _block_sqdist32(A, point, b, e, d32)
-            if top < best - margin:
-                continue
-            for i in range(b, e):
-                v = d32[i]
-                if v >= best - margin:
-                    if v > best:
-                        best = v
-                    if cnt < CAP:
-                        cand[t, cnt] = i
-                    cnt += 1
+            if top >= best - margin:
+                best, cnt = _collect_far(d32, b, e, best, margin, cand[t], cnt)
         ccnt[t] = cnt
         cmax[t] = best
 
@@ -136,14 +149,7 @@ def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcan
                             cand[t, cnt] = i
                         cnt += 1
             if far and top >= best - margin:
-                for i in range(b, e):
-                    v = d32[i]
-                    if v >= best - margin:
-                        if v > best:
-                            best = v
-                        if fc < CAP:
-                            fcand[t, fc] = i
-                        fc += 1
+                best, fc = _collect_far(d32, b, e, best, margin, fcand[t], fc)
         ccnt[t] = cnt
         fcnt[t] = fc
         fmax[t] = best
