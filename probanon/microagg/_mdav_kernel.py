@@ -38,6 +38,7 @@ from numba import njit, prange
 BLOCK = 256  # records per block of a pass
 CAP = 2048  # candidate slots per chunk; on overflow a full scan of the float32 distances
 LIMIT = 512  # most candidates taken from the anchor list before a full pass is cheaper
+PARALLEL_MIN = 20000  # fewer remaining records: one thread (a parallel region costs more)
 
 # ---------------------------------------------------------------------------------------
 # float32 passes
@@ -98,63 +99,91 @@ def _collect_far(d32, b, e, best, margin, row, cnt):
     return best, cnt
 
 
-@njit(cache=True, parallel=True)
-def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
-    """float32 distances to point; per chunk the records within margin of the running max.
-    Dead records carry NaN and fail every comparison."""
-    per = (m + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        best = np.float32(-1.0)
-        cnt = 0
-        for b in range(lo, hi, BLOCK):
-            e = min(hi, b + BLOCK)
-            _, top = _block_sqdist32(A, point, b, e, d32)
-            if top >= best - margin:
-                best, cnt = _collect_far(d32, b, e, best, margin, cand[t], cnt)
-        ccnt[t] = cnt
-        cmax[t] = best
+@njit(cache=True)
+def _far_chunk(A, point, lo, hi, d32, margin, row):
+    """float32 distances to point over [lo, hi); records within margin of the running max go
+    to row. Returns (max, count); dead records carry NaN and fail every comparison."""
+    best = np.float32(-1.0)
+    cnt = 0
+    for b in range(lo, hi, BLOCK):
+        e = min(hi, b + BLOCK)
+        _, top = _block_sqdist32(A, point, b, e, d32)
+        if top >= best - margin:
+            best, cnt = _collect_far(d32, b, e, best, margin, row, cnt)
+    return best, cnt
 
 
-@njit(cache=True, parallel=True)
-def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax):
-    """float32 distances to point; per chunk the records within margin of the running
-    (k+1)-th smallest (and, if ``far``, of the running max). Dead records carry NaN."""
-    per = (m + nchunks - 1) // nchunks
+@njit(cache=True)
+def _near_chunk(A, point, lo, hi, d32, k, margin, row, small, far, frow):
+    """float32 distances to point over [lo, hi); records within margin of the running
+    (k+1)-th smallest go to row (small: the k+1 smallest, sorted) and, if ``far``, those
+    within margin of the running max to frow. Returns (count, far count, max)."""
     cap = k + 1
+    small[:] = np.inf
+    thr = np.float32(np.inf)
+    best = np.float32(-1.0)
+    cnt = 0
+    fc = 0
+    for b in range(lo, hi, BLOCK):
+        e = min(hi, b + BLOCK)
+        low, top = _block_sqdist32(A, point, b, e, d32)
+        if low <= thr:
+            for i in range(b, e):
+                v = d32[i]
+                if v <= thr:
+                    if v < small[cap - 1]:
+                        j = cap - 1
+                        while j > 0 and small[j - 1] > v:
+                            small[j] = small[j - 1]
+                            j -= 1
+                        small[j] = v
+                        thr = small[cap - 1] + margin
+                    if cnt < CAP:
+                        row[cnt] = i
+                    cnt += 1
+        if far and top >= best - margin:
+            best, fc = _collect_far(d32, b, e, best, margin, frow, fc)
+    return cnt, fc, best
+
+
+@njit(cache=True, parallel=True)
+def _far_parallel(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
+    per = (m + nchunks - 1) // nchunks
     for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        small = np.full(cap, np.float32(np.inf))  # sorted k+1 smallest so far
-        thr = np.float32(np.inf)
-        best = np.float32(-1.0)
-        cnt = 0
-        fc = 0
-        for b in range(lo, hi, BLOCK):
-            e = min(hi, b + BLOCK)
-            low, top = _block_sqdist32(A, point, b, e, d32)
-            if low <= thr:
-                for i in range(b, e):
-                    v = d32[i]
-                    if v <= thr:
-                        if v < small[cap - 1]:
-                            j = cap - 1
-                            while j > 0 and small[j - 1] > v:
-                                small[j] = small[j - 1]
-                                j -= 1
-                            small[j] = v
-                            thr = small[cap - 1] + margin
-                        if cnt < CAP:
-                            cand[t, cnt] = i
-                        cnt += 1
-            if far and top >= best - margin:
-                best, fc = _collect_far(d32, b, e, best, margin, fcand[t], fc)
-        ccnt[t] = cnt
-        fcnt[t] = fc
-        fmax[t] = best
-        for j in range(cap):
-            ckth[t, j] = small[j]
+        cmax[t], ccnt[t] = _far_chunk(A, point, t * per, min(m, (t + 1) * per), d32, margin, cand[t])
+
+
+@njit(cache=True, parallel=True)
+def _near_parallel(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax):
+    per = (m + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        ccnt[t], fcnt[t], fmax[t] = _near_chunk(A, point, t * per, min(m, (t + 1) * per), d32, k, margin,
+                                                cand[t], ckth[t], far, fcand[t])
+
+
+@njit(cache=True)
+def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
+    """One pass for the farthest records, in parallel chunks when m is large enough to pay
+    for the threads (chunk 0 alone otherwise; the other chunks are left empty)."""
+    if m >= PARALLEL_MIN:
+        _far_parallel(A, point, m, d32, margin, nchunks, cand, ccnt, cmax)
+        return
+    ccnt[:] = 0
+    cmax[:] = -1.0
+    cmax[0], ccnt[0] = _far_chunk(A, point, 0, m, d32, margin, cand[0])
+
+
+@njit(cache=True)
+def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax):
+    """One pass for the nearest (and optionally farthest) records; see _pass_far."""
+    if m >= PARALLEL_MIN:
+        _near_parallel(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax)
+        return
+    ccnt[:] = 0
+    fcnt[:] = 0
+    fmax[:] = -1.0
+    ckth[:] = np.inf
+    ccnt[0], fcnt[0], fmax[0] = _near_chunk(A, point, 0, m, d32, k, margin, cand[0], ckth[0], far, fcand[0])
 
 
 @njit(cache=True)
@@ -300,34 +329,39 @@ def _nearest(Z, idx, pos, npos, point, k, keep_duplicates, members, dist):
 # compaction and the driver
 
 
+@njit(cache=True)
+def _copy_alive(A, B, idx, idx2, dead, lo, hi, w):
+    """Copy the alive records of A[:, lo:hi] (and their ids) to B from column w on."""
+    for i in range(lo, hi):
+        if dead[i] == 0:
+            for c in range(A.shape[0]):
+                B[c, w] = A[c, i]
+            idx2[w] = idx[i]
+            w += 1
+        dead[i] = 0
+
+
 @njit(cache=True, parallel=True)
-def _compact(A, B, idx, idx2, dead, m, nchunks):
-    """Copy the alive records of A[:, :m] (and their ids) into B in order; return the count."""
+def _compact_parallel(A, B, idx, idx2, dead, m, nchunks):
     per = (m + nchunks - 1) // nchunks
     counts = np.zeros(nchunks + 1, np.int64)
     for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        c = 0
-        for i in range(lo, hi):
-            c += dead[i] == 0
-        counts[t + 1] = c
+        counts[t + 1] = np.sum(dead[t * per: min(m, (t + 1) * per)] == 0)
     for t in range(nchunks):
         counts[t + 1] += counts[t]
-    d = A.shape[0]
     for t in prange(nchunks):
-        lo = t * per
-        hi = min(m, lo + per)
-        w = counts[t]
-        for i in range(lo, hi):
-            if dead[i] == 0:
-                for c in range(d):
-                    B[c, w] = A[c, i]
-                idx2[w] = idx[i]
-                w += 1
-        for i in range(lo, hi):
-            dead[i] = 0
+        _copy_alive(A, B, idx, idx2, dead, t * per, min(m, (t + 1) * per), counts[t])
     return counts[nchunks]
+
+
+@njit(cache=True)
+def _compact(A, B, idx, idx2, dead, m, nchunks):
+    """Copy the alive records of A[:, :m] (and their ids) into B in order; return the count."""
+    if m >= PARALLEL_MIN:
+        return _compact_parallel(A, B, idx, idx2, dead, m, nchunks)
+    alive = np.sum(dead[:m] == 0)
+    _copy_alive(A, B, idx, idx2, dead, 0, m, 0)
+    return alive
 
 
 @njit(cache=True)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+import numba
 import numpy as np
 from numba import njit, prange
 
@@ -39,40 +40,41 @@ from ..errors import InputError, SpecificationError
 FORMAT_VERSION = 1
 
 
-@njit(cache=True, parallel=True)
-def _assign_balls(Z, refs, rad2, bounds):
-    n, d = Z.shape
-    G = refs.shape[0]  # groups with a ball; the default group is G
-    out = np.full(n, G, np.int64)
-    for i in prange(n):
+PARALLEL_MIN = 5000  # fewer records: one thread (a parallel region costs more)
+
+
+@njit(cache=True)
+def _balls_rows(Z, lo, hi, refs, rad2, bounds, out):
+    """Ordered-balls rule for rows lo..hi-1 of Z (the default group is refs.shape[0])."""
+    G = refs.shape[0]
+    for i in range(lo, hi):
+        out[i] = G
         for g in range(G):
             acc = 0.0
-            for c in range(d):
+            for c in range(Z.shape[1]):
                 t = Z[i, c] - refs[g, c]
                 acc += t * t
             inside = acc < rad2[g]
             if acc == rad2[g]:
                 inside = True
-                for c in range(d):  # lexicographic tie rule against the boundary tuple
+                for c in range(Z.shape[1]):  # lexicographic tie rule against the boundary tuple
                     if Z[i, c] != bounds[g, c]:
                         inside = Z[i, c] < bounds[g, c]
                         break
             if inside:
                 out[i] = g
                 break
-    return out
 
 
-@njit(cache=True, parallel=True)
-def _assign_power(Z, centers, offsets):
-    n, d = Z.shape
-    out = np.empty(n, np.int64)
-    for i in prange(n):
+@njit(cache=True)
+def _power_rows(Z, lo, hi, centers, offsets, out):
+    """Power-diagram rule argmin_g ||z - c_g||^2 + w_g for rows lo..hi-1 (lowest g on ties)."""
+    for i in range(lo, hi):
         best = np.inf
         arg = 0
         for g in range(centers.shape[0]):
             acc = 0.0
-            for c in range(d):
+            for c in range(Z.shape[1]):
                 t = Z[i, c] - centers[g, c]
                 acc += t * t
             acc += offsets[g]
@@ -80,6 +82,37 @@ def _assign_power(Z, centers, offsets):
                 best = acc
                 arg = g
         out[i] = arg
+
+
+@njit(cache=True, parallel=True)
+def _balls_parallel(Z, refs, rad2, bounds, out, nchunks):
+    per = (Z.shape[0] + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        _balls_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), refs, rad2, bounds, out)
+
+
+@njit(cache=True, parallel=True)
+def _power_parallel(Z, centers, offsets, out, nchunks):
+    per = (Z.shape[0] + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        _power_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, out)
+
+
+def _assign_balls(Z, refs, rad2, bounds):
+    out = np.empty(Z.shape[0], np.int64)
+    if Z.shape[0] >= PARALLEL_MIN:
+        _balls_parallel(Z, refs, rad2, bounds, out, 4 * numba.get_num_threads())
+    else:
+        _balls_rows(Z, 0, Z.shape[0], refs, rad2, bounds, out)
+    return out
+
+
+def _assign_power(Z, centers, offsets):
+    out = np.empty(Z.shape[0], np.int64)
+    if Z.shape[0] >= PARALLEL_MIN:
+        _power_parallel(Z, centers, offsets, out, 4 * numba.get_num_threads())
+    else:
+        _power_rows(Z, 0, Z.shape[0], centers, offsets, out)
     return out
 
 
