@@ -16,7 +16,9 @@ from .errors import InputError, ParameterError
 
 def check_k(k, n: int | None = None, name: str = "k") -> int:
     """Return ``k`` as an int after checking 1 <= k (<= n when n is given)."""
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+    if isinstance(k, (bool, np.bool_)):
+        raise ParameterError(f"{name} must be an integer, got {k!r}")
+    if not isinstance(k, numbers.Integral):
         if isinstance(k, numbers.Real) and float(k).is_integer():
             k = int(k)
         else:

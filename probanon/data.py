@@ -7,6 +7,7 @@ centred but otherwise kept as is and never divides by zero.
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -115,9 +116,16 @@ class Standardizer:
     @classmethod
     def fit(cls, X, weights=None) -> "Standardizer":
         X = check_matrix(X)
-        mean = np.average(X, axis=0, weights=weights)
-        var = np.average((X - mean) ** 2, axis=0, weights=weights)
-        scale = np.sqrt(var)
+        # Exactly rounded sums (math.fsum): NumPy's SIMD sums depend on memory alignment in
+        # the last bit, and a last bit can decide a tie in MDAV. Same input, same output.
+        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+        total = math.fsum(w)
+        mean = np.array([math.fsum(w * X[:, j]) / total for j in range(X.shape[1])])
+        # sd on deviations scaled by their largest magnitude: no overflow near 1e308
+        spread = np.abs(X - mean).max(axis=0)
+        unit = np.where(spread > 0, spread, 1.0)
+        dev = (X - mean) / unit
+        scale = unit * np.sqrt([math.fsum(w * dev[:, j] ** 2) / total for j in range(X.shape[1])])
         # A column is constant when its spread is at rounding level of its magnitude.
         tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(mean))
         scale = np.where(tiny, 1.0, scale)

@@ -221,11 +221,24 @@ def _array(d: dict, key: str, ndim: int, width: int | None = None) -> np.ndarray
         raise SpecificationError(f"function: missing {key!r}") from None
     except (TypeError, ValueError):
         raise SpecificationError(f"function: {key!r} is not numeric") from None
-    if a.ndim != ndim or (width is not None and a.size and a.shape[-1] != width):
+    if ndim == 2 and a.size == 0 and width is not None:
+        a = a.reshape(0, width)  # e.g. no balls: a single group
+    if a.ndim != ndim or (width is not None and a.shape[-1] != width):
         raise SpecificationError(f"function: {key!r} has the wrong shape {a.shape}")
-    if np.isnan(a).any():
-        raise SpecificationError(f"function: {key!r} contains NaN")
+    if not np.isfinite(a).all():
+        raise SpecificationError(f"function: {key!r} contains NaN or infinity")
     return a
+
+
+def _sizes(values) -> np.ndarray:
+    """Declared cell sizes: non-negative integers."""
+    try:
+        a = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise SpecificationError("function: 'sizes' must be integers") from None
+    if a.ndim != 1 or not np.isfinite(a).all() or (a < 0).any() or (a != np.round(a)).any():
+        raise SpecificationError("function: 'sizes' must be non-negative integers")
+    return a.astype(np.int64)
 
 
 def function_from_json(text_or_path) -> MicroaggregationFunction:
@@ -242,10 +255,11 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
         d = json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecificationError(f"function is not valid JSON ({exc.msg} at line {exc.lineno})") from None
-    if not isinstance(d, dict) or d.get("probanon_function") != FORMAT_VERSION:
+    version = d.get("probanon_function") if isinstance(d, dict) else None
+    if type(version) is not int or version != FORMAT_VERSION:
         raise SpecificationError("not a probanon function (missing or unknown 'probanon_function' version)")
     kind = d.get("kind")
-    if kind not in TIE_RULES:
+    if not isinstance(kind, str) or kind not in TIE_RULES:
         raise SpecificationError(f"function: unknown kind {kind!r}")
     std = d.get("standardization")
     if not isinstance(std, dict):
@@ -261,18 +275,20 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
         try:
             upper = [np.asarray(u, dtype=np.float64) for u in rule["upper"]]
             centroids = [np.asarray(c, dtype=np.float64) for c in d["centroids"]]
-            sizes = [np.asarray(s, dtype=np.int64) for s in d["sizes"]]
         except (KeyError, TypeError, ValueError):
             raise SpecificationError("function: malformed interval rule") from None
+        sizes = [_sizes(s) for s in d.get("sizes") or []]
+        # bounds may repeat when ties were split (keep_ties=False): the first group wins
         if not (len(upper) == len(centroids) == len(sizes) == width) or any(
-            u.ndim != 1 or u.size == 0 or u.size != c.size or u.size != s.size or (np.diff(u) <= 0).any()
+            u.ndim != 1 or u.size == 0 or u.size != c.size or u.size != s.size or (np.diff(u) < 0).any()
+            or not (np.isfinite(u).all() and np.isfinite(c).all())
             for u, c, s in zip(upper, centroids, sizes)
         ):
             raise SpecificationError("function: interval rule is inconsistent")
         rule_arrays = {"upper": upper}
     else:
         centroids = _array(d, "centroids", 2, width)
-        sizes = np.asarray(d.get("sizes", []), dtype=np.int64) if isinstance(d.get("sizes"), list) else None
+        sizes = _sizes(d.get("sizes")) if isinstance(d.get("sizes"), list) else None
         if sizes is None or sizes.shape != (centroids.shape[0],):
             raise SpecificationError("function: 'sizes' must list one size per cell")
         if kind == "ordered-balls":
@@ -289,6 +305,8 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
             if rule_arrays["centers"].shape[0] != len(sizes) or rule_arrays["offsets"].size != len(sizes):
                 raise SpecificationError("function: power-diagram rule must have one center per cell")
         rule_arrays = {k: np.ascontiguousarray(v) for k, v in rule_arrays.items()}
+    if not isinstance(d.get("meta", {}), (dict, type(None))):
+        raise SpecificationError("function: 'meta' must be an object")
     columns = d.get("columns")
     if columns is not None and (not isinstance(columns, list) or len(columns) != width):
         raise SpecificationError("function: 'columns' must name every column")

@@ -43,6 +43,9 @@ from ._mdav_reference import mdav_numpy
 from .base import Microaggregator
 
 
+FLOAT32_FILTER_MAX = 1e15
+
+
 @dataclass(frozen=True)
 class MDAVPartition:
     """Result of :func:`mdav_partition`, one entry per group in formation order.
@@ -67,10 +70,13 @@ def mdav_partition(Z, k: int, keep_duplicates: bool = False, engine: str = "numb
 
     ``engine="numba"`` is the fast kernel (float32 candidate passes, exact float64
     decisions, O(n d) memory, parallel); ``"numpy"`` is the plain reference. Both give the
-    same partition.
+    same partition. Values beyond 1e15 in absolute value (possible only without
+    standardisation) go to the reference: the kernel's float32 filter would overflow.
     """
     Z = np.ascontiguousarray(check_matrix(Z, name="data"))
     k = check_k(k, Z.shape[0])
+    if engine == "numba" and np.abs(Z).max() > FLOAT32_FILTER_MAX:
+        engine = "numpy"  # the float32 filter of the kernel needs |z| <= 1e15: use the exact path
     if engine == "numba":
         out = mdav_numba(Z, k, bool(keep_duplicates), max(2, numba.get_num_threads()))
     elif engine == "numpy":
