@@ -114,12 +114,12 @@ def _far_chunk(A, point, lo, hi, d32, margin, row):
 
 
 @njit(cache=True)
-def _near_chunk(A, point, lo, hi, d32, k, margin, row, small, far, frow):
+def _near_chunk(A, point, lo, hi, d32, k, margin, row, kth, far, frow):
     """float32 distances to point over [lo, hi); records within margin of the running
-    (k+1)-th smallest go to row (small: the k+1 smallest, sorted) and, if ``far``, those
-    within margin of the running max to frow. Returns (count, far count, max)."""
+    (k+1)-th smallest go to row (kth receives the k+1 smallest, sorted) and, if ``far``,
+    those within margin of the running max to frow. Returns (count, far count, max)."""
     cap = k + 1
-    small[:] = np.inf
+    small = np.full(cap, np.float32(np.inf))  # thread-local: kth rows share a cache line
     thr = np.float32(np.inf)
     best = np.float32(-1.0)
     cnt = 0
@@ -143,6 +143,7 @@ def _near_chunk(A, point, lo, hi, d32, k, margin, row, small, far, frow):
                     cnt += 1
         if far and top >= best - margin:
             best, fc = _collect_far(d32, b, e, best, margin, frow, fc)
+    kth[:] = small
     return cnt, fc, best
 
 
@@ -249,31 +250,33 @@ def _farthest(Z, ids, nids, point):
 
 
 @njit(cache=True)
-def _anchor_candidates(lids, lv, ln, labels, err, eps, thr_out, limit, out):
+def _anchor_candidates(lids, lv, head, ln, labels, err, eps, thr_out, limit, out):
     """Ids that may be the farthest record from the current centroid c, from the list of
     records whose float32 squared distance v to an earlier centroid c0 is >= thr_out (all
-    the alive records when thr_out < 0). With eps = ||c - c0|| and |v - d(x,c0)^2| <= err,
-    d(x,c) lies in [sqrt(v - err) - eps, sqrt(v + err) + eps]: x is a candidate when its
-    upper bound reaches the largest lower bound. Returns the count (ids sorted), or -1 when
-    the list cannot decide (a record outside it might win, or too many candidates)."""
-    vmax = -1.0
-    for j in range(ln):
-        if labels[lids[j]] == -1 and lv[j] > vmax:
-            vmax = lv[j]
-    if vmax < 0.0:
-        return -1
-    lstar = np.sqrt(max(vmax - err, 0.0)) - eps
+    the alive records when thr_out < 0), sorted by v descending from ``head`` on. With
+    eps = ||c - c0|| and |v - d(x,c0)^2| <= err, d(x,c) lies in
+    [sqrt(v - err) - eps, sqrt(v + err) + eps]: x is a candidate when its upper bound reaches
+    the largest lower bound (that of the first alive entry), and the walk stops at the first
+    entry whose upper bound does not. Returns (count, new head), ids sorted; count -1 when the
+    list cannot decide (a record outside it might win, or too many candidates)."""
+    while head < ln and labels[lids[head]] != -1:
+        head += 1
+    if head == ln:
+        return -1, head
+    lstar = np.sqrt(max(lv[head] - err, 0.0)) - eps
     if thr_out >= 0.0 and np.sqrt(thr_out + err) + eps >= lstar:
-        return -1
+        return -1, head
     cnt = 0
-    for j in range(ln):
-        if labels[lids[j]] == -1 and np.sqrt(lv[j] + err) + eps >= lstar:
+    for j in range(head, ln):
+        if np.sqrt(lv[j] + err) + eps < lstar:
+            break
+        if labels[lids[j]] == -1:
             if cnt == limit:
-                return -1
+                return -1, head
             out[cnt] = lids[j]
             cnt += 1
     out[:cnt].sort()
-    return cnt
+    return cnt, head
 
 
 @njit(cache=True)
@@ -413,6 +416,7 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
     lids = np.empty(n, np.int64)
     lv = np.empty(n)
     ln = 0
+    head = 0
     c0 = np.empty(d)
     thr_out = -1.0
     err = 0.5 * margin
@@ -435,21 +439,23 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
             for c in range(d):
                 eps += (point[c] - c0[c]) ** 2
             eps = np.sqrt(eps) * (1.0 + 1e-9)
-            nc = _anchor_candidates(lids, lv, ln, labels, err, eps, thr_out, LIMIT, ids)
+            nc, head = _anchor_candidates(lids, lv, head, ln, labels, err, eps, thr_out, LIMIT, ids)
         if nc < 0:  # refresh the list with a full pass to the current centroid
             _pass_far(A, p32, m, d32, window, nchunks, cand, ccnt, fmax)
             top = fmax.max()
             ln = _gather(d32, dead, m, top - window, np.float32(np.inf), cand, ccnt, pos)
+            order = np.argsort(-d32[pos[:ln]])  # farthest first: walks stop early
             for j in range(ln):
-                lids[j] = idx[pos[j]]
-                lv[j] = d32[pos[j]]
+                lids[j] = idx[pos[order[j]]]
+                lv[j] = d32[pos[order[j]]]
+            head = 0
             thr_out = top - window if ln < alive else -1.0
             c0[:] = point
             if ln < 512 and ln < alive:
                 window *= 2.0
             elif ln > 4096:
                 window *= 0.5
-            nc = _anchor_candidates(lids, lv, ln, labels, err, 0.0, thr_out, n, ids)
+            nc, head = _anchor_candidates(lids, lv, head, ln, labels, err, 0.0, thr_out, n, ids)
             if nc < 0:  # degenerate ties: every record within margin of the max
                 nc = _gather(d32, dead, m, top - margin, np.float32(np.inf), cand, ccnt, pos)
                 for j in range(nc):
