@@ -102,6 +102,15 @@ def quasi_identifiers(frame: pd.DataFrame, columns=None) -> tuple[np.ndarray, li
     return check_matrix(frame[cols], name="data"), cols
 
 
+CONSTANT_RELATIVE_SD = 1e-12
+
+
+def is_constant(mean, sd) -> np.ndarray:
+    """A column is constant when its sd is at rounding level of its magnitude:
+    sd <= 1e-12 * max(1, |mean|)."""
+    return np.asarray(sd) <= CONSTANT_RELATIVE_SD * np.maximum(1.0, np.abs(mean))
+
+
 @dataclass(frozen=True)
 class Standardizer:
     """Affine z-scoring z = (x - mean_) / scale_ with the population sd (ddof = 0).
@@ -126,9 +135,7 @@ class Standardizer:
         unit = np.where(spread > 0, spread, 1.0)
         dev = (X - mean) / unit
         scale = unit * np.sqrt([math.fsum(w * dev[:, j] ** 2) / total for j in range(X.shape[1])])
-        # A column is constant when its spread is at rounding level of its magnitude.
-        tiny = scale <= 1e-12 * np.maximum(1.0, np.abs(mean))
-        scale = np.where(tiny, 1.0, scale)
+        scale = np.where(is_constant(mean, scale), 1.0, scale)
         return cls(mean_=mean, scale_=scale)
 
     def transform(self, X) -> np.ndarray:

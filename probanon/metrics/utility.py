@@ -17,17 +17,13 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_matrix
-from ..data import Standardizer, select_columns
+from ..data import Standardizer, is_constant, select_columns
 from ..errors import InputError
-
-RELATIVE_SD_TOLERANCE = 1e-12
-
 
 def constant_columns(X: np.ndarray) -> np.ndarray:
     """Boolean mask of the constant columns of a checked float matrix (rule in module doc)."""
     mean = X.mean(axis=0)
-    sd = np.sqrt(((X - mean) ** 2).mean(axis=0))
-    return sd <= RELATIVE_SD_TOLERANCE * np.maximum(1.0, np.abs(mean))
+    return is_constant(mean, np.sqrt(((X - mean) ** 2).mean(axis=0)))
 
 
 def _paired_matrices(original, released) -> tuple[np.ndarray, np.ndarray]:
