@@ -20,6 +20,7 @@ from .data import quasi_identifiers, read_table, synthetic_survey, write_table
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
+from .survey import cli as survey_cli
 
 
 def _method(args):
@@ -191,6 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=2026)
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_demo)
+
+    survey_cli.add_parser(sub)
     return p
 
 

@@ -1,0 +1,157 @@
+"""``probanon survey ...``: plan, design, verify, assign, simulate (paper 1)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..data import quasi_identifiers, read_table, write_table
+from ..errors import InputError, ParameterError
+from .anonymity import effective_anonymity, table_failure
+
+
+def _print(obj) -> None:
+    print(json.dumps(obj, allow_nan=False))
+
+
+def cmd_plan(args) -> int:
+    eff = effective_anonymity(args.k, args.participation, args.risk)
+    out = {
+        "k": eff.k, "participation": args.participation, "risk": eff.risk,
+        "n_min": eff.n,
+        "cell_failure": eff.cell_failure,
+        "mean_unprotected": eff.mean_unprotected,
+        "record_failure": eff.record_failure,
+        "record_failure_participant": eff.record_failure_participant,
+    }
+    if args.records is not None:
+        out["records"] = args.records
+        out["table_failure"] = table_failure(args.records, args.k, args.participation, args.risk)
+    _print(out)
+    return 0
+
+
+def cmd_design(args) -> int:
+    from .design import design
+    from .spec import build_spec
+
+    frame = read_table(args.population)
+    if args.participation_column is not None:
+        if args.participation_column not in frame.columns:
+            raise InputError(f"participation column {args.participation_column!r} is not in the population")
+        participation = args.participation_column
+        columns = args.columns
+        if columns is None:
+            columns = [c for c in quasi_identifiers(frame.drop(columns=[participation]))[1]]
+    else:
+        participation, columns = args.participation, args.columns
+    d = design(frame, args.k, participation, args.risk, columns=columns)
+    spec = build_spec(d)
+    if args.participation_column is not None:
+        spec["guarantee"]["participation"]["column"] = args.participation_column
+        from .spec import digest
+
+        spec["digest"] = digest(spec)
+    path = Path(args.output)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(spec, indent=1, allow_nan=False))
+    tmp.replace(path)
+    sizes = d.sizes
+    print(f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
+          f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_verify(args) -> int:
+    from .spec import verify
+
+    v = verify(args.spec)
+    g = v.guarantee
+    print(f"valid: {len(v.spec['cells'])} cells, k = {g['k']}, every cell fails with probability "
+          f"<= {g['risk']} (digest {v.spec['digest'][:19]}...)")
+    return 0
+
+
+def cmd_assign(args) -> int:
+    from .spec import verify
+
+    v = verify(args.spec)
+    frame = read_table(args.responses)
+    X, columns = quasi_identifiers(frame, v.function.columns)
+    cells = v.function.assign(X)
+    centroids = np.asarray(v.function.centroids)[cells]
+    out = frame.copy()
+    for j, c in enumerate(columns):
+        out[c] = centroids[:, j]
+    out["cell"] = cells
+    write_table(out, args.output)
+    return 0
+
+
+def cmd_simulate(args) -> int:
+    from .simulation import simulate_cells
+    from .spec import verify
+
+    if args.runs < 1:
+        raise ParameterError(f"runs must be >= 1, got {args.runs}")
+    v = verify(args.spec)
+    g = v.guarantee
+    frame = read_table(args.population)
+    X, _ = quasi_identifiers(frame, v.function.columns)
+    cells = v.function.assign(X)
+    model = g["participation"]
+    if model["model"] == "constant":
+        pis = np.full(len(frame), model["pi"])
+    else:
+        column = model.get("column")
+        if column is None or column not in frame.columns:
+            raise InputError(f"the population needs the participation column {column!r} of this specification")
+        pis = frame[column].to_numpy(dtype=float)
+    groups = [pis[cells == c] for c in range(len(v.function.sizes)) if (cells == c).any()]
+    result = simulate_cells(groups, g["k"], args.runs, random_state=args.seed)
+    _print(result.to_dict())
+    return 0
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)")
+    ss = s.add_subparsers(dest="survey_command", required=True)
+
+    p = ss.add_parser("plan", help="effective anonymity n_min and failure rates")
+    p.add_argument("-k", type=int, required=True)
+    p.add_argument("--participation", type=float, required=True, help="participation probability pi in (0, 1]")
+    p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
+    p.add_argument("--records", type=int, help="records N of the table, for the table failure")
+    p.set_defaults(func=cmd_plan)
+
+    d = ss.add_parser("design", help="design and publish the microaggregation function")
+    d.add_argument("population")
+    d.add_argument("-k", type=int, required=True)
+    g = d.add_mutually_exclusive_group(required=True)
+    g.add_argument("--participation", type=float)
+    g.add_argument("--participation-column")
+    d.add_argument("--risk", type=float, required=True)
+    d.add_argument("--columns")
+    d.add_argument("-o", "--output", required=True)
+    d.set_defaults(func=cmd_design)
+
+    v = ss.add_parser("verify", help="check a published specification")
+    v.add_argument("spec")
+    v.set_defaults(func=cmd_verify)
+
+    a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid")
+    a.add_argument("spec")
+    a.add_argument("responses")
+    a.add_argument("-o", "--output", required=True)
+    a.set_defaults(func=cmd_assign)
+
+    m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates")
+    m.add_argument("spec")
+    m.add_argument("population")
+    m.add_argument("--runs", type=int, default=1000)
+    m.add_argument("--seed", type=int, default=None)
+    m.set_defaults(func=cmd_simulate)

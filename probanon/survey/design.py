@@ -1,0 +1,257 @@
+"""Design of a p-probabilistic k-anonymous microaggregation function from a model
+population (paper 1, Sec. V-VI).
+
+Constant participation pi: every cell of size n is safe when qbar(n) <= pbar. Because qbar
+is not monotone in n for small pi, the cell size used is
+
+    n_cell = min{ n >= n_min : qbar(s) <= pbar for every s in [n, N] }
+
+(usually n_cell = n_min), and MDAV with groups of n_cell records (identical tuples never
+split, so the published function reproduces the design) builds the cells. Every cell is
+checked again at its real size.
+
+Per-record participation pi_j: MDAV's structure with groups that grow. The reference record
+r (farthest from the centroid of the remaining records) takes the remaining records in
+increasing order of the key (squared distance to r, coordinates, row) - the ORDER used by
+Algorithm A - until Algorithm A on their pi_j gives n >= k and qbar <= pbar (all copies of
+the last tuple join too, and the cell is rechecked); then the same around s, the record
+farthest from r. A group that would leave a remainder which is not itself a safe cell takes
+the whole remainder. Every group is a ball around its reference in key order, so the
+ordered-balls function of MDAV publishes it exactly.
+
+Centroids are pi-weighted, x_c = sum pi_j x_j / sum pi_j, and the distortion is
+D = sum_j pi_j ||z_j - z_c(j)||^2 / (m sum_j pi_j) on z-scored quasi-identifiers (Sec. VI.B;
+m = number of non-constant columns; D = SSE/SST when pi = 1).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from numba import njit
+
+from .._validation import check_k, check_matrix
+from ..data import Standardizer, is_constant, select_columns
+from ..errors import ParameterError, ProbanonError
+from ..microagg.base import group_means
+from ..microagg.function import MicroaggregationFunction
+from ..microagg.mdav import mdav_partition
+from .anonymity import (
+    _log_tail,
+    _step,
+    cell_failure,
+    check_participation,
+    check_participations,
+    check_risk,
+    effective_anonymity,
+)
+
+
+class DesignError(ProbanonError, ValueError):
+    """The population cannot be partitioned into safe cells (too few records)."""
+
+
+@njit(cache=True)
+def _log_failures(pi, k, N):
+    """log qbar(s) for s = 1..N with constant pi (one Algorithm A scan)."""
+    v = np.zeros(k)
+    v[0] = 1.0
+    scale = 0.0
+    out = np.empty(N)
+    for s in range(N):
+        scale += _step(v, pi)
+        out[s] = _log_tail(v, scale)[0] if s + 1 >= k else 0.0
+    return out
+
+
+@njit(cache=True)
+def _first_safe(pis, k, log_pbar, start):
+    """Smallest n >= max(k, start) with log qbar(pis[:n]) <= log_pbar, or -1."""
+    v = np.zeros(k)
+    v[0] = 1.0
+    scale = 0.0
+    for n in range(1, pis.size + 1):
+        scale += _step(v, pis[n - 1])
+        if n >= k and n >= start and _log_tail(v, scale)[0] <= log_pbar:
+            return n
+    return -1
+
+
+def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:
+    """n_cell = min{n >= n_min : qbar(s) <= pbar for all s in [n, records]}."""
+    eff = effective_anonymity(k, pi, risk)
+    if eff.n > records:
+        raise DesignError(f"the population has {records} records but one safe cell needs n_min = {eff.n}")
+    logq = _log_failures(pi, k, records)
+    bad = np.flatnonzero(logq[eff.n - 1:] > math.log(risk))
+    if bad.size == 0:
+        return eff.n
+    size = eff.n + int(bad[-1]) + 1
+    if size > records:
+        raise DesignError(f"no cell size up to {records} records keeps the failure below {risk}")
+    return size
+
+
+@dataclass(frozen=True)
+class SurveyDesign:
+    """Result of :func:`design`: the publishable function plus what the guarantee needs."""
+
+    function: MicroaggregationFunction
+    labels: np.ndarray  # cell of each population record
+    k: int
+    risk: float
+    participation: float | None  # constant pi, or None for per-record pi_j
+    record_participation: np.ndarray  # pi_j of every population record
+    n_min: int  # Algorithm A's n_min (constant pi) or the smallest cell (per-record)
+    cell_size: int  # the MDAV group size used (constant pi)
+    cell_failures: np.ndarray  # qbar of every cell at its real size
+    distortion: float
+
+    @property
+    def sizes(self) -> np.ndarray:
+        return np.asarray(self.function.sizes)
+
+
+def _key_order(Z: np.ndarray, rows: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """rows sorted by (squared distance to ref summed column by column, coordinates, row)."""
+    dist = np.zeros(rows.size)
+    for j in range(Z.shape[1]):
+        t = Z[rows, j] - ref[j]
+        dist += t * t
+    keys = [rows] + [Z[rows, j] for j in range(Z.shape[1] - 1, -1, -1)] + [dist]
+    order = np.lexsort(keys)
+    return rows[order], dist[order]
+
+
+def _grow(Z, rows, dist, pis, k, log_pbar):
+    """Length of the shortest safe prefix of rows (in key order) that does not split a tuple."""
+    start = k
+    while True:
+        n = _first_safe(pis[rows], k, log_pbar, start)
+        if n < 0:
+            return -1
+        last = Z[rows[n - 1]]
+        end = n
+        while end < rows.size and dist[end] == dist[n - 1] and np.array_equal(Z[rows[end]], last):
+            end += 1
+        if end == n or cell_failure(end, k, pis[rows[:end]]).log_cell_failure <= log_pbar:
+            return end
+        start = end + 1
+
+
+def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
+    """MDAV-like partition with groups grown until Algorithm A holds on their pi_j."""
+    log_pbar = math.log(risk)
+    n = Z.shape[0]
+    labels = np.full(n, -1, np.int64)
+    refs, rad2, bnds = [], [], []
+    remaining = np.arange(n)
+
+    def safe_whole(rows):
+        return rows.size >= k and cell_failure(rows.size, k, pis[rows]).log_cell_failure <= log_pbar
+
+    if not safe_whole(remaining):
+        raise DesignError("the whole population is not even one safe cell: too few records for this k and risk")
+    use_r = True
+    ref_row = -1
+    while True:
+        if use_r:
+            c = Z[remaining].mean(axis=0)
+            d = ((Z[remaining] - c) ** 2).sum(axis=1)
+            ref_row = remaining[int(np.argmax(d))]
+        ordered, dist = _key_order(Z, remaining, Z[ref_row])
+        size = _grow(Z, ordered, dist, pis, k, log_pbar)
+        rest = ordered[size:] if size > 0 else ordered[:0]
+        if size < 0 or not safe_whole(rest):
+            break  # everything left becomes the last cell
+        labels[ordered[:size]] = len(refs)
+        refs.append(ref_row), rad2.append(dist[size - 1]), bnds.append(ordered[size - 1])
+        remaining = np.sort(rest)
+        if use_r:  # s: farthest from r among the remaining records (first row on ties)
+            d = np.zeros(remaining.size)
+            for j in range(Z.shape[1]):
+                t = Z[remaining, j] - Z[ref_row, j]
+                d += t * t
+            ref_row = remaining[int(np.argmax(d))]
+        use_r = not use_r
+    labels[remaining] = len(refs)
+    refs.append(-1), rad2.append(np.inf), bnds.append(-1)
+    return labels, np.array(refs), np.array(rad2), np.array(bnds)
+
+
+def design(population, k: int, participation, risk: float, columns=None) -> SurveyDesign:
+    """Design the microaggregation function for a survey (paper 1).
+
+    ``population``: the model population's quasi-identifiers (DataFrame or array);
+    ``participation``: a constant pi in (0, 1], or one pi_j per population record (array,
+    or the name of a population column); ``risk``: the acceptable cell failure pbar, so each
+    cell is k-anonymous with probability >= 1 - pbar. Returns a :class:`SurveyDesign`.
+    """
+    k = check_k(k)
+    risk = check_risk(risk)
+    if isinstance(population, pd.DataFrame):
+        if isinstance(participation, str):
+            if participation not in population.columns:
+                raise ParameterError(f"participation column {participation!r} is not in the population")
+            column = participation
+            participation = check_participations(population[column].to_numpy(), name=column)
+            population = population.drop(columns=[column])
+        cols = select_columns(population, columns)
+        X = check_matrix(population[cols], name="population")
+    else:
+        cols = None
+        X = check_matrix(population, name="population")
+    N = X.shape[0]
+    std = Standardizer.fit(X)
+    Z = np.ascontiguousarray(std.transform(X))
+    constant = not isinstance(participation, (np.ndarray, list, tuple, pd.Series))
+    if constant:
+        pi = check_participation(participation)
+        pis = np.full(N, pi)
+        size = safe_cell_size(k, pi, risk, N)
+        n_min = effective_anonymity(k, pi, risk).n
+        part = mdav_partition(Z, size, keep_duplicates=True)
+        labels, refs, rad2, bnds = part.labels, part.references, part.radius2, part.boundary
+    else:
+        pis = check_participations(participation)
+        if pis.size != N:
+            raise ParameterError(f"{pis.size} participation probabilities for {N} population records")
+        pi = None
+        labels, refs, rad2, bnds = _per_record_partition(Z, pis, k, risk)
+        size = 0
+    n_cells = int(labels.max()) + 1
+    sizes = np.bincount(labels, minlength=n_cells)
+    failures = np.array([
+        cell_failure(int(s), k, pi).cell_failure if constant else cell_failure(int(s), k, pis[labels == c]).cell_failure
+        for c, s in enumerate(sizes)
+    ])
+    if (failures > risk).any():
+        c = int(np.argmax(failures))
+        raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")
+    if not constant:
+        n_min = int(sizes.min())
+    centroids = group_means(X, labels, n_cells, weights=pis)
+    d = Z.shape[1]
+    function = MicroaggregationFunction(
+        kind="ordered-balls",
+        standardizer=std,
+        centroids=centroids,
+        sizes=sizes,
+        rule={
+            "references": np.ascontiguousarray(Z[refs[:-1]].reshape(-1, d)),
+            "radius2": np.ascontiguousarray(rad2[:-1]),
+            "boundary": np.ascontiguousarray(Z[bnds[:-1]].reshape(-1, d)),
+        },
+        columns=cols,
+        meta={"method": "survey design (MDAV)", "k": k},
+    )
+    zc = group_means(Z, labels, n_cells, weights=pis)
+    varying = ~is_constant(std.mean_, X.std(axis=0))
+    err = (pis * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
+    distortion = float(err / (max(int(varying.sum()), 1) * pis.sum()))
+    return SurveyDesign(function=function, labels=labels, k=k, risk=risk, participation=pi,
+                        record_participation=pis, n_min=int(n_min), cell_size=int(size),
+                        cell_failures=failures, distortion=distortion)

@@ -1,0 +1,168 @@
+"""The published survey specification (paper 1, Sec. IV.B: locally trusted respondents).
+
+A JSON document that every respondent can check and apply alone:
+
+    {"probanon_survey_spec": 1,
+     "guarantee": {"k", "risk" (pbar), "participation": {"model": "constant", "pi"} or
+                   {"model": "per-record"}, "n_min", "cell_size", "records"},
+     "function": the microaggregation function (standardisation, assignment rule, centroids),
+     "cells": [{"size", "failure"} (+ "participation": sorted pi_j for per-record)],
+     "distortion": D,
+     "digest": "sha256:<hex of the canonical form of everything else>"}
+
+The canonical form is ``json.dumps(spec_without_digest, sort_keys=True,
+separators=(",", ":"), allow_nan=False)`` in UTF-8. :func:`verify` recomputes the digest and
+every cell's failure from its declared size and the guarantee; :func:`assign` maps a
+respondent's own quasi-identifiers to (cell, centroid) without the population.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import SpecificationError
+from ..microagg.function import MicroaggregationFunction, function_from_json
+from .anonymity import cell_failure, check_participation, check_participations, check_risk, effective_anonymity
+from .design import SurveyDesign
+
+VERSION = 1
+TOLERANCE = 1e-9  # relative agreement of a recomputed failure with the declared one
+
+
+def canonical_bytes(spec: dict) -> bytes:
+    body = {key: value for key, value in spec.items() if key != "digest"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def digest(spec: dict) -> str:
+    return "sha256:" + hashlib.sha256(canonical_bytes(spec)).hexdigest()
+
+
+def build_spec(d: SurveyDesign) -> dict:
+    """The publishable specification of a design, digest included."""
+    if d.participation is not None:
+        model = {"model": "constant", "pi": d.participation}
+    else:
+        model = {"model": "per-record"}
+    cells = []
+    for c, (size, failure) in enumerate(zip(d.sizes, d.cell_failures)):
+        cell = {"size": int(size), "failure": float(failure)}
+        if d.participation is None:
+            cell["participation"] = np.sort(d.record_participation[d.labels == c]).tolist()
+        cells.append(cell)
+    spec = {
+        "probanon_survey_spec": VERSION,
+        "guarantee": {"k": d.k, "risk": d.risk, "participation": model, "n_min": d.n_min,
+                      "cell_size": d.cell_size, "records": int(d.labels.size)},
+        "function": d.function.to_dict(),
+        "cells": cells,
+        "distortion": d.distortion,
+    }
+    spec["digest"] = digest(spec)
+    return spec
+
+
+@dataclass(frozen=True)
+class VerifiedSpec:
+    """A specification that passed :func:`verify`."""
+
+    spec: dict
+    function: MicroaggregationFunction
+
+    @property
+    def guarantee(self) -> dict:
+        return self.spec["guarantee"]
+
+
+def load_spec(text_or_path) -> dict:
+    text = text_or_path
+    if not (isinstance(text, str) and text.lstrip().startswith("{")):
+        try:
+            with open(text_or_path) as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise SpecificationError(f"cannot read specification: {exc.strerror}") from None
+    try:
+        spec = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecificationError(f"specification is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(spec, dict) or type(spec.get("probanon_survey_spec")) is not int:
+        raise SpecificationError("not a probanon survey specification")
+    if spec["probanon_survey_spec"] != VERSION:
+        raise SpecificationError(f"unsupported specification version {spec['probanon_survey_spec']}")
+    return spec
+
+
+def _field(d: dict, key: str, where: str):
+    if not isinstance(d, dict) or key not in d:
+        raise SpecificationError(f"specification: missing {where}{key!r}")
+    return d[key]
+
+
+def verify(spec_or_path) -> VerifiedSpec:
+    """Check a specification as a respondent would: digest, guarantee, and every cell's
+    failure recomputed by Algorithm A from its declared size. Raises
+    :class:`SpecificationError` with the reason."""
+    spec = spec_or_path if isinstance(spec_or_path, dict) else load_spec(spec_or_path)
+    declared = spec.get("digest")
+    if not isinstance(declared, str):
+        raise SpecificationError("specification has no digest")
+    try:
+        actual = digest(spec)
+    except ValueError:
+        raise SpecificationError("specification contains NaN or infinity") from None
+    if declared != actual:
+        raise SpecificationError("digest mismatch: the specification was altered after it was published")
+    g = _field(spec, "guarantee", "")
+    try:
+        k = int(_field(g, "k", "guarantee "))
+        risk = check_risk(_field(g, "risk", "guarantee "))
+        model = _field(g, "participation", "guarantee ")
+        kind = _field(model, "model", "participation ")
+        records = int(_field(g, "records", "guarantee "))
+    except (TypeError, ValueError) as exc:
+        raise SpecificationError(f"specification: bad guarantee ({exc})") from None
+    if k < 1:
+        raise SpecificationError(f"specification: k must be >= 1, got {k}")
+    cells = _field(spec, "cells", "")
+    function = function_from_json(json.dumps(_field(spec, "function", "")))
+    if not isinstance(cells, list) or len(cells) != len(function.sizes):
+        raise SpecificationError("specification: the cells do not match the function's cells")
+    sizes = [int(_field(c, "size", f"cell {i} ")) for i, c in enumerate(cells)]
+    if sizes != [int(s) for s in function.sizes]:
+        raise SpecificationError("specification: declared cell sizes differ from the function's")
+    if sum(sizes) != records:
+        raise SpecificationError(f"specification: the cell sizes add up to {sum(sizes)}, not to the {records} records declared")
+    if kind == "constant":
+        pi = check_participation(_field(model, "pi", "participation "))
+        n_min = effective_anonymity(k, pi, risk).n
+        if _field(g, "n_min", "guarantee ") != n_min:
+            raise SpecificationError(f"specification: n_min is {n_min} for this guarantee, not {g['n_min']}")
+    elif kind != "per-record":
+        raise SpecificationError(f"specification: unknown participation model {kind!r}")
+    for i, (cell, size) in enumerate(zip(cells, sizes)):
+        if kind == "constant":
+            participation = pi
+        else:
+            participation = check_participations(_field(cell, "participation", f"cell {i} "))
+            if participation.size != size:
+                raise SpecificationError(f"cell {i}: {participation.size} participation values for {size} records")
+        recomputed = cell_failure(size, k, participation).cell_failure
+        stated = float(_field(cell, "failure", f"cell {i} "))
+        if not math.isclose(recomputed, stated, rel_tol=TOLERANCE, abs_tol=1e-300):
+            raise SpecificationError(f"cell {i}: declared failure {stated:.6g} but {size} records give {recomputed:.6g}")
+        if recomputed > risk:
+            raise SpecificationError(f"cell {i}: failure {recomputed:.6g} exceeds the guaranteed {risk}")
+    return VerifiedSpec(spec=spec, function=function)
+
+
+def assign(spec_or_verified, records) -> tuple[np.ndarray, np.ndarray]:
+    """(cell, centroid) of each respondent record (original units), after verification."""
+    verified = spec_or_verified if isinstance(spec_or_verified, VerifiedSpec) else verify(spec_or_verified)
+    cells = verified.function.assign(records)
+    return cells, np.asarray(verified.function.centroids)[cells]
