@@ -8,5 +8,6 @@ from .anonymity import (
     n_min,
     table_failure,
 )
+from .simulation import SimulationResult, simulate_cells, simulate_table
 
-__all__ = ["CellFailure", "EffectiveAnonymity", "cell_failure", "effective_anonymity", "n_min", "table_failure"]
+__all__ = ["SimulationResult", "simulate_cells", "simulate_table", "CellFailure", "EffectiveAnonymity", "cell_failure", "effective_anonymity", "n_min", "table_failure"]

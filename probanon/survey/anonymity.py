@@ -102,9 +102,9 @@ def _log_tail(v, scale):
 
 
 @njit(cache=True)
-def _scan(pis, k, log_pbar, nmax):
-    """Algorithm A: grow the cell one record at a time (pis[0], pis[1], ... or the constant
-    pis[0] when pis has one entry) until n >= k and log qbar <= log_pbar, or n = nmax.
+def _scan(pis, constant, k, log_pbar, nmax):
+    """Algorithm A: grow the cell one record at a time (pis[0], pis[1], ..., or the constant
+    pis[0]) until n >= k and log qbar <= log_pbar, or n = nmax (<= pis.size unless constant).
     Returns (n, log qbar, log sum_i i p(i))."""
     v = np.zeros(k)
     v[0] = 1.0
@@ -113,7 +113,7 @@ def _scan(pis, k, log_pbar, nmax):
     lt = -np.inf
     lm = -np.inf
     while n < nmax:
-        pi = pis[0] if pis.size == 1 else pis[n]
+        pi = pis[0] if constant else pis[n]
         scale += _step(v, pi)
         n += 1
         if n >= k:
@@ -215,9 +215,7 @@ def cell_failure(n: int, k: int, participation) -> CellFailure:
         raise ParameterError(f"{pis.size} participation probabilities for a cell of {n} records")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
         raise ParameterError(f"cell size must be a positive integer, got {n!r}")
-    _, lt, lm = _scan(pis, k, np.inf, int(n))  # log_pbar = inf: no early stop before n
-    if n >= k:
-        _, lt, lm = _scan(pis, k, -np.inf, int(n))
+    _, lt, lm = _scan(pis, constant, k, -np.inf, int(n))  # log_pbar = -inf: no early stop
     return CellFailure(**_indicators(int(n), k, lt, lm, pis, constant))
 
 
@@ -226,15 +224,21 @@ def effective_anonymity(k: int, participation, risk: float, max_records: int | N
     failure indicators of a cell of that size.
 
     ``participation`` is a constant pi in (0, 1] or the per-record pi_j in the predefined
-    order in which records join the cell. ``max_records`` caps the search (default: the
-    number of pi_j, or 10^9 for constant pi); if it is reached first, ``feasible`` is False.
+    order in which records join the cell. ``max_records`` caps the search (never beyond the
+    number of pi_j; 10^9 for constant pi); if it is reached first, ``feasible`` is False.
+    ``record_failure_participant`` is the paper's plain average (1/n) sum_j
+    P{0 < K < k | I_j = 1}.
     Check values (Table III): k = 10, pi = .75, pbar = 1e-4 -> n_min = 25, qbar = 4.31e-5.
     """
     k = check_k(k)
     pbar = check_risk(risk)
     pis, constant = _participation_vector(participation)
-    nmax = max_records if max_records is not None else (10**9 if constant else pis.size)
-    n, lt, lm = _scan(pis, k, math.log(pbar), int(nmax))
+    nmax = 10**9 if constant else pis.size
+    if max_records is not None:
+        if isinstance(max_records, bool) or not isinstance(max_records, numbers.Integral) or max_records < 1:
+            raise ParameterError(f"max_records must be a positive integer, got {max_records!r}")
+        nmax = min(nmax, int(max_records))
+    n, lt, lm = _scan(pis, constant, k, math.log(pbar), int(nmax))
     ind = _indicators(n, k, lt, lm, pis, constant)
     return EffectiveAnonymity(**ind, k=k, risk=pbar, feasible=bool(n >= k and lt <= math.log(pbar)))
 
