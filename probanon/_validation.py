@@ -76,3 +76,23 @@ def check_random_state(random_state) -> np.random.Generator:
     if random_state is None or isinstance(random_state, numbers.Integral):
         return np.random.default_rng(random_state)
     raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")
+
+
+def read_json_document(text_or_path, what: str):
+    """Parse a JSON document given as text (starting with '{') or as a path; a
+    :class:`SpecificationError` names ``what`` on an unreadable file or invalid JSON."""
+    import json
+
+    from .errors import SpecificationError
+
+    text = text_or_path
+    if not (isinstance(text, str) and text.lstrip().startswith("{")):
+        try:
+            with open(text_or_path) as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise SpecificationError(f"cannot read {what}: {exc.strerror}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpecificationError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from None

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .._validation import check_matrix
+from .._validation import check_matrix, read_json_document
 from ..data import Standardizer
 from ..errors import InputError, SpecificationError
 
@@ -244,17 +244,7 @@ def _sizes(values) -> np.ndarray:
 def function_from_json(text_or_path) -> MicroaggregationFunction:
     """Load a function written by :meth:`MicroaggregationFunction.to_json` (a JSON string,
     or a path to a file). Raises :class:`SpecificationError` if it is malformed."""
-    text = text_or_path
-    if not (isinstance(text, str) and text.lstrip().startswith("{")):
-        try:
-            with open(text_or_path) as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise SpecificationError(f"cannot read function file: {exc.strerror}") from None
-    try:
-        d = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecificationError(f"function is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    d = read_json_document(text_or_path, "function")
     version = d.get("probanon_function") if isinstance(d, dict) else None
     if type(version) is not int or version != FORMAT_VERSION:
         raise SpecificationError("not a probanon function (missing or unknown 'probanon_function' version)")

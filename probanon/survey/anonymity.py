@@ -184,7 +184,12 @@ class EffectiveAnonymity(CellFailure):
 
 
 def _participation_vector(participation) -> tuple[np.ndarray, bool]:
-    if isinstance(participation, numbers.Real) and not isinstance(participation, bool):
+    """(pi array, constant?) from a scalar pi or per-record pi_j; anything else is refused."""
+    if isinstance(participation, np.ndarray) and participation.ndim == 0:
+        participation = participation.item()
+    if isinstance(participation, (bool, np.bool_, str, bytes)) or participation is None:
+        raise ParameterError(f"participation must be a probability in (0, 1] or one per record, got {participation!r}")
+    if isinstance(participation, numbers.Real):
         return np.array([check_participation(participation)]), True
     return check_participations(participation), False
 
@@ -210,11 +215,11 @@ def cell_failure(n: int, k: int, participation) -> CellFailure:
     0.09671
     """
     k = check_k(k)
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
+        raise ParameterError(f"cell size must be a positive integer, got {n!r}")
     pis, constant = _participation_vector(participation)
     if not constant and pis.size != n:
         raise ParameterError(f"{pis.size} participation probabilities for a cell of {n} records")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-        raise ParameterError(f"cell size must be a positive integer, got {n!r}")
     _, lt, lm = _scan(pis, constant, k, -np.inf, int(n))  # log_pbar = -inf: no early stop
     return CellFailure(**_indicators(int(n), k, lt, lm, pis, constant))
 
@@ -254,6 +259,8 @@ def table_failure(records: int, k: int, participation: float, risk: float) -> fl
     (Sec. VI.A, exact product form, computed with log1p/expm1)."""
     if isinstance(records, bool) or not isinstance(records, numbers.Integral) or records < 1:
         raise ParameterError(f"records must be a positive integer, got {records!r}")
+    if not _participation_vector(participation)[1]:
+        raise ParameterError("table_failure takes a constant participation pi (per-record tables: simulate_cells)")
     eff = effective_anonymity(k, participation, risk)
     cells = records // eff.n
     if cells == 0:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import read_json_document
 from ..errors import SpecificationError
 from ..microagg.function import MicroaggregationFunction, function_from_json
 from .anonymity import cell_failure, check_participation, check_participations, check_risk, effective_anonymity
@@ -80,17 +81,7 @@ class VerifiedSpec:
 
 
 def load_spec(text_or_path) -> dict:
-    text = text_or_path
-    if not (isinstance(text, str) and text.lstrip().startswith("{")):
-        try:
-            with open(text_or_path) as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise SpecificationError(f"cannot read specification: {exc.strerror}") from None
-    try:
-        spec = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpecificationError(f"specification is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    spec = read_json_document(text_or_path, "specification")
     if not isinstance(spec, dict) or type(spec.get("probanon_survey_spec")) is not int:
         raise SpecificationError("not a probanon survey specification")
     if spec["probanon_survey_spec"] != VERSION:
