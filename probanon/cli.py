@@ -20,6 +20,7 @@ from .data import quasi_identifiers, read_table, synthetic_survey, write_table
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
+from .reproduce import cli as reproduce_cli
 from .survey import cli as survey_cli
 
 
@@ -194,6 +195,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.set_defaults(func=cmd_demo)
 
     survey_cli.add_parser(sub)
+    reproduce_cli.add_parser(sub)
     return p
 
 

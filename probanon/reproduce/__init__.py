@@ -1,0 +1,23 @@
+"""Reproductions of the papers' tables and figures, our values printed beside the paper's.
+
+One module per paper (``probanon reproduce <paper>``):
+
+=========  =====================================================================
+surveys    p-probabilistic k-anonymous microaggregation for surveys (paper 1):
+           :func:`probanon.reproduce.surveys.reproduce_surveys`
+=========  =====================================================================
+
+The modules are imported lazily (they pull in matplotlib).
+"""
+
+from __future__ import annotations
+
+__all__ = ["reproduce_surveys"]
+
+
+def __getattr__(name):
+    if name == "reproduce_surveys":
+        from .surveys import reproduce_surveys
+
+        return reproduce_surveys
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,29 @@
+"""``probanon reproduce <paper>``: recompute a paper's tables and figures beside its printed values."""
+
+from __future__ import annotations
+
+
+def _surveys(**kwargs) -> dict:
+    from .surveys import reproduce_surveys  # lazy: pulls in matplotlib
+
+    return reproduce_surveys(**kwargs)
+
+
+#: paper name -> reproduction function (output_dir, data_dir, quick, progress) -> dict
+PAPERS = {"surveys": _surveys}
+
+
+def cmd_reproduce(args) -> int:
+    PAPERS[args.paper](output_dir=args.output_dir, data_dir=args.data_dir, quick=args.quick, progress=True)
+    return 0
+
+
+def add_parser(sub) -> None:
+    r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's")
+    r.add_argument("paper", choices=sorted(PAPERS),
+                   help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII)")
+    r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
+    r.add_argument("--data-dir", default=None,
+                   help="directory holding casc/census.csv (default: ../shared/data beside the repository)")
+    r.add_argument("--quick", action="store_true", help="fewer records and grid points (about 10 s)")
+    r.set_defaults(func=cmd_reproduce)
