@@ -11,7 +11,7 @@ from scipy.stats import binom
 from probanon.cli import main
 from probanon.errors import ParameterError, SpecificationError
 from probanon.survey.design import design, safe_cell_size
-from probanon.survey.spec import build_spec, digest, verify
+from probanon.survey.spec import assign, build_spec, digest, verify
 
 
 def qbar(n, k, pi):
@@ -52,6 +52,10 @@ def test_constant_design_cells_are_safe_and_reproduced(census_frame, constant_de
         assert qbar(int(size), 5, 0.6) <= 0.001
     # every census record is assigned, by the published function, to the cell it was designed in
     np.testing.assert_array_equal(d.function.assign(census_frame), d.labels)
+    published = json.loads(json.dumps(build_spec(d)))  # what a respondent downloads
+    cells, centroids = assign(published, census_frame)
+    np.testing.assert_array_equal(cells, d.labels)
+    np.testing.assert_allclose(centroids, np.asarray(d.function.centroids)[d.labels])
     # centroids are the (here equal-weight) means of their cells
     X = census_frame.to_numpy(float)
     np.testing.assert_allclose(d.function.centroids[7], X[d.labels == 7].mean(axis=0))
