@@ -92,6 +92,8 @@ def read_json_document(text_or_path, what: str):
                 text = fh.read()
         except OSError as exc:
             raise SpecificationError(f"cannot read {what}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise SpecificationError(f"{what} is not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

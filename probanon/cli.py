@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .data import quasi_identifiers, read_table, synthetic_survey, write_table
+from .data import quasi_identifiers, read_table, released_frame, synthetic_survey, write_outputs, write_table
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
@@ -33,39 +33,20 @@ def _method(args):
     return cls(args.k)
 
 
-def _released_frame(frame: pd.DataFrame, columns: list[str], values: np.ndarray) -> pd.DataFrame:
-    """``frame`` with ``columns`` replaced by ``values`` (all rows and other columns unchanged)."""
-    out = frame.copy()
-    for j, c in enumerate(columns):
-        out[c] = values[:, j]
-    return out
-
-
-def _write_json(obj, path) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(obj, indent=2, allow_nan=False))
-    tmp.replace(path)
-
-
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
     X, columns = quasi_identifiers(frame, args.columns)
     model = _method(args)
     released = model.fit_transform(X)
-    out = _released_frame(frame, columns, released)
-    function_text = None
+    out = released_frame(frame, columns, released)
+    report = utility_report(X, released)
+    outputs = {args.output: out}
     if args.function:
         model.function_.columns = columns
-        function_text = model.function_.to_json(indent=1)
-    write_table(out, args.output)
-    if function_text is not None:
-        tmp = Path(args.function).with_name(f".{Path(args.function).name}.tmp")
-        tmp.write_text(function_text)
-        tmp.replace(args.function)
-    report = utility_report(X, released)
+        outputs[args.function] = model.function_.to_json(indent=1)
+    write_outputs(outputs)
     print(
-        f"{args.method}: {len(out)} records, {len(columns)} quasi-identifiers, k = {model.k}, "
+        f"{args.method}: {len(out)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
         f"k achieved = {k_achieved(out, columns)}, information loss = {report.information_loss:.2f}%",
         file=sys.stderr,
     )
@@ -78,7 +59,11 @@ def cmd_apply(args) -> int:
     columns = function.columns or args.columns
     X, columns = quasi_identifiers(frame, columns)
     labels = function.assign(X)
-    out = _released_frame(frame, columns, function.transform(X))
+    if labels.ndim == 1:
+        values = np.asarray(function.centroids)[labels]
+    else:
+        values = np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
+    out = released_frame(frame, columns, values)
     if labels.ndim == 1:
         out["cell"] = labels
     write_table(out, args.output)
@@ -132,14 +117,16 @@ def cmd_demo(args) -> int:
             rows.append({"method": label, "k": k, "information loss %": il,
                          "k achieved": k_achieved(pd.DataFrame(released)) if name != "ranking" else "per column"})
         series[label] = (ks, ils)
-    main = METHODS["mdav"](5).fit(data[qi])
-    release = _released_frame(data, qi, main.fit_transform(data[qi]))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_table(release, out_dir / "release_mdav_k5.csv")
-    main.function_.to_json(out_dir / "function_mdav_k5.json", indent=1)
+    main = METHODS["mdav"](5)
+    release = released_frame(data, qi, main.fit_transform(data[qi]))
     evaluation = utility_report(data[qi], release[qi]).to_dict()
     evaluation["k_achieved"] = k_achieved(release, qi)
-    _write_json(evaluation, out_dir / "evaluation_mdav_k5.json")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_outputs({
+        out_dir / "release_mdav_k5.csv": release,
+        out_dir / "function_mdav_k5.json": main.function_.to_json(indent=1),
+        out_dir / "evaluation_mdav_k5.json": json.dumps(evaluation, indent=2, allow_nan=False),
+    })
 
     rep = Report("probanon demo: microaggregation of a synthetic survey")
     rep.text("Data", f"{len(data)} synthetic records (seed {args.seed}); quasi-identifiers: {', '.join(qi)}; "

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_matrix, is_numeric_column
-from .errors import InputError
+from .errors import InputError, ParameterError
 
 READERS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -40,22 +40,46 @@ def read_table(path) -> pd.DataFrame:
     return frame
 
 
-def write_table(frame: pd.DataFrame, path) -> None:
-    """Write ``frame`` to CSV or Parquet by extension, atomically (temp file then rename)."""
-    path = Path(path)
-    kind = READERS.get(path.suffix.lower())
-    if kind is None:
-        raise InputError(f"{path}: unknown output type {path.suffix!r} (use .csv or .parquet)")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+def write_outputs(outputs: dict) -> None:
+    """Write every output or none: ``outputs`` maps a path to a DataFrame (CSV or Parquet by
+    extension) or to text. All are written to temporary files first, then renamed; any
+    failure removes the temporaries and raises :class:`InputError` with one line."""
+    staged = []
+    path = None
     try:
-        if kind == "csv":
-            frame.to_csv(tmp, index=False)
-        else:
-            frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
+        for path, content in outputs.items():
+            path = Path(path)
+            if isinstance(content, pd.DataFrame):
+                kind = READERS.get(path.suffix.lower())
+                if kind is None:
+                    raise InputError(f"{path}: unknown output type {path.suffix!r} (use .csv or .parquet)")
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            staged.append((tmp, path))
+            if isinstance(content, pd.DataFrame):
+                content.to_csv(tmp, index=False) if kind == "csv" else content.to_parquet(tmp, index=False)
+            else:
+                tmp.write_text(content)
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        for tmp, _ in staged:
+            if tmp.exists():
+                tmp.unlink()
+
+
+def write_table(frame: pd.DataFrame, path) -> None:
+    """Write ``frame`` to CSV or Parquet by extension, atomically."""
+    write_outputs({path: frame})
+
+
+def released_frame(frame: pd.DataFrame, columns: list, values: np.ndarray) -> pd.DataFrame:
+    """``frame`` with ``columns`` replaced by ``values`` (all rows and other columns unchanged)."""
+    out = frame.copy()
+    for j, c in enumerate(columns):
+        out[c] = values[:, j]
+    return out
 
 
 def select_columns(frame: pd.DataFrame, columns=None) -> list[str]:
@@ -164,6 +188,8 @@ def synthetic_survey(n: int = 2000, random_state=None) -> pd.DataFrame:
     (health spending, savings), plus a record id. Seeded: same ``random_state``, same table."""
     from ._validation import check_random_state
 
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ParameterError(f"the number of records must be a positive integer, got {n!r}")
     rng = check_random_state(random_state)
     age = rng.integers(18, 91, n)
     income = np.round(np.exp(rng.normal(10.2, 0.55, n) + 0.006 * (age - 18)), -1)

@@ -40,7 +40,7 @@ class Microaggregator:
 
     def fit(self, X, y=None):
         X = self._validate_input(X)
-        self.k = check_k(self.k, X.shape[0])
+        self.k_ = check_k(self.k, X.shape[0])  # the parameter itself stays as given
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
         Z = np.ascontiguousarray(self.standardizer_.transform(X))
@@ -60,7 +60,7 @@ class Microaggregator:
             sizes=self.sizes_,
             rule=rule,
             columns=getattr(self, "feature_names_in_", None),
-            meta={"method": type(self).__name__, "k": self.k, "n_records": int(X.shape[0])},
+            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0])},
         )
         return self
 

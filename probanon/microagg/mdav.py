@@ -108,7 +108,7 @@ class MDAV(Microaggregator):
         self.keep_duplicates = keep_duplicates
 
     def _partition(self, Z, X):
-        part = mdav_partition(Z, self.k, self.keep_duplicates)
+        part = mdav_partition(Z, self.k_, self.keep_duplicates)
         self.partition_ = part
         balls = part.references[:-1]
         d = Z.shape[1]

@@ -164,6 +164,10 @@ class IndividualRanking(Microaggregator):
         self.keep_ties = keep_ties
 
     def _partition(self, Z, X):
-        labels = individual_ranking_partition(X, self.k, keep_ties=self.keep_ties)
-        upper = [np.array([X[labels[:, j] == g, j].max() for g in range(labels[:, j].max() + 1)]) for j in range(Z.shape[1])]
+        labels = individual_ranking_partition(X, self.k_, keep_ties=self.keep_ties)
+        upper = []
+        for j in range(X.shape[1]):  # largest value of each group, in one pass per column
+            top = np.full(labels[:, j].max() + 1, -np.inf)
+            np.maximum.at(top, labels[:, j], X[:, j])
+            upper.append(top)
         return labels, "intervals", {"upper": upper}

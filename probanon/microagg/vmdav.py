@@ -188,6 +188,6 @@ class VMDAV(Microaggregator):
         self.gamma = gamma
 
     def _partition(self, Z, X):
-        labels = vmdav_partition(Z, self.k, self.gamma)
+        labels = vmdav_partition(Z, self.k_, self.gamma)
         centers = group_means(Z, labels, int(labels.max()) + 1)
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.zeros(len(centers))}

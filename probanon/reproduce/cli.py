@@ -14,7 +14,9 @@ PAPERS = {"surveys": _surveys}
 
 
 def cmd_reproduce(args) -> int:
-    PAPERS[args.paper](output_dir=args.output_dir, data_dir=args.data_dir, quick=args.quick, progress=True)
+    result = PAPERS[args.paper](output_dir=args.output_dir, data_dir=args.data_dir, quick=args.quick,
+                                progress=True, random_state=args.seed)
+    print(result["text"], end="")
     return 0
 
 
@@ -26,4 +28,5 @@ def add_parser(sub) -> None:
     r.add_argument("--data-dir", default=None,
                    help="directory holding casc/census.csv (default: ../shared/data beside the repository)")
     r.add_argument("--quick", action="store_true", help="fewer records and grid points (about 10 s)")
+    r.add_argument("--seed", type=int, default=2016, help="seed of the simulations and synthetic data")
     r.set_defaults(func=cmd_reproduce)

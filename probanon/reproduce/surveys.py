@@ -930,5 +930,5 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     results = _clean(results)
     text = out.text()
     _write(output_dir, report, text, results)
-    print(text, end="")
+    results["text"] = text  # the printed comparison; the CLI prints it, the library stays quiet
     return results

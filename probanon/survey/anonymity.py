@@ -36,6 +36,7 @@ from .._validation import check_k
 from ..errors import ParameterError
 
 RESCALE = 1e-250  # rescale the pmf vector when its largest entry falls below this
+MAX_CONSTANT_SEARCH = 10**7  # largest cell Algorithm A tries for a constant pi (about a second)
 
 
 # --------------------------------------------------------------------------- checks
@@ -230,7 +231,8 @@ def effective_anonymity(k: int, participation, risk: float, max_records: int | N
 
     ``participation`` is a constant pi in (0, 1] or the per-record pi_j in the predefined
     order in which records join the cell. ``max_records`` caps the search (never beyond the
-    number of pi_j; 10^9 for constant pi); if it is reached first, ``feasible`` is False.
+    number of pi_j; 10^7 for constant pi); if it is reached first, ``feasible`` is False
+    (:func:`required_anonymity` raises instead).
     ``record_failure_participant`` is the paper's plain average (1/n) sum_j
     P{0 < K < k | I_j = 1}.
     Check values (Table III): k = 10, pi = .75, pbar = 1e-4 -> n_min = 25, qbar = 4.31e-5.
@@ -238,7 +240,7 @@ def effective_anonymity(k: int, participation, risk: float, max_records: int | N
     k = check_k(k)
     pbar = check_risk(risk)
     pis, constant = _participation_vector(participation)
-    nmax = 10**9 if constant else pis.size
+    nmax = MAX_CONSTANT_SEARCH if constant else pis.size
     if max_records is not None:
         if isinstance(max_records, bool) or not isinstance(max_records, numbers.Integral) or max_records < 1:
             raise ParameterError(f"max_records must be a positive integer, got {max_records!r}")
@@ -248,9 +250,26 @@ def effective_anonymity(k: int, participation, risk: float, max_records: int | N
     return EffectiveAnonymity(**ind, k=k, risk=pbar, feasible=bool(n >= k and lt <= math.log(pbar)))
 
 
+def required_anonymity(k: int, participation, risk: float, max_records: int | None = None) -> EffectiveAnonymity:
+    """:func:`effective_anonymity`, raising :class:`ParameterError` when no cell within
+    ``max_records`` reaches the risk."""
+    eff = effective_anonymity(k, participation, risk, max_records)
+    if not eff.feasible:
+        raise ParameterError(f"no cell of up to {eff.n} records keeps the failure below {eff.risk} "
+                             f"(k = {eff.k}): raise the participation or the risk")
+    return eff
+
+
 def n_min(k: int, participation: float, risk: float) -> int:
     """Effective anonymity n_min (constant participation)."""
-    return effective_anonymity(k, participation, risk).n
+    return required_anonymity(k, participation, risk).n
+
+
+def log_cell_failure(k: int, participation) -> float:
+    """log qbar of the cell formed by the records with these pi_j: O(n k), without the
+    O(n^2 k) participant-conditional failure of :func:`cell_failure`."""
+    pis = check_participations(participation)
+    return float(_scan(pis, False, check_k(k), -np.inf, pis.size)[1])
 
 
 def table_failure(records: int, k: int, participation: float, risk: float) -> float:
@@ -261,7 +280,7 @@ def table_failure(records: int, k: int, participation: float, risk: float) -> fl
         raise ParameterError(f"records must be a positive integer, got {records!r}")
     if not _participation_vector(participation)[1]:
         raise ParameterError("table_failure takes a constant participation pi (per-record tables: simulate_cells)")
-    eff = effective_anonymity(k, participation, risk)
+    eff = required_anonymity(k, participation, risk)
     cells = records // eff.n
     if cells == 0:
         return cell_failure(int(records), k, participation).cell_failure

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data import quasi_identifiers, read_table, write_table
+from ..data import quasi_identifiers, read_table, released_frame, write_outputs, write_table
 from ..errors import InputError, ParameterError
-from .anonymity import effective_anonymity, table_failure
+from .anonymity import check_participations, required_anonymity, table_failure
 
 
 def _print(obj) -> None:
@@ -18,7 +18,7 @@ def _print(obj) -> None:
 
 
 def cmd_plan(args) -> int:
-    eff = effective_anonymity(args.k, args.participation, args.risk)
+    eff = required_anonymity(args.k, args.participation, args.risk, args.max_records)
     out = {
         "k": eff.k, "participation": args.participation, "risk": eff.risk,
         "n_min": eff.n,
@@ -39,26 +39,10 @@ def cmd_design(args) -> int:
     from .spec import build_spec
 
     frame = read_table(args.population)
-    if args.participation_column is not None:
-        if args.participation_column not in frame.columns:
-            raise InputError(f"participation column {args.participation_column!r} is not in the population")
-        participation = args.participation_column
-        columns = args.columns
-        if columns is None:
-            columns = [c for c in quasi_identifiers(frame.drop(columns=[participation]))[1]]
-    else:
-        participation, columns = args.participation, args.columns
-    d = design(frame, args.k, participation, args.risk, columns=columns)
-    spec = build_spec(d)
-    if args.participation_column is not None:
-        spec["guarantee"]["participation"]["column"] = args.participation_column
-        from .spec import digest
-
-        spec["digest"] = digest(spec)
-    path = Path(args.output)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(spec, indent=1, allow_nan=False))
-    tmp.replace(path)
+    participation = args.participation if args.participation_column is None else args.participation_column
+    d = design(frame, args.k, participation, args.risk, columns=args.columns)
+    spec = build_spec(d, participation_column=args.participation_column)
+    write_outputs({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
     print(f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
           f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
@@ -77,16 +61,13 @@ def cmd_verify(args) -> int:
 
 
 def cmd_assign(args) -> int:
-    from .spec import verify
+    from .spec import assign, verify
 
     v = verify(args.spec)
     frame = read_table(args.responses)
     X, columns = quasi_identifiers(frame, v.function.columns)
-    cells = v.function.assign(X)
-    centroids = np.asarray(v.function.centroids)[cells]
-    out = frame.copy()
-    for j, c in enumerate(columns):
-        out[c] = centroids[:, j]
+    cells, centroids = assign(v, X)
+    out = released_frame(frame, columns, centroids)
     out["cell"] = cells
     write_table(out, args.output)
     return 0
@@ -110,8 +91,9 @@ def cmd_simulate(args) -> int:
         column = model.get("column")
         if column is None or column not in frame.columns:
             raise InputError(f"the population needs the participation column {column!r} of this specification")
-        pis = frame[column].to_numpy(dtype=float)
-    groups = [pis[cells == c] for c in range(len(v.function.sizes)) if (cells == c).any()]
+        pis = check_participations(frame[column].to_numpy(), name=column)
+    sizes = np.bincount(cells, minlength=len(v.function.sizes))
+    groups = [g for g in np.split(pis[np.argsort(cells, kind="stable")], np.cumsum(sizes)[:-1]) if g.size]
     result = simulate_cells(groups, g["k"], args.runs, random_state=args.seed)
     _print(result.to_dict())
     return 0
@@ -126,6 +108,7 @@ def add_parser(sub) -> None:
     p.add_argument("--participation", type=float, required=True, help="participation probability pi in (0, 1]")
     p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
     p.add_argument("--records", type=int, help="records N of the table, for the table failure")
+    p.add_argument("--max-records", type=int, default=None, help="largest cell to try (default 10^7)")
     p.set_defaults(func=cmd_plan)
 
     d = ss.add_parser("design", help="design and publish the microaggregation function")

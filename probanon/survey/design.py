@@ -47,6 +47,8 @@ from .anonymity import (
     check_participations,
     check_risk,
     effective_anonymity,
+    log_cell_failure,
+    required_anonymity,
 )
 
 
@@ -81,8 +83,11 @@ def _first_safe(pis, k, log_pbar, start):
 
 
 def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:
-    """n_cell = min{n >= n_min : qbar(s) <= pbar for all s in [n, records]}."""
-    eff = effective_anonymity(k, pi, risk)
+    """n_cell = min{n >= n_min : qbar(s) <= pbar for all s in [n, records]}.
+
+    Our construction (not in the paper): qbar is not monotone in n for small pi (NOTES.md
+    §1), so Algorithm A's n_min alone does not make cells of n_min..2 n_min - 1 safe."""
+    eff = required_anonymity(k, pi, risk)
     if eff.n > records:
         raise DesignError(f"the population has {records} records but one safe cell needs n_min = {eff.n}")
     logq = _log_failures(pi, k, records)
@@ -137,13 +142,15 @@ def _grow(Z, rows, dist, pis, k, log_pbar):
         end = n
         while end < rows.size and dist[end] == dist[n - 1] and np.array_equal(Z[rows[end]], last):
             end += 1
-        if end == n or cell_failure(end, k, pis[rows[:end]]).log_cell_failure <= log_pbar:
+        if end == n or log_cell_failure(k, pis[rows[:end]]) <= log_pbar:
             return end
         start = end + 1
 
 
 def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
-    """MDAV-like partition with groups grown until Algorithm A holds on their pi_j."""
+    """MDAV-like partition with groups grown until Algorithm A holds on their pi_j (our
+    construction for the paper's uneven participation, Sec. V: the "predefined order" is
+    the key order around the group's reference record)."""
     log_pbar = math.log(risk)
     n = Z.shape[0]
     labels = np.full(n, -1, np.int64)
@@ -151,7 +158,7 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
     remaining = np.arange(n)
 
     def safe_whole(rows):
-        return rows.size >= k and cell_failure(rows.size, k, pis[rows]).log_cell_failure <= log_pbar
+        return rows.size >= k and log_cell_failure(k, pis[rows]) <= log_pbar
 
     if not safe_whole(remaining):
         raise DesignError("the whole population is not even one safe cell: too few records for this k and risk")
@@ -212,7 +219,7 @@ def design(population, k: int, participation, risk: float, columns=None) -> Surv
         pi = check_participation(participation)
         pis = np.full(N, pi)
         size = safe_cell_size(k, pi, risk, N)
-        n_min = effective_anonymity(k, pi, risk).n
+        n_min = required_anonymity(k, pi, risk).n
         part = mdav_partition(Z, size, keep_duplicates=True)
         labels, refs, rad2, bnds = part.labels, part.references, part.radius2, part.boundary
     else:
@@ -224,10 +231,11 @@ def design(population, k: int, participation, risk: float, columns=None) -> Surv
         size = 0
     n_cells = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_cells)
-    failures = np.array([
-        cell_failure(int(s), k, pi).cell_failure if constant else cell_failure(int(s), k, pis[labels == c]).cell_failure
-        for c, s in enumerate(sizes)
-    ])
+    if constant:
+        failures = np.array([cell_failure(int(s), k, pi).cell_failure for s in sizes])
+    else:
+        by_cell = np.split(pis[np.argsort(labels, kind="stable")], np.cumsum(sizes)[:-1])
+        failures = np.exp([log_cell_failure(k, cell) for cell in by_cell])
     if (failures > risk).any():
         c = int(np.argmax(failures))
         raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")

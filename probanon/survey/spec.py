@@ -28,11 +28,19 @@ import numpy as np
 from .._validation import read_json_document
 from ..errors import SpecificationError
 from ..microagg.function import MicroaggregationFunction, function_from_json
-from .anonymity import cell_failure, check_participation, check_participations, check_risk, effective_anonymity
+from .anonymity import (
+    cell_failure,
+    check_participation,
+    check_participations,
+    check_risk,
+    effective_anonymity,
+    log_cell_failure,
+)
 from .design import SurveyDesign
 
 VERSION = 1
 TOLERANCE = 1e-9  # relative agreement of a recomputed failure with the declared one
+MAX_RECORDS = 10**8  # a larger declared table is refused (verification would not end)
 
 
 def canonical_bytes(spec: dict) -> bytes:
@@ -44,12 +52,15 @@ def digest(spec: dict) -> str:
     return "sha256:" + hashlib.sha256(canonical_bytes(spec)).hexdigest()
 
 
-def build_spec(d: SurveyDesign) -> dict:
-    """The publishable specification of a design, digest included."""
+def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict:
+    """The publishable specification of a design, digest included (``participation_column``
+    names the population column of a per-record design, for simulations)."""
     if d.participation is not None:
         model = {"model": "constant", "pi": d.participation}
     else:
         model = {"model": "per-record"}
+        if participation_column is not None:
+            model["column"] = participation_column
     cells = []
     for c, (size, failure) in enumerate(zip(d.sizes, d.cell_failures)):
         cell = {"size": int(size), "failure": float(failure)}
@@ -109,25 +120,39 @@ def verify(spec_or_path) -> VerifiedSpec:
         raise SpecificationError("specification contains NaN or infinity") from None
     if declared != actual:
         raise SpecificationError("digest mismatch: the specification was altered after it was published")
-    g = _field(spec, "guarantee", "")
     try:
-        k = int(_field(g, "k", "guarantee "))
-        risk = check_risk(_field(g, "risk", "guarantee "))
-        model = _field(g, "participation", "guarantee ")
-        kind = _field(model, "model", "participation ")
-        records = int(_field(g, "records", "guarantee "))
-    except (TypeError, ValueError) as exc:
-        raise SpecificationError(f"specification: bad guarantee ({exc})") from None
-    if k < 1:
-        raise SpecificationError(f"specification: k must be >= 1, got {k}")
+        return _check_guarantee(spec)
+    except SpecificationError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:  # includes ParameterError
+        raise SpecificationError(f"specification: malformed value ({str(exc).splitlines()[0]})") from None
+
+
+def _integer(value, what: str) -> int:
+    if type(value) is not int:
+        raise SpecificationError(f"specification: {what} must be an integer, got {value!r}")
+    return value
+
+
+def _check_guarantee(spec: dict) -> VerifiedSpec:
+    g = _field(spec, "guarantee", "")
+    k = _integer(_field(g, "k", "guarantee "), "k")
+    risk = check_risk(_field(g, "risk", "guarantee "))
+    model = _field(g, "participation", "guarantee ")
+    kind = _field(model, "model", "participation ")
+    records = _integer(_field(g, "records", "guarantee "), "records")
+    if not 1 <= records <= MAX_RECORDS:
+        raise SpecificationError(f"specification: {records} records is out of range (1..{MAX_RECORDS})")
+    if not 1 <= k <= records:
+        raise SpecificationError(f"specification: k must be between 1 and the {records} records, got {k}")
     cells = _field(spec, "cells", "")
     function = function_from_json(json.dumps(_field(spec, "function", "")))
     if not isinstance(cells, list) or len(cells) != len(function.sizes):
         raise SpecificationError("specification: the cells do not match the function's cells")
-    sizes = [int(_field(c, "size", f"cell {i} ")) for i, c in enumerate(cells)]
+    sizes = [_integer(_field(c, "size", f"cell {i} "), f"cell {i} size") for i, c in enumerate(cells)]
     if sizes != [int(s) for s in function.sizes]:
         raise SpecificationError("specification: declared cell sizes differ from the function's")
-    if sum(sizes) != records:
+    if sum(sizes) != records or min(sizes) < 1:
         raise SpecificationError(f"specification: the cell sizes add up to {sum(sizes)}, not to the {records} records declared")
     if kind == "constant":
         pi = check_participation(_field(model, "pi", "participation "))
@@ -138,13 +163,15 @@ def verify(spec_or_path) -> VerifiedSpec:
         raise SpecificationError(f"specification: unknown participation model {kind!r}")
     for i, (cell, size) in enumerate(zip(cells, sizes)):
         if kind == "constant":
-            participation = pi
+            recomputed = cell_failure(size, k, pi).cell_failure
         else:
             participation = check_participations(_field(cell, "participation", f"cell {i} "))
             if participation.size != size:
                 raise SpecificationError(f"cell {i}: {participation.size} participation values for {size} records")
-        recomputed = cell_failure(size, k, participation).cell_failure
-        stated = float(_field(cell, "failure", f"cell {i} "))
+            recomputed = math.exp(log_cell_failure(k, participation))
+        stated = _field(cell, "failure", f"cell {i} ")
+        if isinstance(stated, bool) or not isinstance(stated, (int, float)):
+            raise SpecificationError(f"cell {i}: failure must be a number, got {stated!r}")
         if not math.isclose(recomputed, stated, rel_tol=TOLERANCE, abs_tol=1e-300):
             raise SpecificationError(f"cell {i}: declared failure {stated:.6g} but {size} records give {recomputed:.6g}")
         if recomputed > risk:
