@@ -180,3 +180,25 @@ def test_demo_writes_report(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
     ev = json.loads((tmp_path / "rep" / "evaluation_mdav_k5.json").read_text())
     assert ev["k_achieved"] >= 5 and 0 < ev["information_loss"] < 100
+
+
+def test_outputs_are_all_or_nothing(tmp_path, capsys):
+    df, path = _table(tmp_path)
+    out = tmp_path / "out.csv"
+    # the function cannot be written: the release must not be left behind either
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "3", "--function", str(tmp_path / "no" / "f.json")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"probanon: error: cannot write {tmp_path / 'no' / 'f.json'}: No such file or directory"
+    assert not out.exists() and not any(p.name.endswith(".tmp") for p in tmp_path.iterdir())
+    assert main(["microaggregate", str(path), "-o", str(tmp_path / "no" / "out.csv"), "-k", "3"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
+    assert main(["apply", str(tmp_path / "bin.json"), str(path), "-o", str(out)]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_estimator_keeps_its_parameters():
+    from probanon.microagg import MDAV
+
+    m = MDAV(k=3.0).fit(np.random.default_rng(0).normal(size=(20, 2)))
+    assert m.get_params()["k"] == 3.0 and m.k_ == 3

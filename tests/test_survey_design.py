@@ -208,3 +208,25 @@ def test_cli_design_verify_assign_simulate(tmp_path, capsys, census_frame):
     assert main(["survey", "verify", str(spec)]) == 2
     err = capsys.readouterr().err.strip()
     assert "digest mismatch" in err and len(err.splitlines()) == 1
+
+
+def test_unreachable_risk_is_an_error(capsys):
+    # pi = 1e-10, k = 2: qbar stays ~ 0.09 for every cell up to 10^7 records
+    assert main(["survey", "plan", "-k", "2", "--participation", "1e-10", "--risk", "1e-12"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no cell of up to" in err and len(err.splitlines()) == 1
+
+
+def test_verify_refuses_malformed_values_with_a_valid_digest(constant_design):
+    text = json.dumps(build_spec(constant_design))
+    for change, fragment in [
+        (lambda s: s["cells"][0].__setitem__("size", [1]), "must be an integer"),
+        (lambda s: s["cells"][0].__setitem__("failure", "abc"), "must be a number"),
+        (lambda s: s["guarantee"].__setitem__("k", 10**11), "k must be between"),
+        (lambda s: s["guarantee"].__setitem__("risk", "0.1"), "malformed value"),
+    ]:
+        s = json.loads(text)
+        change(s)
+        s["digest"] = digest(s)
+        with pytest.raises(SpecificationError, match=fragment):
+            verify(s)
