@@ -30,6 +30,8 @@ def _method(args):
         return cls(args.k, keep_duplicates=args.keep_duplicates)
     if args.method == "vmdav":
         return cls(args.k, gamma=args.gamma)
+    if args.method == "pcl":
+        return cls(args.k, random_state=args.seed)
     return cls(args.k)
 
 
@@ -155,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     m.add_argument("--columns", help="comma-separated quasi-identifier columns (default: all numeric)")
     m.add_argument("--function", metavar="FUNC.json", help="also write the fitted, publishable function")
-    m.add_argument("--seed", type=int, default=None, help="random seed (the current methods are deterministic)")
+    m.add_argument("--seed", type=int, default=None, help="random seed (randomised methods; MDAV, V-MDAV, ranking and PCL are deterministic)")
     m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
     m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
     m.set_defaults(func=cmd_microaggregate)

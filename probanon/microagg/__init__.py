@@ -2,12 +2,13 @@
 
 from .function import MicroaggregationFunction, function_from_json
 from .mdav import MDAV, MDAVPartition, mdav_partition
+from .pcl import PCL, pcl_partition
 from .ranking import IndividualRanking, individual_ranking, individual_ranking_partition
 from .vmdav import VMDAV, vmdav_partition
 
-METHODS = {"mdav": MDAV, "vmdav": VMDAV, "ranking": IndividualRanking}
+METHODS = {"mdav": MDAV, "vmdav": VMDAV, "ranking": IndividualRanking, "pcl": PCL}
 
 __all__ = [
-    "MDAV", "VMDAV", "IndividualRanking", "MDAVPartition", "MicroaggregationFunction", "METHODS",
+    "MDAV", "VMDAV", "IndividualRanking", "PCL", "pcl_partition", "MDAVPartition", "MicroaggregationFunction", "METHODS",
     "mdav_partition", "vmdav_partition", "individual_ranking", "individual_ranking_partition", "function_from_json",
 ]
