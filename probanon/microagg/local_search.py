@@ -41,6 +41,25 @@ def _nearest_cells(Z, cent, labels, T):
 
 
 @njit(cache=True)
+def _relocate(Z, i, a, b, labels, sums, counts, members, sizes, pos):
+    """Move record i from cell a to cell b, updating sums, counts and member lists."""
+    p = pos[i]
+    last = members[a, sizes[a] - 1]
+    members[a, p] = last
+    pos[last] = p
+    sizes[a] -= 1
+    members[b, sizes[b]] = i
+    pos[i] = sizes[b]
+    sizes[b] += 1
+    for c in range(Z.shape[1]):
+        sums[a, c] -= Z[i, c]
+        sums[b, c] += Z[i, c]
+    counts[a] -= 1
+    counts[b] += 1
+    labels[i] = b
+
+
+@njit(cache=True)
 def _sweep(Z, labels, sums, counts, members, sizes, pos, near, k, eps):
     """One pass over the records; returns the total SSE decrease."""
     n, d = Z.shape
@@ -84,39 +103,10 @@ def _sweep(Z, labels, sums, counts, members, sizes, pos, near, k, eps):
                     best_j = j
         if best_b < 0:
             continue
-        b = best_b
         gain -= best
-        # take i out of a, put it into b
-        p = pos[i]
-        last = members[a, sizes[a] - 1]
-        members[a, p] = last
-        pos[last] = p
-        sizes[a] -= 1
-        members[b, sizes[b]] = i
-        pos[i] = sizes[b]
-        sizes[b] += 1
-        for c in range(d):
-            sums[a, c] -= Z[i, c]
-            sums[b, c] += Z[i, c]
-        counts[a] -= 1
-        counts[b] += 1
-        labels[i] = b
-        if best_j >= 0:  # and j from b into a
-            j = best_j
-            p = pos[j]
-            last = members[b, sizes[b] - 1]
-            members[b, p] = last
-            pos[last] = p
-            sizes[b] -= 1
-            members[a, sizes[a]] = j
-            pos[j] = sizes[a]
-            sizes[a] += 1
-            for c in range(d):
-                sums[b, c] -= Z[j, c]
-                sums[a, c] += Z[j, c]
-            counts[b] -= 1
-            counts[a] += 1
-            labels[j] = a
+        _relocate(Z, i, a, best_b, labels, sums, counts, members, sizes, pos)
+        if best_j >= 0:  # a swap: j goes the other way
+            _relocate(Z, best_j, best_b, a, labels, sums, counts, members, sizes, pos)
     return gain
 
 
