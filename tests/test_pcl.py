@@ -70,3 +70,12 @@ def test_two_cells_of_a_gaussian(d, expected):
     D = sse(Z, p.labels_) / (n * d)
     assert np.bincount(p.labels_).min() >= n // 2
     assert D == pytest.approx(expected, abs=0.02)  # sampling error at n = 4000 is ~0.005
+
+
+def test_large_cells_use_levenberg_marquardt_offsets():
+    # k >= 256: offsets by LM (Appendix A), boundary LP, ties settled: exact sizes, exact function
+    Z = np.random.default_rng(4).normal(size=(8192, 2))
+    p, m = PCL(1024).fit(Z), MDAV(1024).fit(Z)
+    assert (np.bincount(p.labels_) == 1024).all()
+    np.testing.assert_array_equal(p.function_.assign(Z), p.labels_)
+    assert sse(Z, p.labels_) < 0.95 * sse(Z, m.labels_)  # the paper reports ~16% at |Q| = 16

@@ -18,8 +18,11 @@ hold at least k points. This implementation alternates the two conditions exactl
    (ties no offset can break), the optimal labels are kept and ``function_mismatches_``
    counts the fitted records the function assigns elsewhere. Centroids are the cell means.
 
-The paper's Levenberg-Marquardt adjustment of the offsets (Appendix A), for very large cells,
-is not implemented yet: every k uses the exact LP, which is slow for n |Q| above ~10^6.
+Cells of at least 256 records (the paper needs ~100-500 per cell for smooth counts) use the
+paper's own steps instead: offsets by Levenberg-Marquardt (Appendix A, :mod:`.offsets`) for
+the MDAV sizes, damped centroid updates (s = 1/2) while the SSE falls by 0.02% per
+iteration, then an exact LP on the points nearest the boundaries and the tie settlement of
+step 4. If that fails, the exact path above is used.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ from .base import Microaggregator, group_means
 from .function import _assign_power
 from .local_search import local_search
 from .mdav import mdav_partition
-from .transport import transport_assign
+from .offsets import boundary_offsets, lm_offsets
+from .transport import squared_distances, transport_assign
 
 
 def _sse(Z, labels, Q) -> float:
@@ -40,7 +44,8 @@ def _sse(Z, labels, Q) -> float:
 
 
 def power_labels(Z, centers, offsets, k, max_rounds: int = 20):
-    """Labels of the power diagram (centers, offsets) with every cell >= k, lowering the
+    """Labels of the power diagram (centers, offsets) with every cell >= k (an int, or one
+    minimum per cell), lowering the
     offsets of deficient cells by a rounding-level step until their ties go their way.
     Returns (labels, offsets), or None when ties cannot be resolved this way (typically
     identical records that the optimum splits between cells: no function of the
@@ -87,6 +92,35 @@ def _lloyd(Z, labels, k, Q, max_iter, speed):
     return best
 
 
+SMOOTH_MIN_K = 256  # cells at least this large: Levenberg-Marquardt offsets (Appendix A)
+
+
+def _pcl_smooth(Z, start, speed, max_iter):
+    """Large cells: offsets by LM for the MDAV sizes, damped centroid updates, then the
+    boundary LP and the tie settlement. Returns (labels, centers, offsets) or None."""
+    Q = int(start.max()) + 1
+    targets = np.bincount(start, minlength=Q)
+    centers = group_means(Z, start, Q)
+    offsets = np.zeros(Q)
+    previous = np.inf
+    for _ in range(max_iter):
+        D = squared_distances(Z, centers)
+        offsets = lm_offsets(D, targets, offsets)
+        own = np.argmin(D + offsets, axis=1)
+        means = group_means(Z, own, Q)
+        sse = float(((Z - means[own]) ** 2).sum())
+        centers = speed * means + (1.0 - speed) * centers
+        if sse > previous * (1.0 - 2e-4):
+            break
+        previous = sse
+    D = squared_distances(Z, centers)
+    offsets = boundary_offsets(D, lm_offsets(D, targets, offsets), targets)
+    if offsets is None:
+        return None
+    power = power_labels(Z, centers, offsets, targets)
+    return None if power is None else (power[0], centers, power[1])
+
+
 def pcl_partition(Z, k, max_iter: int = 40, speed: float = 1.0, neighbours: int = 6):
     """PCL on standardised data Z: returns (labels, centers, offsets) in z units.
 
@@ -97,6 +131,10 @@ def pcl_partition(Z, k, max_iter: int = 40, speed: float = 1.0, neighbours: int 
     Q = int(start.max()) + 1
     if Q == 1:
         return start, Z.mean(axis=0, keepdims=True), np.zeros(1)
+    if k >= SMOOTH_MIN_K:
+        smooth = _pcl_smooth(Z, start, 0.5 if speed == 1.0 else speed, max_iter)
+        if smooth is not None:
+            return smooth
     runs = [_alternate(Z, _lloyd(Z, start, k, Q, max_iter, speed), k, Q, max_iter, neighbours),
             _alternate(Z, start, k, Q, max_iter, neighbours)]
     best = min(runs, key=lambda t: t[1])[0]
