@@ -21,18 +21,36 @@ LP), and adds its duals to the offsets. The labels are the power diagram's own a
 from __future__ import annotations
 
 import numpy as np
+from numba import njit, prange
 
 from .transport import squared_distances
 
 
-def _assign(cost):
-    own = np.argmin(cost, axis=1)
-    rows = np.arange(cost.shape[0])
-    best = cost[rows, own]
-    masked = cost.copy()
-    masked[rows, own] = np.inf
-    second = np.argmin(masked, axis=1)
-    return own, masked[rows, second] - best, second
+@njit(cache=True, parallel=True)
+def _assign_kernel(D, c, own, margin, second):
+    n, Q = D.shape
+    for i in prange(n):
+        b1, b2 = np.inf, np.inf
+        q1, q2 = 0, 0
+        for q in range(Q):
+            v = D[i, q] + c[q]
+            if v < b1:
+                b2, q2 = b1, q1
+                b1, q1 = v, q
+            elif v < b2:
+                b2, q2 = v, q
+        own[i] = q1
+        second[i] = q2
+        margin[i] = b2 - b1
+
+
+def _assign(D, c):
+    """Best cell, second-best cell and margin (second-best cost - own cost) of each point
+    for the costs D + c (first cell on ties)."""
+    n = D.shape[0]
+    own, second, margin = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
+    _assign_kernel(D, np.asarray(c, dtype=np.float64), own, margin, second)
+    return own, margin, second
 
 
 def _jacobian(own, margin, second, Q, fraction=0.05):
@@ -56,7 +74,7 @@ def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3):
     n, Q = D.shape
     targets = np.asarray(targets, dtype=np.float64)
     c = np.zeros(Q) if c0 is None else np.array(c0, dtype=np.float64)
-    own, margin, second = _assign(D + c)
+    own, margin, second = _assign(D, c)
     r = np.bincount(own, minlength=Q) - targets
     f = float(r @ r)
     for _ in range(max_iter):
@@ -70,7 +88,7 @@ def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3):
         t, accepted = 1.0, False
         for _ in range(30):
             cn = c + t * step
-            own_n, margin_n, second_n = _assign(D + cn)
+            own_n, margin_n, second_n = _assign(D, cn)
             rn = np.bincount(own_n, minlength=Q) - targets
             fn = float(rn @ rn)
             if fn < f - 1e-4 * t * abs(float(g @ step)):
@@ -95,7 +113,7 @@ def boundary_offsets(D, c, targets, per_cell: int = 64):
     degenerate duals are settled by :func:`probanon.microagg.pcl.power_labels`."""
     n, Q = D.shape
     targets = np.asarray(targets, dtype=np.int64)
-    own, margin, _ = _assign(D + c)
+    own, margin, _ = _assign(D, c)
     free = np.zeros(n, bool)
     for q in range(Q):
         inside = np.flatnonzero(own == q)

@@ -35,7 +35,7 @@ from .base import Microaggregator, group_means
 from .function import _assign_power
 from .local_search import local_search
 from .mdav import mdav_partition
-from .offsets import boundary_offsets, lm_offsets
+from .offsets import _assign, boundary_offsets, lm_offsets
 from .transport import squared_distances, transport_assign
 
 
@@ -106,7 +106,7 @@ def _pcl_smooth(Z, start, speed, max_iter):
     for _ in range(max_iter):
         D = squared_distances(Z, centers)
         offsets = lm_offsets(D, targets, offsets)
-        own = np.argmin(D + offsets, axis=1)
+        own = _assign(D, offsets)[0]
         means = group_means(Z, own, Q)
         sse = float(((Z - means[own]) ** 2).sum())
         centers = speed * means + (1.0 - speed) * centers
