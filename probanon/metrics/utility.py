@@ -10,7 +10,6 @@ A column is *constant* when its population sd is at rounding level of its magnit
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

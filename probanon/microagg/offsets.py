@@ -23,7 +23,6 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .transport import squared_distances
 
 
 @njit(cache=True, parallel=True)

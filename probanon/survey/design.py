@@ -46,7 +46,6 @@ from .anonymity import (
     check_participation,
     check_participations,
     check_risk,
-    effective_anonymity,
     log_cell_failure,
     required_anonymity,
 )
