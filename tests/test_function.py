@@ -8,12 +8,11 @@ or from the fitted labels the rule must reproduce; never from the code under tes
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
@@ -21,7 +20,7 @@ from probanon.data import Standardizer
 from probanon.errors import InputError, SpecificationError
 from probanon.microagg import MDAV, VMDAV, IndividualRanking, MicroaggregationFunction, function_from_json
 
-from helpers import DATA, EIA_DROP, FAST, casc
+from helpers import DATA, FAST
 from helpers import continuous_problem as continuous
 
 

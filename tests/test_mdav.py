@@ -17,14 +17,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from probanon.errors import InputError, ParameterError
 from probanon.microagg.mdav import MDAV, mdav_partition
 
-from helpers import DATA, EIA_DROP, FAST, casc, continuous_problem
+from helpers import FAST, continuous_problem
 
 
 # ---------------------------------------------------------------- data and helpers
