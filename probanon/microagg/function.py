@@ -116,6 +116,19 @@ def _assign_power(Z, centers, offsets):
     return out
 
 
+def assign_intervals(X, uppers) -> np.ndarray:
+    """Per column j, the first group whose upper bound uppers[j][g] is >= the value (the last
+    group above all bounds); shape (n, d)."""
+    X = check_matrix(X, name="records")
+    if X.shape[1] != len(uppers):
+        raise InputError(f"records have {X.shape[1]} columns, the intervals describe {len(uppers)}")
+    out = np.empty(X.shape, np.int64)
+    for j, upper in enumerate(uppers):
+        upper = np.asarray(upper, dtype=np.float64)
+        out[:, j] = np.minimum(np.searchsorted(upper, X[:, j], side="left"), upper.size - 1)
+    return out
+
+
 @dataclass
 class MicroaggregationFunction:
     """A fitted, publishable mapping from quasi-identifiers to cells.
@@ -147,13 +160,7 @@ class MicroaggregationFunction:
         """Cell of each record (row of X, original units): shape (n,), or (n, d) for
         "intervals" (one group per column)."""
         if self.kind == "intervals":
-            X = check_matrix(X, name="records")
-            if X.shape[1] != len(self.rule["upper"]):
-                raise InputError(f"records have {X.shape[1]} columns, the function expects {len(self.rule['upper'])}")
-            out = np.empty(X.shape, np.int64)
-            for j, upper in enumerate(self.rule["upper"]):
-                out[:, j] = np.minimum(np.searchsorted(upper, X[:, j], side="left"), len(upper) - 1)
-            return out
+            return assign_intervals(X, self.rule["upper"])
         Z = self._standardised(X)
         if self.kind == "ordered-balls":
             return _assign_balls(Z, self.rule["references"], self.rule["radius2"], self.rule["boundary"])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_k, check_matrix
-from ..errors import InputError
 from .base import Microaggregator
 
 __all__ = [
@@ -136,17 +135,12 @@ def apply_ranking_intervals(X, intervals, return_means: bool = False) -> np.ndar
     ``X`` must have one column per entry of ``intervals``. Returns the (n, d) int64
     labels, or, with ``return_means=True``, the (n, d) float64 group means.
     """
-    X = check_matrix(X, "X")
-    if X.shape[1] != len(intervals):
-        raise InputError(f"X has {X.shape[1]} columns, the intervals describe {len(intervals)}")
-    labels = np.empty(X.shape, dtype=np.int64)
-    out = np.empty_like(X)
-    for j, (upper, means) in enumerate(intervals):
-        upper = np.asarray(upper, dtype=np.float64)
-        lab = np.minimum(np.searchsorted(upper, X[:, j], side="left"), upper.size - 1)
-        labels[:, j] = lab
-        out[:, j] = np.asarray(means, dtype=np.float64)[lab]
-    return out if return_means else labels
+    from .function import assign_intervals  # function.py -> base.py -> ranking.py: import here
+
+    labels = assign_intervals(X, [upper for upper, _ in intervals])
+    if not return_means:
+        return labels
+    return np.column_stack([np.asarray(means, dtype=np.float64)[labels[:, j]] for j, (_, means) in enumerate(intervals)])
 
 
 class IndividualRanking(Microaggregator):

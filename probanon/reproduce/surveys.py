@@ -58,14 +58,8 @@ from ..report import Report, line_figure
 from ..survey.anonymity import cell_failure, effective_anonymity, table_failure
 from ..survey.design import DesignError, design, safe_cell_size
 
-try:  # written concurrently by someone else: use what is there
-    from ..survey import approximations as _approximations
-except ImportError:  # pragma: no cover - depends on the state of the library
-    _approximations = None
-try:
-    from ..survey.simulation import simulate_cells
-except ImportError:  # pragma: no cover
-    simulate_cells = None
+from ..survey import approximations as _approximations
+from ..survey.simulation import simulate_cells
 
 import matplotlib.pyplot as plt  # noqa: E402  (after probanon.report chose the Agg backend)
 
@@ -166,7 +160,7 @@ _APPROX_K2 = (("n0", "ceil n~0", "n_min_k2_n0"), ("n1", "ceil n~1", "n_min_k2_n1
 
 
 def _approximation(name):
-    return getattr(_approximations, name, None) if _approximations is not None else None
+    return getattr(_approximations, name)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -316,26 +310,20 @@ def _table2(cmp: _Comparisons, out: _Output, seed: int) -> dict:
     cmp.add("Table II", "n_min", spec["n_min"], eff.n)
     algo = {"cell_failure": eff.cell_failure, "mean_unprotected": eff.mean_unprotected,
             "record_failure": eff.record_failure}
-    sim = None
-    if simulate_cells is not None:
-        res = simulate_cells([np.full(eff.n, pi)] * cells, k, runs=1, random_state=seed)
-        sim = {"cell_failure": res.observed_cell_failure, "mean_unprotected": res.observed_mean_unprotected,
-               "record_failure": res.observed_record_failure}
-        agrees = {"cell_failure": res.cell_failure_agrees, "mean_unprotected": res.mean_unprotected_agrees,
-                  "record_failure": res.record_failure_agrees}
+    res = simulate_cells([np.full(eff.n, pi)] * cells, k, runs=1, random_state=seed)
+    sim = {"cell_failure": res.observed_cell_failure, "mean_unprotected": res.observed_mean_unprotected,
+           "record_failure": res.observed_record_failure}
+    agrees = {"cell_failure": res.cell_failure_agrees, "mean_unprotected": res.mean_unprotected_agrees,
+              "record_failure": res.record_failure_agrees}
     names = {"cell_failure": "qbar", "mean_unprotected": "u", "record_failure": "rbar"}
     rows = []
     for key, name in names.items():
         ok = cmp.add("Table II", name, spec["algorithm"][key], algo[key])
-        row = [name, _pair(algo[key], spec["algorithm"][key], ok)]
-        if sim is not None:
-            rel = 100.0 * (sim[key] - algo[key]) / algo[key]
-            row += [f"{sim[key]:.5g} / {spec['simulation'][key]}",
-                    f"{rel:+.2f} / {spec['relative_error_percent'][key]}", _fmt(agrees[key])]
-        rows.append(row)
-    headers = ["variable", "Algorithm (ours / paper)"]
-    if sim is not None:
-        headers += ["Simulation (ours / paper)", "rel. error % (ours / paper)", "Algorithm in our 99% CI"]
+        rel = 100.0 * (sim[key] - algo[key]) / algo[key]
+        rows.append([name, _pair(algo[key], spec["algorithm"][key], ok), f"{sim[key]:.5g} / {spec['simulation'][key]}",
+                     f"{rel:+.2f} / {spec['relative_error_percent'][key]}", _fmt(agrees[key])])
+    headers = ["variable", "Algorithm (ours / paper)", "Simulation (ours / paper)", "rel. error % (ours / paper)",
+               "Algorithm in our 99% CI"]
     out.heading("Table II", f"Algorithm A against a Monte Carlo simulation of {cells} cells "
                 f"(seed {seed}): k = {k}, pbar = {pbar}, pi = {pi}, n_min = {eff.n} (paper: 48). "
                 "The simulated columns are random: only the Algorithm column and n_min are compared digit by digit.")
@@ -519,9 +507,8 @@ def _figs8_9(cmp: _Comparisons, out: _Output, quick: bool) -> tuple[dict, list]:
     spec = NOTES["fig8"]
     pi, pbar = spec["participation"], spec["risk"]
     ks = sorted(set((list(range(2, 101, 7)) if quick else list(range(2, 101))) + list(spec["values"])))
-    avail = [(key, label, f) for key, label, name in _APPROX_K if (f := _approximation(name)) is not None]
-    res: dict = {"participation": pi, "risk": pbar, "k": ks, "n_min": [], "missing_approximations":
-                 [name for _, _, name in _APPROX_K if _approximation(name) is None]}
+    avail = [(key, label, _approximation(name)) for key, label, name in _APPROX_K]
+    res: dict = {"participation": pi, "risk": pbar, "k": ks, "n_min": []}
     for key, _, _ in avail:
         res[key] = []
     for k in ks:
@@ -533,16 +520,11 @@ def _figs8_9(cmp: _Comparisons, out: _Output, quick: bool) -> tuple[dict, list]:
         i = ks.index(k)
         row = [k]
         for key, p in zip(spec["columns"], printed):
-            if key == "n_min" or key in res:
-                v = res[key][i]
-                row.append(_pair(v, p, cmp.add("Figs. 8-9", f"{key} (k={k})", p, v, origin="notes"), digits=6))
-            else:
-                row.append(f"n/a / {p}")
+            v = res[key][i]
+            row.append(_pair(v, p, cmp.add("Figs. 8-9", f"{key} (k={k})", p, v, origin="notes"), digits=6))
         rows.append(row)
     out.heading("Figs. 8-9", f"n_min and its approximations against k (pi = {pi}, pbar = {pbar:g}). The paper only "
-                "plots them (plot only); NOTES.md checks k = 10 and 100."
-                + (f" Missing in the library: {', '.join(res['missing_approximations'])}."
-                   if res["missing_approximations"] else ""))
+                "plots them (plot only); NOTES.md checks k = 10 and 100.")
     out.table("Figs. 8-9 at the NOTES.md points (ours / NOTES.md)",
               ["k", "n_min", "KL equation", "n1'", "n1''", "n2"], rows)
     sample = [k for k in (2, 5, 20, 50) if k in ks]
@@ -575,11 +557,10 @@ def _fig10(out: _Output, quick: bool) -> tuple[dict, list, list]:
     step = 0.01 if quick else 0.001
     exps = np.round(np.arange(3.0, 7.0 + 1e-9, step), 6)
     risks = [float(10.0**-e) for e in exps]
-    avail = [(key, label, f) for key, label, name in _APPROX_K2 if (f := _approximation(name)) is not None]
+    avail = [(key, label, _approximation(name)) for key, label, name in _APPROX_K2]
     nm = np.array([effective_anonymity(k, pi, p).n for p in risks])
     res: dict = {"k": k, "participation": pi, "exponent_step": step, "risk_min": risks[-1], "risk_max": risks[0],
-                 "points": len(risks), "missing_approximations":
-                 [name for _, _, name in _APPROX_K2 if _approximation(name) is None]}
+                 "points": len(risks)}
     ceil = {key: np.array([math.ceil(f(k, pi, p)) for p in risks]) for key, _, f in avail}
     rows = []
     for key, label, _ in avail:

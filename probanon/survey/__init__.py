@@ -7,7 +7,8 @@ from .anonymity import (
     effective_anonymity,
     n_min,
     table_failure,
+    table_sizes,
 )
 from .simulation import SimulationResult, simulate_cells, simulate_table
 
-__all__ = ["SimulationResult", "simulate_cells", "simulate_table", "CellFailure", "EffectiveAnonymity", "cell_failure", "effective_anonymity", "n_min", "table_failure"]
+__all__ = ["SimulationResult", "simulate_cells", "simulate_table", "CellFailure", "EffectiveAnonymity", "cell_failure", "effective_anonymity", "n_min", "table_failure", "table_sizes"]

@@ -103,10 +103,10 @@ def _log_tail(v, scale):
 
 
 @njit(cache=True)
-def _scan(pis, constant, k, log_pbar, nmax):
+def _scan(pis, constant, k, log_pbar, nmax, start):
     """Algorithm A: grow the cell one record at a time (pis[0], pis[1], ..., or the constant
-    pis[0]) until n >= k and log qbar <= log_pbar, or n = nmax (<= pis.size unless constant).
-    Returns (n, log qbar, log sum_i i p(i))."""
+    pis[0]) until n >= max(k, start) and log qbar <= log_pbar, or n = nmax (<= pis.size
+    unless constant). Returns (n, log qbar, log sum_i i p(i))."""
     v = np.zeros(k)
     v[0] = 1.0
     scale = 0.0
@@ -117,11 +117,11 @@ def _scan(pis, constant, k, log_pbar, nmax):
         pi = pis[0] if constant else pis[n]
         scale += _step(v, pi)
         n += 1
-        if n >= k:
+        if n >= k and n >= start:
             lt, lm = _log_tail(v, scale)
             if lt <= log_pbar:
                 break
-    if n < k:
+    if n < k or n < start:
         lt, lm = _log_tail(v, scale)
     return n, lt, lm
 
@@ -221,7 +221,7 @@ def cell_failure(n: int, k: int, participation) -> CellFailure:
     pis, constant = _participation_vector(participation)
     if not constant and pis.size != n:
         raise ParameterError(f"{pis.size} participation probabilities for a cell of {n} records")
-    _, lt, lm = _scan(pis, constant, k, -np.inf, int(n))  # log_pbar = -inf: no early stop
+    _, lt, lm = _scan(pis, constant, k, -np.inf, int(n), 1)  # log_pbar = -inf: no early stop
     return CellFailure(**_indicators(int(n), k, lt, lm, pis, constant))
 
 
@@ -245,7 +245,7 @@ def effective_anonymity(k: int, participation, risk: float, max_records: int | N
         if isinstance(max_records, bool) or not isinstance(max_records, numbers.Integral) or max_records < 1:
             raise ParameterError(f"max_records must be a positive integer, got {max_records!r}")
         nmax = min(nmax, int(max_records))
-    n, lt, lm = _scan(pis, constant, k, math.log(pbar), int(nmax))
+    n, lt, lm = _scan(pis, constant, k, math.log(pbar), int(nmax), 1)
     ind = _indicators(n, k, lt, lm, pis, constant)
     return EffectiveAnonymity(**ind, k=k, risk=pbar, feasible=bool(n >= k and lt <= math.log(pbar)))
 
@@ -269,22 +269,28 @@ def log_cell_failure(k: int, participation) -> float:
     """log qbar of the cell formed by the records with these pi_j: O(n k), without the
     O(n^2 k) participant-conditional failure of :func:`cell_failure`."""
     pis = check_participations(participation)
-    return float(_scan(pis, False, check_k(k), -np.inf, pis.size)[1])
+    return float(_scan(pis, False, check_k(k), -np.inf, pis.size, 1)[1])
+
+
+def table_sizes(records: int, k: int, participation: float, risk: float) -> list[int]:
+    """Cell sizes of a table of N records with constant pi (Sec. VI.A): |C| = floor(N / n_min)
+    cells, |C| - 1 of n_min records and the last of n' = N - (|C| - 1) n_min (one cell of N
+    records when N < n_min)."""
+    if isinstance(records, (bool, np.bool_)) or not isinstance(records, numbers.Integral) or records < 1:
+        raise ParameterError(f"records must be a positive integer, got {records!r}")
+    if not _participation_vector(participation)[1]:
+        raise ParameterError("a table takes a constant participation pi (per-record cells: simulate_cells)")
+    n = required_anonymity(k, participation, risk).n
+    cells = int(records) // n
+    if cells == 0:
+        return [int(records)]
+    return [n] * (cells - 1) + [int(records) - (cells - 1) * n]
 
 
 def table_failure(records: int, k: int, participation: float, risk: float) -> float:
-    """Probability that a table of N records in floor(N / n_min) cells has at least one
-    failing cell: 1 - q^(|C|-1) q', with the last cell of size n' = N - (|C|-1) n_min
-    (Sec. VI.A, exact product form, computed with log1p/expm1)."""
-    if isinstance(records, bool) or not isinstance(records, numbers.Integral) or records < 1:
-        raise ParameterError(f"records must be a positive integer, got {records!r}")
-    if not _participation_vector(participation)[1]:
-        raise ParameterError("table_failure takes a constant participation pi (per-record tables: simulate_cells)")
-    eff = required_anonymity(k, participation, risk)
-    cells = records // eff.n
-    if cells == 0:
-        return cell_failure(int(records), k, participation).cell_failure
-    last = records - (cells - 1) * eff.n
-    q_last = cell_failure(int(last), k, participation).cell_failure
-    log_success = (cells - 1) * math.log1p(-eff.cell_failure) + math.log1p(-q_last)
+    """Probability that the table of :func:`table_sizes` has at least one failing cell:
+    1 - q^(|C|-1) q' (Sec. VI.A, exact product form, computed with log1p/expm1)."""
+    sizes = table_sizes(records, k, participation, risk)
+    log_success = sum(sizes.count(n) * math.log1p(-cell_failure(n, k, participation).cell_failure)
+                      for n in set(sizes))
     return -math.expm1(log_success)

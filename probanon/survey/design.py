@@ -41,6 +41,7 @@ from ..microagg.function import MicroaggregationFunction
 from ..microagg.mdav import mdav_partition
 from .anonymity import (
     _log_tail,
+    _scan,
     _step,
     cell_failure,
     check_participation,
@@ -68,17 +69,10 @@ def _log_failures(pi, k, N):
     return out
 
 
-@njit(cache=True)
 def _first_safe(pis, k, log_pbar, start):
-    """Smallest n >= max(k, start) with log qbar(pis[:n]) <= log_pbar, or -1."""
-    v = np.zeros(k)
-    v[0] = 1.0
-    scale = 0.0
-    for n in range(1, pis.size + 1):
-        scale += _step(v, pis[n - 1])
-        if n >= k and n >= start and _log_tail(v, scale)[0] <= log_pbar:
-            return n
-    return -1
+    """Smallest n >= max(k, start) with log qbar(pis[:n]) <= log_pbar, or -1 (Algorithm A)."""
+    n, lt, _ = _scan(pis, False, k, log_pbar, pis.size, start)
+    return n if n >= max(k, start) and lt <= log_pbar else -1
 
 
 def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:

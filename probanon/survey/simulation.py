@@ -48,7 +48,7 @@ from scipy import stats
 
 from .._validation import check_k, check_random_state
 from ..errors import ParameterError
-from .anonymity import cell_failure, check_participation, check_risk, effective_anonymity
+from .anonymity import cell_failure, check_participation, table_sizes
 
 MAX_BATCH_ELEMENTS = 1 << 24  # uniforms drawn at once (~16.8e6 doubles, 134 MB)
 
@@ -330,22 +330,10 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
 
 
 def table_cells(records: int, k: int, participation: float, risk: float) -> list[np.ndarray]:
-    """The constant-pi table of Sec. VI.A: |C| = floor(N / n_min) cells, |C| - 1 of size n_min
-    and the last of size n' = N - (|C| - 1) n_min (one cell of N records when N < n_min)."""
-    if isinstance(records, (bool, np.bool_)) or not isinstance(records, numbers.Integral) or records < 1:
-        raise ParameterError(f"records must be a positive integer, got {records!r}")
-    records = int(records)
+    """The constant-pi table of Sec. VI.A as cells of participation probabilities
+    (sizes from :func:`probanon.survey.anonymity.table_sizes`)."""
     pi = check_participation(participation)
-    check_risk(risk)
-    eff = effective_anonymity(k, pi, risk)
-    if not eff.feasible:
-        raise ParameterError(f"no effective anonymity found for k = {k}, participation = {pi}, risk = {risk}")
-    n = eff.n
-    count = records // n
-    if count == 0:
-        return [np.full(records, pi)]
-    last = records - (count - 1) * n
-    return [np.full(n, pi)] * (count - 1) + [np.full(last, pi)]
+    return [np.full(n, pi) for n in table_sizes(records, k, pi, risk)]
 
 
 def simulate_table(records: int, k: int, participation: float, risk: float, runs: int,
