@@ -13,15 +13,16 @@ the residual is p(c) = counts(c) - targets. Appendix A solves p(c) = 0:
    1^T J = 0, the damping handles it, and mean(c) is kept at 0).
 3. Backtracking line search with Armijo's rule on ||p||^2.
 
-Counts are integers, so LM stops within a point or two of the targets; :func:`boundary_offsets`
-then re-assigns the points nearest to the cell boundaries exactly (a small transportation
-LP), and adds its duals to the offsets. The labels are the power diagram's own assignment.
+Counts are integers (and records may tie), so LM stops near the targets; :func:`fill_deficits`
+then reaches the exact sizes optimally by successive shortest paths between the cells.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit, prange
+
+from ..errors import ProbanonError
 
 
 
@@ -68,8 +69,9 @@ def _jacobian(own, margin, second, Q, fraction=0.05):
     return (V * np.minimum(w, 0.0)) @ V.T
 
 
-def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3):
-    """Offsets c with counts(argmin D + c) close to ``targets`` (D: n x Q squared distances)."""
+def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3, tolerance: float = 1.0):
+    """Offsets c with counts(argmin D + c) within ``tolerance`` of ``targets`` (or as close
+    as LM gets in ``max_iter`` steps; D: n x Q squared distances)."""
     n, Q = D.shape
     targets = np.asarray(targets, dtype=np.float64)
     c = np.zeros(Q) if c0 is None else np.array(c0, dtype=np.float64)
@@ -77,7 +79,7 @@ def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3):
     r = np.bincount(own, minlength=Q) - targets
     f = float(r @ r)
     for _ in range(max_iter):
-        if np.abs(r).max() <= 1.0:
+        if np.abs(r).max() <= tolerance:
             break
         J = _jacobian(own, margin, second, Q)
         A = J.T @ J
@@ -104,36 +106,119 @@ def lm_offsets(D, targets, c0=None, max_iter: int = 100, mu: float = 1e-3):
     return c
 
 
-def boundary_offsets(D, c, targets, per_cell: int = 64):
-    """Exact counts after LM: points whose margin is among the ``per_cell`` smallest of their
-    cell are re-assigned by an exact transportation LP (the paper's "posterior reassignment
-    of the stragglers", done optimally); the others keep their cells. Returns the offsets
-    c + the LP duals, or None when the fixed points alone overfill a cell. Ties left by the
-    degenerate duals are settled by :func:`probanon.microagg.pcl.power_labels`."""
+@njit(cache=True)
+def _cheapest_row(D, a, members, size, W, A):
+    """W[a, b] = min over i in cell a of D[i, b] - D[i, a] (the cheapest move of a point from
+    cell a to cell b), A[a, b] = that point."""
+    Q = D.shape[1]
+    W[a] = np.inf
+    for s in range(size):
+        i = members[s]
+        for b in range(Q):
+            v = D[i, b] - D[i, a]
+            if b != a and v < W[a, b]:
+                W[a, b] = v
+                A[a, b] = i
+
+
+@njit(cache=True)
+def _potentials(W, c):
+    """Lower c until c_a <= c_b + W[a, b] for all cells (Bellman-Ford); False on a negative cycle."""
+    Q = c.size
+    for _ in range(Q + 1):
+        changed = False
+        for a in range(Q):
+            for b in range(Q):
+                if c[b] + W[a, b] < c[a]:
+                    c[a] = c[b] + W[a, b]
+                    changed = True
+        if not changed:
+            return True
+    return False
+
+
+@njit(cache=True)
+def _fill_deficits(D, labels, targets, max_steps, c):
     n, Q = D.shape
-    targets = np.asarray(targets, dtype=np.int64)
-    own, margin, _ = _assign(D, c)
-    free = np.zeros(n, bool)
-    for q in range(Q):
-        inside = np.flatnonzero(own == q)
-        free[inside[np.argsort(margin[inside])[:per_cell]]] = True
-    need = targets - np.bincount(own[~free], minlength=Q)
-    if (need < 0).any():
-        return None
-    offsets = c + _transport_on_costs(D[free] + c, need)
-    return offsets - offsets.mean()
+    counts = np.zeros(Q, np.int64)
+    for i in range(n):
+        counts[labels[i]] += 1
+    cap = counts.max() + max(0, (targets - counts).max()) + 1
+    members = np.empty((Q, cap), np.int64)
+    pos = np.empty(n, np.int64)
+    size = np.zeros(Q, np.int64)
+    for i in range(n):
+        a = labels[i]
+        members[a, size[a]] = i
+        pos[i] = size[a]
+        size[a] += 1
+    W = np.empty((Q, Q))
+    A = np.zeros((Q, Q), np.int64)
+    for a in range(Q):
+        _cheapest_row(D, a, members[a], size[a], W, A)
+    dist = np.empty(Q)
+    pred = np.empty(Q, np.int64)
+    path = np.empty(Q + 1, np.int64)
+    for _ in range(max_steps):
+        if (size >= targets).all():
+            return _potentials(W, c)
+        for q in range(Q):
+            dist[q] = 0.0 if size[q] > targets[q] else np.inf
+            pred[q] = -1
+        for _ in range(Q):  # Bellman-Ford from every cell with a surplus
+            changed = False
+            for a in range(Q):
+                if dist[a] == np.inf:
+                    continue
+                for b in range(Q):
+                    if dist[a] + W[a, b] < dist[b]:
+                        dist[b] = dist[a] + W[a, b]
+                        pred[b] = a
+                        changed = True
+            if not changed:
+                break
+        t = -1
+        for q in range(Q):
+            if size[q] < targets[q] and (t < 0 or dist[q] < dist[t]):
+                t = q
+        if dist[t] == np.inf or size[t] >= cap:
+            return False
+        m = 0
+        path[0] = t
+        for _ in range(Q + 1):  # shift one point along the path, ending at the source
+            a = pred[t]
+            if a < 0:
+                break
+            i = A[a, t]
+            last = members[a, size[a] - 1]  # remove i from a, append it to t
+            members[a, pos[i]] = last
+            pos[last] = pos[i]
+            size[a] -= 1
+            members[t, size[t]] = i
+            pos[i] = size[t]
+            size[t] += 1
+            labels[i] = t
+            t = a
+            m += 1
+            path[m] = t
+        if pred[t] >= 0:  # a cycle in the tree: only rounding can cause it
+            return False
+        for s in range(m + 1):  # the cells on the path changed members
+            _cheapest_row(D, path[s], members[path[s]], size[path[s]], W, A)
+    return False
 
 
-def _transport_on_costs(cost, need):
-    """Transportation LP on an explicit cost matrix (all pairs): >= need[q] points per cell."""
-    from scipy.optimize import linprog
-    from scipy.sparse import csr_matrix
-
-    m, Q = cost.shape
-    rows = np.repeat(np.arange(m), Q)
-    cols = np.tile(np.arange(Q), m)
-    nv = m * Q
-    A_eq = csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(m, nv))
-    A_ub = csr_matrix((-np.ones(nv), (cols, np.arange(nv))), shape=(Q, nv))
-    res = linprog(cost.ravel(), A_ub=A_ub, b_ub=-need, A_eq=A_eq, b_eq=np.ones(m), bounds=(0, None), method="highs")
-    return np.asarray(res.ineqlin.marginals)
+def fill_deficits(D, labels, targets, c, max_steps: int = 100_000):
+    """Exact sizes >= ``targets`` from an assignment that is optimal for its own sizes (such as
+    the power diagram's own, after LM): successive shortest paths (paper: the reassignment of
+    the +-1..2 stragglers, done optimally). Each step moves one point along the cheapest chain
+    of moves from a cell with a surplus to a cell short of points, found by Bellman-Ford on the
+    |Q| cells with edge weights W[a, b] = min over i in a of d(i, b) - d(i, a); the result is
+    optimal for its sizes (no negative exchange cycle), so strict offsets exist for it.
+    Returns (labels, offsets): new labels, and the offsets ``c`` lowered (Bellman-Ford on W)
+    until the power diagram of D + offsets agrees with them up to ties; None when some cell
+    cannot be reached."""
+    labels = np.array(labels, dtype=np.int64)
+    c = np.array(c, dtype=np.float64)
+    ok = _fill_deficits(np.ascontiguousarray(D), labels, np.asarray(targets, dtype=np.int64), max_steps, c)
+    return (labels, c - c.mean()) if ok else None
