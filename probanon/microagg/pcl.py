@@ -10,7 +10,8 @@ hold at least k points. This implementation alternates the two conditions exactl
    offsets c_q. Centroid update: cell means (speed factor s, paper: s = 1/2; s = 1 here by
    default, since the exact assignment needs no slowdown). Repeat while the SSE decreases.
 3. Exact-gain moves and swaps (:mod:`.local_search`) escape the local minima of step 2;
-   alternate with step 2 while the SSE decreases.
+   alternate with step 2 while the SSE decreases. Then iterated local search (random kicks
+   kept only when they lower the SSE, seeded by ``random_state``) and step 3 again.
 4. Publish: one last transportation step gives the labels; its degenerate duals are turned
    into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin), so the
    power diagram (centres, offsets) reproduces ``labels_`` exactly. Where the optimum splits
@@ -30,13 +31,15 @@ If that fails, the exact path above is used.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._validation import check_random_state
 from ..errors import ParameterError
 from .base import Microaggregator, group_means
 from .function import _assign_power
-from .local_search import local_search
+from .local_search import iterated_local_search, local_search
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import strict_offsets
@@ -112,15 +115,16 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10):
         centers = centers + speed * (means - centers)
     if best is start:
         return None
-    offsets = strict_offsets(Z, best_centers, best, offsets)
-    return None if offsets is None else (best, best_centers, offsets)
+    strict = strict_offsets(Z, best_centers, best, offsets)
+    return None if strict is None else (strict[0], best_centers, strict[1])
 
 
-def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6):
+def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None):
     """PCL on standardised data Z: returns (labels, centers, offsets) in z units.
 
-    Steps 2 and 3 of the module docstring are run in both orders from the MDAV start
-    (Lloyd first, then moves; moves first), and the lower SSE is kept."""
+    Small cells: steps 2 and 3 of the module docstring from the MDAV start, then ``kicks``
+    rounds of iterated local search (default min(50 |Q|, 10000), seeded by ``random_state``)
+    and steps 3 and 4 again."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     start = mdav_partition(Z, k).labels
     Q = int(start.max()) + 1
@@ -131,13 +135,14 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6):
         if smooth is not None:
             return smooth
     speed = 1.0 if speed is None else min(1.0, speed)
-    runs = [_alternate(Z, _lloyd(Z, start, k, Q, max_iter, speed), k, Q, max_iter, neighbours),
-            _alternate(Z, start, k, Q, max_iter, neighbours)]
-    best = min(runs, key=lambda t: t[1])[0]
-    centers = group_means(Z, best, Q)  # step 4: publishable power diagram
+    kicks = min(50 * Q, 10_000) if kicks is None else kicks
+    labels = _alternate(Z, _lloyd(Z, start, k, Q, max_iter, speed), k, Q, max_iter, neighbours)[0]
+    labels = iterated_local_search(Z, labels, k, kicks, check_random_state(random_state), neighbours=neighbours)
+    labels = _alternate(Z, labels, k, Q, max_iter, neighbours)[0]
+    centers = group_means(Z, labels, Q)  # step 4: publishable power diagram
     r = transport_assign(Z, centers, k)
-    offsets = strict_offsets(Z, centers, r.labels, r.offsets)
-    return r.labels, centers, r.offsets if offsets is None else offsets
+    strict = strict_offsets(Z, centers, r.labels, r.offsets)
+    return (r.labels, centers, r.offsets) if strict is None else (strict[0], centers, strict[1])
 
 
 class PCL(Microaggregator):
@@ -146,15 +151,18 @@ class PCL(Microaggregator):
 
     ``init`` must be "mdav" (the paper's choice); ``speed`` is the centroid speed factor s in
     (0, 2) (None: 1 for small cells, 1.8 for cells of >= 256 records; the paper damps with
-    s = 1/2); ``random_state`` is accepted for the estimator contract (the method is deterministic).
+    s = 1/2); ``kicks`` is the number of iterated-local-search kicks for cells of < 256
+    records (None: min(50 |Q|, 10000); 0 turns it off); ``random_state`` seeds those kicks
+    (the large-cell path is deterministic).
     """
 
-    _param_names = ("k", "init", "speed", "random_state")
+    _param_names = ("k", "init", "speed", "kicks", "random_state")
 
-    def __init__(self, k: int = 3, *, init: str = "mdav", speed=None, random_state=None):
+    def __init__(self, k: int = 3, *, init: str = "mdav", speed=None, kicks=None, random_state=None):
         self.k = k
         self.init = init
         self.speed = speed
+        self.kicks = kicks
         self.random_state = random_state
 
     def _partition(self, Z, X):
@@ -162,8 +170,11 @@ class PCL(Microaggregator):
             raise ParameterError(f"unknown init {self.init!r} (use 'mdav')")
         if self.speed is not None and not 0.0 < float(self.speed) < 2.0:
             raise ParameterError(f"speed must be in (0, 2), got {self.speed!r}")
-        check_random_state(self.random_state)
+        if self.kicks is not None and (isinstance(self.kicks, bool) or not isinstance(self.kicks, numbers.Integral)
+                                       or self.kicks < 0):
+            raise ParameterError(f"kicks must be a non-negative integer, got {self.kicks!r}")
+        rng = check_random_state(self.random_state)
         speed = None if self.speed is None else float(self.speed)
-        labels, centers, offsets = pcl_partition(Z, self.k_, speed=speed)
+        labels, centers, offsets = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks, random_state=rng)
         self.function_mismatches_ = int((_assign_power(Z, centers, offsets) != labels).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}

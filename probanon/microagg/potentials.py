@@ -8,7 +8,8 @@ reproduces the labels with a margin eps when, for every record i and every other
 
 These are difference constraints: c is a shortest-path potential on the graph with an edge
 b -> a of weight W[a, b] - eps, found by Bellman-Ford from the transportation duals (which
-satisfy them with eps = 0 up to the LP tolerance, so few rounds are needed). A solution exists
+satisfy them with eps = 0 up to the LP tolerance, so few rounds are needed; a negative cycle
+left by that tolerance is an improving exchange and is cancelled first). A solution exists
 iff the graph has no negative cycle, i.e. iff no cyclic exchange of records between cells
 lowers the cost by less than eps per step: true for labels that are optimal for the centres,
 except for exact ties (identical records split between cells, which no function of the
@@ -28,11 +29,13 @@ from .function import _assign_power
 
 @njit(cache=True)
 def _edges(Z, centers, labels, near, keep):
-    """Edge weights d(i, b) - d(i, a) for each kept record i (label a) and candidate b."""
+    """Edges of the constraint graph: for each kept record i (label a) and candidate cell b,
+    an edge b -> a of weight d(i, b) - d(i, a), and the record i."""
     n, d = Z.shape
     T = near.shape[1]
     src = np.empty(n * T, np.int64)
     dst = np.empty(n * T, np.int64)
+    rec = np.empty(n * T, np.int64)
     w = np.empty(n * T)
     m = 0
     for i in range(n):
@@ -53,24 +56,41 @@ def _edges(Z, centers, labels, near, keep):
                 db += t * t
             src[m] = b  # constraint c_a <= c_b + (db - da - eps): edge b -> a
             dst[m] = a
+            rec[m] = i
             w[m] = db - da
             m += 1
-    return src[:m], dst[:m], w[:m]
+    return src[:m], dst[:m], w[:m], rec[:m]
 
 
 @njit(cache=True)
-def _bellman_ford(Q, src, dst, w, c, eps, max_rounds):
-    """Relax c[dst] <= c[src] + w - eps until stable; False if still changing (negative cycle)."""
+def _bellman_ford(Q, src, dst, w, c, eps, max_rounds, pred):
+    """Relax c[dst] <= c[src] + w - eps until stable (pred: last edge that lowered each node).
+    Returns -1 when stable, else a node lowered in the last round (a negative cycle)."""
+    last = -1
     for _ in range(max_rounds):
-        changed = False
+        last = -1
         for e in range(src.size):
             v = c[src[e]] + w[e] - eps
             if v < c[dst[e]]:
                 c[dst[e]] = v
-                changed = True
-        if not changed:
-            return True
-    return False
+                pred[dst[e]] = e
+                last = dst[e]
+        if last < 0:
+            return -1
+    return last
+
+
+def _negative_cycle(src, pred, node, Q):
+    """Edges of the cycle reached by following ``pred`` back from ``node``."""
+    for _ in range(Q):
+        node = src[pred[node]]
+    cycle, v = [], node
+    while True:
+        e = pred[v]
+        cycle.append(e)
+        v = src[e]
+        if v == node:
+            return cycle
 
 
 def _nearest(Z, centers, offsets, T):
@@ -92,34 +112,45 @@ def split_duplicates(Z, labels) -> np.ndarray:
     return lo[inverse] != hi[inverse]
 
 
-def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_rounds: int = 10):
-    """Offsets c for which the power diagram (centers, c) assigns every record its label (module
-    docstring), except records with an identical twin in another cell. Returns c, or None when
-    the labels are not optimal for the centres (a negative exchange cycle)."""
+def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_rounds: int = 10,
+                   max_cancel: int = 10_000):
+    """Labels and offsets c for which the power diagram (centers, c) assigns every record its
+    label (module docstring), except records with an identical twin in another cell. Labels
+    that are optimal only to a solver's tolerance are first polished: each negative exchange
+    cycle found is cancelled (its records move one cell along it; sizes are unchanged and the
+    cost falls). Returns (labels, c), or None when that does not converge."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
-    labels = np.asarray(labels, dtype=np.int64)
+    labels = np.array(labels, dtype=np.int64)
     Q = centers.shape[0]
     c0 = np.zeros(Q) if offsets is None else np.array(offsets, dtype=np.float64)
     keep = ~split_duplicates(Z, labels)
     scale = 1.0 + float(np.abs(c0).max()) + float(((Z[:, None, :] - centers[None, :1, :]) ** 2).sum(-1).max())
     near = _nearest(Z, centers, c0, candidates)
-    for eps in (1e-9 * scale, 1e-11 * scale, 1e-13 * scale):
-        src, dst, w = _edges(Z, centers, labels, near, keep)
-        for _ in range(max_rounds):
+    pred = np.zeros(Q, np.int64)
+    for _ in range(max_rounds):
+        for _ in range(max_cancel):  # polish: cancel negative cycles (eps = 0)
+            src, dst, w, rec = _edges(Z, centers, labels, near, keep)
+            last = _bellman_ford(Q, src, dst, w, c0.copy(), 0.0, Q + 1, pred)
+            if last < 0:
+                break
+            for e in _negative_cycle(src, pred, last, Q):
+                labels[rec[e]] = src[e]
+        else:
+            return None
+        for eps in (1e-9 * scale, 1e-11 * scale, 1e-13 * scale, 0.0):
             c = c0.copy()
-            if not _bellman_ford(Q, src, dst, w, c, eps, Q + 1):
-                break  # negative cycle at this margin: try a smaller one
-            c -= c.mean()
-            got = _assign_power(Z, centers, c)
-            wrong = keep & (got != labels)
-            if not wrong.any():
-                return c
-            extra = np.column_stack([near[wrong], got[wrong]])  # add the violated far cells
-            grown = np.full((Z.shape[0], extra.shape[1]), -1, np.int64)
-            grown[:, : near.shape[1]] = near
-            grown[wrong] = extra
-            grown[grown < 0] = labels[np.nonzero(grown < 0)[0]]
-            near = grown
-            src, dst, w = _edges(Z, centers, labels, near, keep)
+            if _bellman_ford(Q, src, dst, w, c, eps, Q + 1, pred) < 0:
+                break
+        c -= c.mean()
+        got = _assign_power(Z, centers, c)
+        wrong = keep & (got != labels)
+        if not wrong.any():
+            return labels, c
+        extra = np.column_stack([near[wrong], got[wrong]])  # add the violated far cells
+        grown = np.full((Z.shape[0], extra.shape[1]), -1, np.int64)
+        grown[:, : near.shape[1]] = near
+        grown[wrong] = extra
+        grown[grown < 0] = labels[np.nonzero(grown < 0)[0]]
+        near = grown
     return None
