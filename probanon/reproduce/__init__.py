@@ -5,6 +5,8 @@ One module per paper (``probanon reproduce <paper>``):
 =========  =====================================================================
 surveys    p-probabilistic k-anonymous microaggregation for surveys (paper 1):
            :func:`probanon.reproduce.surveys.reproduce_surveys`
+pcl        k-anonymous Lloyd (PCL) against MDAV (paper 3):
+           :func:`probanon.reproduce.pcl.reproduce_pcl`
 =========  =====================================================================
 
 The modules are imported lazily (they pull in matplotlib).
@@ -12,7 +14,7 @@ The modules are imported lazily (they pull in matplotlib).
 
 from __future__ import annotations
 
-__all__ = ["reproduce_surveys"]
+__all__ = ["reproduce_surveys", "reproduce_pcl"]
 
 
 def __getattr__(name):
@@ -20,4 +22,8 @@ def __getattr__(name):
         from .surveys import reproduce_surveys
 
         return reproduce_surveys
+    if name == "reproduce_pcl":
+        from .pcl import reproduce_pcl
+
+        return reproduce_pcl
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,8 +9,14 @@ def _surveys(**kwargs) -> dict:
     return reproduce_surveys(**kwargs)
 
 
-#: paper name -> reproduction function (output_dir, data_dir, quick, progress) -> dict
-PAPERS = {"surveys": _surveys}
+def _pcl(**kwargs) -> dict:
+    from .pcl import reproduce_pcl  # lazy: pulls in matplotlib
+
+    return reproduce_pcl(**kwargs)
+
+
+#: paper name -> reproduction function (output_dir, data_dir, quick, progress, random_state) -> dict
+PAPERS = {"surveys": _surveys, "pcl": _pcl}
 
 
 def cmd_reproduce(args) -> int:
@@ -23,10 +29,13 @@ def cmd_reproduce(args) -> int:
 def add_parser(sub) -> None:
     r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's")
     r.add_argument("paper", choices=sorted(PAPERS),
-                   help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII)")
+                   help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII); "
+                        "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7)")
     r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
     r.add_argument("--data-dir", default=None,
-                   help="directory holding casc/census.csv (default: ../shared/data beside the repository)")
-    r.add_argument("--quick", action="store_true", help="fewer records and grid points (about 10 s)")
-    r.add_argument("--seed", type=int, default=2016, help="seed of the simulations and synthetic data")
+                   help="directory holding casc/census.csv (surveys) or adult/adult.csv (pcl) "
+                        "(default: ../shared/data beside the repository)")
+    r.add_argument("--quick", action="store_true",
+                   help="fewer records and grid points (about 10 s; not comparable with the paper)")
+    r.add_argument("--seed", type=int, default=2016, help="seed of the simulations, synthetic data and jitter")
     r.set_defaults(func=cmd_reproduce)

@@ -802,16 +802,21 @@ def _distortion(out: _Output, data: dict, quick: bool, bar) -> tuple[dict, list,
 # --------------------------------------------------------------------------- output
 
 
-def _write(output_dir: Path, report: Report, text: str, results: dict) -> None:
-    """Write the PNGs, surveys.html, surveys.txt and surveys.json (each by rename)."""
+def _write(output_dir: Path, report: Report, text: str, results: dict, stem: str = "surveys",
+           extra: dict | None = None) -> None:
+    """Write the PNGs, <stem>.html, <stem>.txt, <stem>.json and the ``extra`` files
+    ({name: bytes}), each by rename."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=output_dir, prefix=".surveys-") as tmp:
+    extra = extra or {}
+    with tempfile.TemporaryDirectory(dir=output_dir, prefix=f".{stem}-") as tmp:
         tmp = Path(tmp)
         report.write(tmp)
-        (tmp / "surveys.txt").write_text(text)
-        (tmp / "surveys.json").write_text(json.dumps(results, indent=1, allow_nan=False))
-        os.replace(tmp / "index.html", output_dir / "surveys.html")
-        for name in ["surveys.txt", "surveys.json"] + [f"{n}.png" for n in report.figures]:
+        (tmp / f"{stem}.txt").write_text(text)
+        (tmp / f"{stem}.json").write_text(json.dumps(results, indent=1, allow_nan=False))
+        for name, data in extra.items():
+            (tmp / name).write_bytes(data)
+        os.replace(tmp / "index.html", output_dir / f"{stem}.html")
+        for name in [f"{stem}.txt", f"{stem}.json", *extra] + [f"{n}.png" for n in report.figures]:
             os.replace(tmp / name, output_dir / name)
         shutil.rmtree(tmp, ignore_errors=True)
 
