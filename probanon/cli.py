@@ -157,7 +157,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     m.add_argument("--columns", help="comma-separated quasi-identifier columns (default: all numeric)")
     m.add_argument("--function", metavar="FUNC.json", help="also write the fitted, publishable function")
-    m.add_argument("--seed", type=int, default=None, help="random seed (randomised methods; MDAV, V-MDAV, ranking and PCL are deterministic)")
+    m.add_argument("--seed", type=int, default=0,
+                   help="seed of PCL's iterated local search (default 0; MDAV, V-MDAV and ranking are deterministic)")
     m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
     m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
     m.set_defaults(func=cmd_microaggregate)

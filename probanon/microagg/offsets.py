@@ -140,6 +140,7 @@ def _potentials(W, c):
 @njit(cache=True)
 def _fill_deficits(D, labels, targets, max_steps, c):
     n, Q = D.shape
+    tol = 1e-13 * (1.0 + np.abs(D).max())
     counts = np.zeros(Q, np.int64)
     for i in range(n):
         counts[labels[i]] += 1
@@ -171,7 +172,7 @@ def _fill_deficits(D, labels, targets, max_steps, c):
                 if dist[a] == np.inf:
                     continue
                 for b in range(Q):
-                    if dist[a] + W[a, b] < dist[b]:
+                    if dist[a] + W[a, b] < dist[b] - tol:  # tol: no rounding-level cycles
                         dist[b] = dist[a] + W[a, b]
                         pred[b] = a
                         changed = True

@@ -102,21 +102,23 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10):
         D = squared_distances(Z, centers)
         offsets = lm_offsets(D, targets, offsets, tolerance=tolerance, max_iter=lm_iter)
         exact = fill_deficits(D, _assign(D, offsets)[0], targets, offsets)
-        if exact is None:
-            return None
+        if exact is None:  # rounding broke the shortest paths: keep the best so far
+            break
         labels, offsets = exact
         means = group_means(Z, labels, Q)
         sse = float(((Z - means[labels]) ** 2).sum())
         stale = 0 if sse < best_sse * (1.0 - 2e-4) else stale + 1
         if sse < best_sse:
-            best, best_sse, best_centers = labels, sse, centers
+            best, best_sse, best_centers, best_offsets = labels, sse, centers, offsets
         if stale >= patience:
             break
         centers = centers + speed * (means - centers)
     if best is start:
         return None
-    strict = strict_offsets(Z, best_centers, best, offsets)
-    return None if strict is None else (strict[0], best_centers, strict[1])
+    strict = strict_offsets(Z, best_centers, best, best_offsets)
+    if strict is None:  # ties that no margin separates: publish the potentials of fill_deficits
+        return best, best_centers, best_offsets
+    return strict[0], best_centers, strict[1]
 
 
 def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None):

@@ -129,16 +129,16 @@ def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_r
     near = _nearest(Z, centers, c0, candidates)
     pred = np.zeros(Q, np.int64)
     for _ in range(max_rounds):
-        for _ in range(max_cancel):  # polish: cancel negative cycles (eps = 0)
+        for _ in range(max_cancel):  # polish: cancel negative cycles
             src, dst, w, rec = _edges(Z, centers, labels, near, keep)
-            last = _bellman_ford(Q, src, dst, w, c0.copy(), 0.0, Q + 1, pred)
+            last = _bellman_ford(Q, src, dst, w, c0.copy(), -1e-13 * scale, Q + 1, pred)  # beyond rounding
             if last < 0:
                 break
             for e in _negative_cycle(src, pred, last, Q):
                 labels[rec[e]] = src[e]
         else:
             return None
-        for eps in (1e-9 * scale, 1e-11 * scale, 1e-13 * scale, 0.0):
+        for eps in (1e-9 * scale, 1e-11 * scale, 1e-13 * scale, 0.0, -1e-13 * scale):
             c = c0.copy()
             if _bellman_ford(Q, src, dst, w, c, eps, Q + 1, pred) < 0:
                 break
