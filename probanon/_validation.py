@@ -31,6 +31,21 @@ def check_k(k, n: int | None = None, name: str = "k") -> int:
     return k
 
 
+def check_runs(runs, name: str = "runs") -> int:
+    """Return ``runs`` as an int after checking it is a positive integer (booleans refused)."""
+    if isinstance(runs, (bool, np.bool_)) or not isinstance(runs, numbers.Integral) or runs < 1:
+        raise ParameterError(f"{name} must be a positive integer, got {runs!r}")
+    return int(runs)
+
+
+def check_confidence(confidence) -> float:
+    """Return a confidence level in the open interval (0, 1) as a float."""
+    if (isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real)
+            or not (0.0 < float(confidence) < 1.0)):
+        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
+    return float(confidence)
+
+
 def check_matrix(X, name: str = "X") -> np.ndarray:
     """Return ``X`` as a finite 2-D float64 array with at least one row and column.
 

@@ -22,6 +22,7 @@ from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
 from .reproduce import cli as reproduce_cli
 from .survey import cli as survey_cli
+from .swapping import cli as swapping_cli
 
 
 def _method(args):
@@ -84,6 +85,11 @@ def cmd_evaluate(args) -> int:
     Y, _ = quasi_identifiers(released, columns)
     result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns)).to_dict()
     result["k_achieved"] = k_achieved(released, columns)
+    if args.risk:
+        from .metrics import interval_disclosure, record_linkage
+
+        result["record_linkage"] = record_linkage(X, Y)
+        result["interval_disclosure"] = interval_disclosure(X, Y)
     if args.json:
         print(json.dumps(result, allow_nan=False))
     else:
@@ -93,6 +99,9 @@ def cmd_evaluate(args) -> int:
         print(f"k achieved:         {result['k_achieved']}")
         if result["correlation_difference_max"] is not None:
             print(f"max |corr diff|:    {result['correlation_difference_max']:.4f}")
+        if args.risk:
+            print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
+            print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
     return 0
 
 
@@ -175,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("released")
     e.add_argument("--columns")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    e.add_argument("--risk", action="store_true",
+                   help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
 
     d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report")
@@ -186,6 +197,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     survey_cli.add_parser(sub)
     reproduce_cli.add_parser(sub)
+    swapping_cli.add_parser(sub)
     return p
 
 

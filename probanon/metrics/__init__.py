@@ -1,9 +1,18 @@
-"""Metrics of a release: utility (information loss, moment differences) and anonymity (k).
+"""Metrics of a release: utility (information loss, moment differences), anonymity (k) and
+disclosure risk (record linkage, interval disclosure, re-identification tests).
 
->>> from probanon.metrics import information_loss, utility_report, k_achieved
+>>> from probanon.metrics import information_loss, utility_report, k_achieved, record_linkage
 """
 
 from .anonymity import equivalence_class_sizes, k_achieved
+from .risk import (
+    ReidentificationTest,
+    interval_disclosure,
+    linkage_probabilities,
+    mechanism_reidentification_test,
+    record_linkage,
+    reidentification_test,
+)
 from .utility import UtilityReport, information_loss, utility_report
 
 __all__ = [
@@ -12,4 +21,10 @@ __all__ = [
     "UtilityReport",
     "k_achieved",
     "equivalence_class_sizes",
+    "record_linkage",
+    "linkage_probabilities",
+    "interval_disclosure",
+    "reidentification_test",
+    "mechanism_reidentification_test",
+    "ReidentificationTest",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .._params import ParamsMixin
 from .._validation import check_k, check_matrix
 from ..data import Standardizer, select_columns
 from ..errors import NotFittedError
@@ -27,7 +28,7 @@ def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) 
     return np.column_stack([np.bincount(labels, weights=w * X[:, j], minlength=n_groups) for j in range(X.shape[1])]) / total[:, None]
 
 
-class Microaggregator:
+class Microaggregator(ParamsMixin):
     """Base class: subclasses implement ``_partition(Z, X) -> (labels, function kind, rule)``
     (Z standardised, X the original values)."""
 
@@ -81,17 +82,3 @@ class Microaggregator:
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]
-
-    def get_params(self, deep=True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names}
-
-    def set_params(self, **params):
-        for name, value in params.items():
-            if name not in self._param_names:
-                raise ValueError(f"unknown parameter {name!r}")
-            setattr(self, name, value)
-        return self
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{p}={getattr(self, p)!r}" for p in self._param_names)
-        return f"{type(self).__name__}({args})"

@@ -46,7 +46,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 from scipy import stats
 
-from .._validation import check_k, check_random_state
+from .._validation import check_confidence, check_k, check_random_state, check_runs
 from ..errors import ParameterError
 from .anonymity import cell_failure, check_participation, table_sizes
 
@@ -121,19 +121,6 @@ def _plain(value):
 
 
 # --------------------------------------------------------------------------- checks
-
-
-def _check_runs(runs) -> int:
-    if isinstance(runs, (bool, np.bool_)) or not isinstance(runs, numbers.Integral) or runs < 1:
-        raise ParameterError(f"runs must be a positive integer, got {runs!r}")
-    return int(runs)
-
-
-def _check_confidence(confidence) -> float:
-    if (isinstance(confidence, (bool, np.bool_)) or not isinstance(confidence, numbers.Real)
-            or not (0.0 < float(confidence) < 1.0)):
-        raise ParameterError(f"confidence must be in (0, 1), got {confidence!r}")
-    return float(confidence)
 
 
 def _check_cells(cells) -> tuple[np.ndarray, np.ndarray]:
@@ -256,8 +243,8 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
     :class:`numpy.random.Generator`; the same seed gives the same result.
     """
     k = check_k(k)
-    runs = _check_runs(runs)
-    confidence = _check_confidence(confidence)
+    runs = check_runs(runs)
+    confidence = check_confidence(confidence)
     pis, sizes = _check_cells(cells)
     rng = check_random_state(random_state)
     ends = np.cumsum(sizes)

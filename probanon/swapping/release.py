@@ -1,0 +1,193 @@
+"""The swapping step and the released data (paper 2, Sec. IV-V).
+
+Within each group of a partition the moved columns receive a uniformly random permutation
+of the group's values (a permutation, not a derangement: a record may keep its own value).
+Hence for every record i and every member j of its group G, P(record i receives the values
+of j) = 1/|G| <= 1/k, the re-identification bound of Sec. IV-A; and every column keeps its
+multiset of values, so its mean and variance exactly.
+
+Permutations are drawn from ``random_state`` (same seed, same release): for each partition,
+one uniform key per record; inside each group the members sorted by key receive, in
+order, the values of the members in row order. Equal keys (probability ~n^2 / 2^53) fall
+back to row order and still give a permutation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._params import ParamsMixin
+from .._validation import check_matrix, check_random_state
+from ..microagg.base import group_means
+from .groups import Grouping, check_confidential, swap_groups
+
+
+@dataclass(frozen=True)
+class SwapResult:
+    """A release by one of the methods of paper 2.
+
+    ``released`` the released table (a DataFrame with the input's columns and index if the
+    input was one, else an (n, d) float array); ``groups`` the :class:`Grouping` used;
+    ``sources`` (n, p) int64: record ``i`` received the moved columns of partition ``t``
+    from record ``sources[i, t]`` (``None`` for MDAV-ID, which publishes group means).
+    """
+
+    released: np.ndarray | pd.DataFrame
+    groups: Grouping
+    sources: np.ndarray | None
+
+    @property
+    def labels(self) -> np.ndarray:
+        return self.groups.labels
+
+
+def permutation_within_groups(labels, random_state=None) -> np.ndarray:
+    """``source`` (n,) such that ``x'_i = x_source[i]`` is a uniformly random permutation of
+    the rows inside each group of ``labels`` (independent across groups)."""
+    labels = np.asarray(labels)
+    rng = check_random_state(random_state)
+    keys = rng.random(labels.size)
+    receivers = np.argsort(labels, kind="stable")
+    givers = np.lexsort((keys, labels))
+    source = np.empty(labels.size, dtype=np.int64)
+    source[receivers] = givers
+    return source
+
+
+def release_values(X, groups: Grouping, random_state=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """Released values of the float matrix ``X`` and the sources (see :class:`SwapResult`).
+
+    MDAV-ID replaces the moved columns by their group means; the other methods permute
+    the moved columns of each partition inside its groups, partitions in order, each from
+    the ORIGINAL values (partitions move disjoint columns).
+    """
+    X = check_matrix(X, name="data")
+    out = X.copy()
+    if groups.method == "mdav-id":
+        labels = groups.labels[:, 0]
+        cols = list(groups.columns[0])
+        out[:, cols] = group_means(X[:, cols], labels, int(labels.max()) + 1)[labels]
+        return out, None
+    rng = check_random_state(random_state)
+    sources = np.empty(groups.labels.shape, dtype=np.int64)
+    for t, cols in enumerate(groups.columns):
+        sources[:, t] = permutation_within_groups(groups.labels[:, t], rng)
+        cols = list(cols)
+        out[:, cols] = X[sources[:, t]][:, cols]
+    return out, sources
+
+
+def released_table(frame: pd.DataFrame, columns: list, result: SwapResult) -> pd.DataFrame:
+    """``frame`` with the attributes ``columns`` (the columns of the swapped matrix, in order)
+    released as in ``result``; other columns and every row unchanged. Swapped columns take
+    the original cells of their sources, so they keep their dtype and exact values; MDAV-ID
+    columns become the group means (floats)."""
+    out = frame.copy()
+    if result.sources is None:
+        values = result.released.to_numpy() if isinstance(result.released, pd.DataFrame) else result.released
+        for j, c in enumerate(columns):
+            out[c] = values[:, j]
+        return out
+    for t, cols in enumerate(result.groups.columns):
+        for j in cols:
+            out[columns[j]] = frame[columns[j]].to_numpy()[result.sources[:, t]]
+    return out
+
+
+def _as_matrix(X, confidential) -> tuple[np.ndarray, tuple | None, pd.DataFrame | None]:
+    """Float matrix, confidential positions (None if not given) and the input DataFrame."""
+    frame = X if isinstance(X, pd.DataFrame) else None
+    M = check_matrix(X, name="data")
+    if confidential is None:
+        return M, None, frame
+    names = list(frame.columns) if frame is not None else None
+    return M, check_confidential(confidential, M.shape[1], names), frame
+
+
+def swap(X, k, method: str, confidential=None, random_state=None, standardize: bool = True) -> SwapResult:
+    """Release ``X`` by ``method`` (``"mdav-id"``, ``"mdav-swap"``, ``"mdav-swap-informed"``
+    or ``"ir-swap"``; see :mod:`probanon.swapping.groups`).
+
+    Parameters
+    ----------
+    X : array_like or DataFrame (n, d)
+        Numeric, finite attributes (all of them numeric for a DataFrame).
+    k : int
+        Minimum group size, 1 <= k <= n.
+    confidential : names (DataFrame) or positions
+        The confidential attributes; required except for MDAV-ID, which aggregates every
+        attribute (the informed-intruder view: all attributes are quasi-identifiers).
+    random_state : None, int or numpy Generator
+        Seeds the permutations (MDAV-ID is deterministic).
+    standardize : bool
+        MDAV on z-scores (default) or on raw values (the paper's experiments).
+    """
+    M, conf, frame = _as_matrix(X, confidential)
+    groups = swap_groups(M, k, method, conf, standardize)
+    values, sources = release_values(M, groups, random_state)
+    released = values if frame is None else pd.DataFrame(values, columns=frame.columns, index=frame.index)
+    return SwapResult(released, groups, sources)
+
+
+def mdav_id(X, k, *, standardize: bool = True) -> SwapResult:
+    """MDAV-ID (paper 2, Sec. V): MDAV on every attribute, each replaced by its group mean;
+    k-anonymous in the classical sense."""
+    return swap(X, k, "mdav-id", standardize=standardize)
+
+
+def mdav_swap(X, k, confidential, *, random_state=None, standardize: bool = True) -> SwapResult:
+    """MDAV-SWAP for the uninformed intruder (Sec. IV-A): MDAV on the quasi-identifiers
+    (non-confidential attributes), quasi-identifier tuples permuted inside each group."""
+    return swap(X, k, "mdav-swap", confidential, random_state, standardize)
+
+
+def mdav_swap_informed(X, k, confidential, *, random_state=None, standardize: bool = True) -> SwapResult:
+    """MDAV-SWAP for informed intruders (Sec. IV-B, Table V): per confidential ``c``, MDAV on
+    every other attribute of the original data, column ``c`` permuted inside each group."""
+    return swap(X, k, "mdav-swap-informed", confidential, random_state, standardize)
+
+
+def ir_swap(X, k, confidential, *, random_state=None) -> SwapResult:
+    """IR-SWAP (Sec. IV-C): per confidential ``c``, blocks of ``k`` consecutive values of
+    ``c`` (remainder in the last block), ``c`` permuted inside each block."""
+    return swap(X, k, "ir-swap", confidential, random_state)
+
+
+class Swapper(ParamsMixin):
+    """scikit-learn style front end of :func:`swap`.
+
+    ``fit(X)`` draws one release and sets ``groups_``, ``labels_``, ``sources_`` and
+    ``released_``; ``fit_transform(X)`` returns ``released_``. There is no ``transform``:
+    a swap is defined on the data set it permutes, not on new records.
+
+    >>> import numpy as np
+    >>> X = np.random.default_rng(0).normal(size=(50, 3))
+    >>> Y = Swapper(k=5, method="ir-swap", confidential=[2], random_state=1).fit_transform(X)
+    >>> bool((np.sort(Y[:, 2]) == np.sort(X[:, 2])).all() and (Y[:, :2] == X[:, :2]).all())
+    True
+    """
+
+    _param_names = ("k", "method", "confidential", "standardize", "random_state")
+
+    def __init__(self, k: int = 5, method: str = "mdav-swap-informed", confidential=None, *,
+                 standardize: bool = True, random_state=None):
+        self.k = k
+        self.method = method
+        self.confidential = confidential
+        self.standardize = standardize
+        self.random_state = random_state
+
+    def fit(self, X, y=None):
+        result = swap(X, self.k, self.method, self.confidential, self.random_state, self.standardize)
+        self.result_ = result
+        self.groups_ = result.groups
+        self.labels_ = result.groups.labels
+        self.sources_ = result.sources
+        self.released_ = result.released
+        return self
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X).released_
