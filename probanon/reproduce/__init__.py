@@ -3,6 +3,8 @@
 One module per paper (``probanon reproduce <paper>``):
 
 =========  =====================================================================
+swapping   probabilistic k-anonymity by microaggregation and swapping (paper 2):
+           :func:`probanon.reproduce.swapping.reproduce_swapping`
 surveys    p-probabilistic k-anonymous microaggregation for surveys (paper 1):
            :func:`probanon.reproduce.surveys.reproduce_surveys`
 pcl        k-anonymous Lloyd (PCL) against MDAV (paper 3):
@@ -14,7 +16,7 @@ The modules are imported lazily (they pull in matplotlib).
 
 from __future__ import annotations
 
-__all__ = ["reproduce_surveys", "reproduce_pcl"]
+__all__ = ["reproduce_pcl", "reproduce_surveys", "reproduce_swapping"]
 
 
 def __getattr__(name):
@@ -26,4 +28,8 @@ def __getattr__(name):
         from .pcl import reproduce_pcl
 
         return reproduce_pcl
+    if name == "reproduce_swapping":
+        from .swapping import reproduce_swapping
+
+        return reproduce_swapping
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

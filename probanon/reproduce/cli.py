@@ -15,8 +15,14 @@ def _pcl(**kwargs) -> dict:
     return reproduce_pcl(**kwargs)
 
 
+def _swapping(**kwargs) -> dict:
+    from .swapping import reproduce_swapping  # lazy: pulls in matplotlib
+
+    return reproduce_swapping(**kwargs)
+
+
 #: paper name -> reproduction function (output_dir, data_dir, quick, progress, random_state) -> dict
-PAPERS = {"surveys": _surveys, "pcl": _pcl}
+PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping}
 
 
 def cmd_reproduce(args) -> int:
@@ -30,12 +36,15 @@ def add_parser(sub) -> None:
     r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's")
     r.add_argument("paper", choices=sorted(PAPERS),
                    help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII); "
-                        "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7)")
+                        "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7); "
+                        "swapping: probabilistic k-anonymity by swapping, Tables VI-XI (paper 2, Sec. V)")
     r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
     r.add_argument("--data-dir", default=None,
-                   help="directory holding casc/census.csv (surveys) or adult/adult.csv (pcl) "
+                   help="directory holding casc/census.csv (surveys), adult/adult.csv (pcl) or casc/census.csv and "
+                        "casc/eia.csv (swapping) "
                         "(default: ../shared/data beside the repository)")
     r.add_argument("--quick", action="store_true",
-                   help="fewer records and grid points (about 10 s; not comparable with the paper)")
-    r.add_argument("--seed", type=int, default=2016, help="seed of the simulations, synthetic data and jitter")
+                   help="fewer records, grid points or runs (about 10 s; not comparable with the paper)")
+    r.add_argument("--seed", type=int, default=2016,
+                   help="seed of the simulations, synthetic data, jitter and permutations")
     r.set_defaults(func=cmd_reproduce)
