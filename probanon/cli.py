@@ -17,6 +17,7 @@ import pandas as pd
 
 from . import __version__
 from .data import quasi_identifiers, read_table, released_frame, synthetic_survey, write_outputs, write_table
+from .diversity import cli as diversity_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
@@ -198,6 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
     survey_cli.add_parser(sub)
     reproduce_cli.add_parser(sub)
     swapping_cli.add_parser(sub)
+    diversity_cli.add_parser(sub)
     return p
 
 

@@ -1,0 +1,87 @@
+"""``probanon diversity ...``: plan and release ((l, delta)-diversity, paper 4); the ``check``
+and ``attack`` subcommands come from :mod:`probanon.diversity.checks_cli`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from ..data import read_table, write_outputs
+from .distribution import check_margin, read_distribution
+from .planning import M_RULES, METHODS, pareto_front, plan_diversity
+from .release import load_plan, release_counts, release_summary
+
+
+def cmd_plan(args) -> int:
+    dist = read_distribution(args.distribution, order=args.order, margin=check_margin(args.margin))
+    plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
+                          budget=args.budget, method=args.method, m_rule=args.m_rule)
+    out = plan.to_dict()
+    if args.front:
+        front = pareto_front(dist, plan.l, plan.delta, method=args.method, m_rule=args.m_rule)
+        out["front"] = front.to_dict(orient="records")
+    text = json.dumps(out, allow_nan=False)
+    if args.output:
+        write_outputs({args.output: plan.to_json(indent=1)})
+    print(text)
+    return 0
+
+
+def cmd_release(args) -> int:
+    plan = load_plan(args.plan)
+    sample = read_table(args.sample)
+    released = release_counts(plan, sample, args.sensitive, allow_fewer=args.allow_fewer)
+    write_outputs({args.output: released})
+    s = release_summary(plan, released)
+    print(f"released {s['records']} records in {s['non_empty_classes']} of {s['classes']} classes; "
+          f"distinct l achieved = {s['l_achieved']} (plan: l = {s['l']}, N = {plan.n_samples})", file=sys.stderr)
+    return 0
+
+
+def _order(text: str):
+    return None if text == "appearance" else text
+
+
+def add_parser(sub) -> None:
+    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)")
+    dsub = d.add_subparsers(dest="diversity_command", required=True)
+
+    p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution")
+    p.add_argument("--distribution", required=True, metavar="FILE",
+                   help="CSV/Parquet: the QI columns, then 'sensitive', then 'probability'")
+    p.add_argument("-l", type=int, required=True, help="diversity l (distinct sensitive values per class)")
+    p.add_argument("--delta", type=float, required=True, help="failure probability per release, in (0, 1)")
+    p.add_argument("--datasets", type=int, default=1, metavar="T",
+                   help="number of releases that may be linked (guarantee (l, T delta), default 1)")
+    choice = p.add_mutually_exclusive_group()
+    choice.add_argument("--budget", type=int, metavar="N", help="most classes subject to N <= budget samples")
+    choice.add_argument("--p", type=float, help="the threshold p itself")
+    choice.add_argument("--beta", type=float, help="p = beta (p_l - margin), beta in (0, 1]")
+    p.add_argument("--order", type=_order, default=None,
+                   help="QI order: 'appearance' (default), 'sorted', or columns to sort by, e.g. 'sex,age'")
+    p.add_argument("--margin", type=float, default=0.0,
+                   help="total-variation margin eps of an estimated distribution (threshold p + eps)")
+    p.add_argument("--method", choices=METHODS, default="greedy",
+                   help="greedy (Algorithm 2) or independent (Algorithm 3, P = P_Q x P_S)")
+    p.add_argument("--m-rule", choices=M_RULES, default="bound",
+                   help="m in N: Lemma 4.3's bound (default) or the real class count")
+    p.add_argument("--front", action="store_true", help="also list the Pareto front of classes against N")
+    p.add_argument("-o", "--output", metavar="PLAN.json", help="save the plan")
+    p.set_defaults(func=cmd_plan)
+
+    r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan")
+    r.add_argument("plan", metavar="PLAN")
+    r.add_argument("sample", metavar="SAMPLE")
+    r.add_argument("-o", "--output", required=True)
+    r.add_argument("--sensitive", help="the sample's sensitive column (default: the plan's)")
+    r.add_argument("--allow-fewer", action="store_true",
+                   help="release even with fewer records than the plan's N (no guarantee)")
+    r.set_defaults(func=cmd_release)
+
+    try:
+        from .checks_cli import add_check_commands
+    except ModuleNotFoundError as exc:  # the check/attack commands are not installed yet
+        if exc.name != f"{__package__}.checks_cli":
+            raise
+    else:
+        add_check_commands(dsub)
