@@ -1,0 +1,168 @@
+"""Sample sizes of paper 5: gamma(sigma) (Theorem 1, Algorithm 2 line 3) and uniqueness (Section VI-A).
+
+gamma(sigma): the fewest samples |S| such that "all of S is k-anonymous" certifies
+Pr[H_k < eps] >= 1 - delta with (1 - eps)(1 - delta) = sigma (condition (1)).
+
+* two-sided (default; the bound that gives the paper's numbers, NOTES §5):
+      minimise ln(2/delta) / (2 eps^2)  s.t. (1 - eps)(1 - delta) = sigma.
+  The KKT condition gives x = delta as the root in (0, 1 - sigma) of
+      x^2 + 2 x sigma ln(x/2) + (sigma - 2) x - sigma + 1 = 0
+  (x = 1 is a spurious root), eps = 1 - sigma/(1 - x), gamma = ceil(ln(2/x) / (2 eps^2)):
+  45,845 at sigma = .99 and 5,866,617 at .999.
+* one-sided (Theorem 1, condition 3, as printed): the root of
+      x^2 + 2 x sigma ln(x) + (sigma - 2) x - sigma + 1 = 0,
+  gamma = ceil(ln(1/x)/2 * (1 - sigma/(1 - x))^-2).
+
+sigma = 1 needs every itemset checked (exact enumeration): gamma is None.
+
+Uniqueness (Section VI-A): the fraction of l-itemsets with support 1 is estimated from
+n uniform samples within +-eps with probability >= 1 - delta when
+n >= ln(2/delta) / (2 eps^2) (two-sided Hoeffding): 26,492 at eps = delta = .01.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .._validation import check_k
+from ..errors import ParameterError
+
+BOUNDS = ("two-sided", "one-sided")
+
+
+@dataclass(frozen=True)
+class SampleSize:
+    """gamma(sigma) with the (eps, delta) split achieving it; gamma is None when sigma = 1."""
+
+    sigma: float
+    gamma: int | None
+    epsilon: float
+    delta: float
+    bound: str
+
+
+@dataclass(frozen=True)
+class SampleSizePlan:
+    """Per-level plan for l = 1..m: sigma_l, k_l and gamma_l (None where sigma_l = 1: enumerate)."""
+
+    levels: np.ndarray
+    sigma: np.ndarray
+    k: np.ndarray
+    gamma: list
+    bound: str
+
+
+@dataclass(frozen=True)
+class UniquenessEstimate:
+    """Estimated fraction of distinct l-itemsets with support 1, with its Hoeffding interval.
+
+    The interval [lower, upper] = fraction -+ eps, eps = sqrt(ln(2/delta) / (2 n)),
+    holds with probability >= 1 - delta.
+    """
+
+    l: int
+    n_samples: int
+    n_unique: int
+    fraction: float
+    lower: float
+    upper: float
+    epsilon: float
+    delta: float
+
+
+def check_sigma(sigma, name: str = "sigma") -> float:
+    """Return sigma as a float in (0, 1] or raise :class:`ParameterError`."""
+    if (isinstance(sigma, (bool, np.bool_)) or not isinstance(sigma, numbers.Real)
+            or not (0.0 < float(sigma) <= 1.0)):
+        raise ParameterError(f"{name} must be in (0, 1], got {sigma!r}")
+    return float(sigma)
+
+
+def _check_open_unit(value, name: str) -> float:
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real)
+            or not (0.0 < float(value) < 1.0)):
+        raise ParameterError(f"{name} must be in (0, 1), got {value!r}")
+    return float(value)
+
+
+def sample_size(sigma, bound: str = "two-sided") -> SampleSize:
+    """gamma(sigma) of Theorem 1 (see the module docstring for both bounds)."""
+    sigma = check_sigma(sigma)
+    if bound not in BOUNDS:
+        raise ParameterError(f"unknown bound {bound!r} (use {' or '.join(BOUNDS)})")
+    if sigma == 1.0:
+        return SampleSize(sigma, None, 0.0, 0.0, bound)
+    shift = math.log(2.0) if bound == "two-sided" else 0.0
+
+    def kkt(x):
+        return x * x + 2.0 * x * sigma * (math.log(x) - shift) + (sigma - 2.0) * x - sigma + 1.0
+
+    x = brentq(kkt, 1e-300, 1.0 - sigma, xtol=1e-300, rtol=4 * np.finfo(float).eps, maxiter=500)
+    eps = 1.0 - sigma / (1.0 - x)
+    gamma = (math.log(2.0 / x) if bound == "two-sided" else math.log(1.0 / x)) / (2.0 * eps * eps)
+    return SampleSize(sigma, math.ceil(gamma - 1e-9), eps, x, bound)
+
+
+def sample_size_plan(sigma, k, m: int | None = None, bound: str = "two-sided") -> SampleSizePlan:
+    """gamma_l for l = 1..m from per-level vectors (sigma_l, k_l); scalars are broadcast.
+
+    ``m`` is taken from the vectors when omitted; every vector must have length m.
+    """
+    sig = np.atleast_1d(np.asarray(sigma, dtype=object))
+    kk = np.atleast_1d(np.asarray(k, dtype=object))
+    if sig.ndim != 1 or kk.ndim != 1:
+        raise ParameterError("sigma and k must be scalars or 1-D vectors")
+    lengths = {len(v) for v in (sig, kk) if len(v) != 1}
+    if m is None:
+        if len(lengths) > 1:
+            raise ParameterError(f"sigma and k vectors have different lengths {sorted(lengths)}")
+        m = lengths.pop() if lengths else 1
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral) or m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {m!r}")
+    m = int(m)
+    for name, v in (("sigma", sig), ("k", kk)):
+        if len(v) not in (1, m):
+            raise ParameterError(f"{name} has {len(v)} values for m = {m} levels")
+    sig = np.asarray([check_sigma(s, "sigma") for s in np.broadcast_to(sig, (m,))], dtype=np.float64)
+    kk = np.asarray([check_k(x) for x in np.broadcast_to(kk, (m,))], dtype=np.int64)
+    gammas = [sample_size(s, bound).gamma for s in sig]
+    return SampleSizePlan(np.arange(1, m + 1), sig, kk, gammas, bound)
+
+
+def uniqueness_sample_size(epsilon: float = 0.01, delta: float = 0.01) -> int:
+    """n = ceil(ln(2/delta) / (2 eps^2)) (two-sided Hoeffding, Section VI-A): 26,492 at .01/.01."""
+    epsilon = _check_open_unit(epsilon, "epsilon")
+    delta = _check_open_unit(delta, "delta")
+    return math.ceil(math.log(2.0 / delta) / (2.0 * epsilon * epsilon) - 1e-9)
+
+
+def uniqueness_from_supports(supports, l: int, delta: float = 0.01) -> UniquenessEstimate:
+    """Fraction of supports equal to 1 in a uniform sample of l-itemsets, with the
+    Hoeffding interval fraction -+ sqrt(ln(2/delta) / (2 n)) clipped to [0, 1]."""
+    s = np.asarray(supports)
+    delta = _check_open_unit(delta, "delta")
+    if s.ndim != 1 or len(s) == 0:
+        raise ParameterError("the sample of supports is empty")
+    n = len(s)
+    unique = int(np.count_nonzero(s == 1))
+    frac = unique / n
+    eps = math.sqrt(math.log(2.0 / delta) / (2.0 * n))
+    return UniquenessEstimate(int(l), n, unique, frac, max(0.0, frac - eps), min(1.0, frac + eps), eps, delta)
+
+
+def estimate_uniqueness(data, l: int, epsilon: float = 0.01, delta: float = 0.01,
+                        n_samples: int | None = None, method: str = "rejection",
+                        random_state=None) -> UniquenessEstimate:
+    """Estimate the uniqueness of l-itemsets (Section VI-A): |{x : supp(x) = 1}| / |Omega^l|
+    from ``n_samples`` uniform samples (default: :func:`uniqueness_sample_size`)."""
+    from .sampling import sample_itemsets
+
+    if n_samples is None:
+        n_samples = uniqueness_sample_size(epsilon, delta)
+    sample = sample_itemsets(data, l, n_samples, method=method, random_state=random_state)
+    return uniqueness_from_supports(sample.supports, l, delta)
