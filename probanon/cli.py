@@ -18,6 +18,7 @@ import pandas as pd
 from . import __version__
 from .data import quasi_identifiers, read_table, released_frame, synthetic_survey, write_outputs, write_table
 from .diversity import cli as diversity_cli
+from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
@@ -200,6 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     reproduce_cli.add_parser(sub)
     swapping_cli.add_parser(sub)
     diversity_cli.add_parser(sub)
+    km_cli.add_parser(sub)
     return p
 
 
