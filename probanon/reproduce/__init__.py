@@ -9,6 +9,8 @@ surveys    p-probabilistic k-anonymous microaggregation for surveys (paper 1):
            :func:`probanon.reproduce.surveys.reproduce_surveys`
 pcl        k-anonymous Lloyd (PCL) against MDAV (paper 3):
            :func:`probanon.reproduce.pcl.reproduce_pcl`
+diversity  (l, delta)-diversity: N values, Figs. 1-2, the linkage attack (paper 4):
+           :func:`probanon.reproduce.diversity.reproduce_diversity`
 =========  =====================================================================
 
 The modules are imported lazily (they pull in matplotlib).
@@ -16,7 +18,7 @@ The modules are imported lazily (they pull in matplotlib).
 
 from __future__ import annotations
 
-__all__ = ["reproduce_pcl", "reproduce_surveys", "reproduce_swapping"]
+__all__ = ["reproduce_diversity", "reproduce_pcl", "reproduce_surveys", "reproduce_swapping"]
 
 
 def __getattr__(name):
@@ -32,4 +34,8 @@ def __getattr__(name):
         from .swapping import reproduce_swapping
 
         return reproduce_swapping
+    if name == "reproduce_diversity":
+        from .diversity import reproduce_diversity
+
+        return reproduce_diversity
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

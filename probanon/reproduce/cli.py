@@ -21,8 +21,14 @@ def _swapping(**kwargs) -> dict:
     return reproduce_swapping(**kwargs)
 
 
+def _diversity(**kwargs) -> dict:
+    from .diversity import reproduce_diversity  # lazy: pulls in matplotlib
+
+    return reproduce_diversity(**kwargs)
+
+
 #: paper name -> reproduction function (output_dir, data_dir, quick, progress, random_state) -> dict
-PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping}
+PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping, "diversity": _diversity}
 
 
 def cmd_reproduce(args) -> int:
@@ -37,11 +43,12 @@ def add_parser(sub) -> None:
     r.add_argument("paper", choices=sorted(PAPERS),
                    help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII); "
                         "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7); "
-                        "swapping: probabilistic k-anonymity by swapping, Tables VI-XI (paper 2, Sec. V)")
+                        "swapping: probabilistic k-anonymity by swapping, Tables VI-XI (paper 2, Sec. V); "
+                        "diversity: (l, delta)-diversity, N values, Figs. 1-2 and the linkage attack (paper 4)")
     r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
     r.add_argument("--data-dir", default=None,
                    help="directory holding casc/census.csv (surveys), adult/adult.csv (pcl) or casc/census.csv and "
-                        "casc/eia.csv (swapping) "
+                        "casc/eia.csv (swapping); not used by diversity (synthetic setting) "
                         "(default: ../shared/data beside the repository)")
     r.add_argument("--quick", action="store_true",
                    help="fewer records, grid points or runs (about 10 s; not comparable with the paper)")
