@@ -118,12 +118,12 @@ def cmd_demo(args) -> int:
     qi = ["age", "income", "household", "hours"]
     X = data[qi].to_numpy(float)
     ks = [2, 3, 4, 5, 7, 10, 15, 20]
-    methods = {"MDAV": "mdav", "V-MDAV": "vmdav", "individual ranking": "ranking"}
+    methods = {"MDAV": "mdav", "V-MDAV": "vmdav", "individual ranking": "ranking", "PCL": "pcl"}
     rows, series = [], {}
     for label, name in tqdm(methods.items(), desc="methods", disable=args.quiet):
         ils = []
         for k in ks:
-            model = METHODS[name](k)
+            model = METHODS[name](k, random_state=args.seed) if name == "pcl" else METHODS[name](k)
             released = model.fit_transform(X)
             il = information_loss(X, released)
             ils.append(il)
