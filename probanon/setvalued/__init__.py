@@ -1,9 +1,13 @@
 """Probabilistic k^m-anonymity for set-valued data (paper 5: probabilistic-km-anonymity.txt).
 
 Core: CSR records (:mod:`.data`), supports of generalized itemsets with early exit
-(:mod:`.support`), uniform samplers of distinct l-itemsets (:mod:`.sampling`) and the
-sample sizes gamma(sigma) and uniqueness estimates (:mod:`.sample_size`).
+(:mod:`.support`), uniform samplers of distinct l-itemsets (:mod:`.sampling`), the
+sample sizes gamma(sigma) and uniqueness estimates (:mod:`.sample_size`), generalization
+constraints (:mod:`.constraints`), Algorithm 2 (:mod:`.generalize`), an independent checker
+(:mod:`.check`) and a synthetic CDR generator (:mod:`.cdr`).
 """
+
+from .check import CheckResult, check_release
 
 from .data import (
     SetData,
@@ -24,6 +28,7 @@ from .sample_size import (
     uniqueness_sample_size,
 )
 from .sampling import ItemsetSample, enumerate_itemsets, geweke_z, sample_itemsets
+from .generalize import Generalization, LevelReport, anonymize, release_records
 from .support import (
     PartIndex,
     generalized_support,
@@ -33,6 +38,12 @@ from .support import (
 )
 
 __all__ = [
+    "CheckResult",
+    "Generalization",
+    "LevelReport",
+    "anonymize",
+    "check_release",
+    "release_records",
     "ItemsetSample",
     "PartIndex",
     "SampleSize",
@@ -58,8 +69,4 @@ __all__ = [
     "uniqueness_sample_size",
 ]
 
-# The generalization (Algorithm 2) lives in modules that may be added separately.
-try:  # pragma: no cover - depends on which modules are present
-    from . import cdr, constraints  # noqa: F401
-except ImportError:
-    pass
+from . import cdr, constraints  # noqa: E402,F401

@@ -5,8 +5,12 @@ Each subcommand is a ``cmd_*`` function registered in :func:`add_parser`.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
+from pathlib import Path
 
+from ..errors import InputError, ParameterError
 from .cdr import TABLE_II, generate_cdr, write_cdr
 
 
@@ -21,6 +25,120 @@ def cmd_generate_cdr(args) -> int:
     print(f"{cdr.n_users:,} users, {cdr.n_towers} towers in {cdr.area_km2:.1f} km^2; record size mean "
           f"{sizes.mean():.2f}, sd {sizes.std(ddof=1):.2f}, min {sizes.min()}, max {sizes.max()}; "
           f"wrote {towers_path} and {records_path}", file=sys.stderr)
+    return 0
+
+
+def _load_constraints(args, data):
+    from .constraints import (
+        constraints_from_adjacency,
+        constraints_from_coordinates,
+        constraints_from_hierarchy,
+    )
+
+    items = [str(x) for x in data.item_labels]
+    if args.hierarchy:
+        return constraints_from_hierarchy(args.hierarchy, items=items)
+    if args.adjacency:
+        return constraints_from_adjacency(args.adjacency, items=items)
+    if args.coordinates:
+        return constraints_from_coordinates(args.coordinates)  # unknown items: align_items
+    return None
+
+
+def _atomic_write(paths_texts) -> None:
+    """Write every (path, text) to a temporary file, then rename them all; nothing is left on error."""
+    tmps = []
+    try:
+        for path, text in paths_texts:
+            tmp = Path(str(path) + ".tmp")
+            tmps.append((tmp, Path(path)))
+            tmp.write_text(text)
+        for tmp, path in tmps:
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise InputError(f"cannot write {tmps[-1][1] if tmps else ''}: {exc.strerror or exc}") from None
+    finally:
+        for tmp, _ in tmps:
+            if tmp.exists():
+                tmp.unlink()
+
+
+def cmd_anonymize(args) -> int:
+    from tqdm import tqdm
+
+    from .data import load_records
+    from .generalize import anonymize, release_records
+    from .sample_size import check_sigma
+
+    if args.m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {args.m}")
+    check_sigma(args.sigma)
+    if args.exact_upto < 0:
+        raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
+    data = load_records(args.input)
+    constraints = _load_constraints(args, data)
+    with tqdm(total=1, desc="anonymize", file=sys.stderr, disable=args.quiet) as bar:
+        result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
+                           exact_upto=args.exact_upto, random_state=args.seed)
+        bar.update(1)
+    if not result.satisfied:
+        bad = next(lv.l for lv in result.levels if not lv.satisfied)
+        raise InputError(f"the constraints permit no merge that makes every {bad}-itemset "
+                         f"{args.k}-anonymous; nothing written")
+    lines = "".join(" ".join(map(str, r)) + "\n" for r in release_records(data, result))
+    spec = {"partition": result.mapping(), "err": result.err, "parts": result.n_parts,
+            "k": result.k, "m": result.m, "sigma": result.sigma, "seed": result.seed,
+            "levels": [{"l": lv.l, "method": lv.method, "gamma": lv.gamma, "checked": lv.n_checked,
+                        "merges": lv.n_merges, "fraction": lv.fraction} for lv in result.levels]}
+    out = Path(args.output)
+    _atomic_write([(out, lines), (Path(str(out) + ".partition.json"), json.dumps(spec, indent=1) + "\n")])
+    print(f"{result.n_parts} parts, err {result.err:.6g}; wrote {out} and {out}.partition.json",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_check(args) -> int:
+    from .check import check_release
+    from .data import load_records
+
+    if args.m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {args.m}")
+    data = load_records(args.input)
+    try:
+        spec = json.loads(Path(args.partition).read_text())
+        partition = spec["partition"]
+        if not isinstance(partition, dict):
+            raise TypeError
+    except OSError as exc:
+        raise InputError(f"cannot read {args.partition}: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError):
+        raise InputError(f"{args.partition}: not a partition JSON ({{\"partition\": {{item: part}}}})") from None
+    records = ([str(x) for x in data.item_labels[data.record(u)]] for u in range(data.n_records))
+    result = check_release(records, partition, args.k, args.m)
+    out = result.to_dict()
+    if args.sigma is not None:
+        out["sigma"] = args.sigma
+        out["satisfied"] = result.satisfies(args.sigma)
+    print(json.dumps(out))
+    return 0
+
+
+def cmd_uniqueness(args) -> int:
+    from .._validation import check_random_state
+    from .data import load_records
+    from .sample_size import estimate_uniqueness
+
+    if args.m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {args.m}")
+    data = load_records(args.input)
+    rng = check_random_state(args.seed)
+    biggest = int(data.record_sizes.max())
+    rows = []
+    for l in range(1, min(args.m, biggest) + 1):
+        e = estimate_uniqueness(data, l, epsilon=args.epsilon, delta=args.delta, random_state=rng)
+        rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
+                     "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
+    print(json.dumps({"levels": rows}))
     return 0
 
 
@@ -48,3 +166,37 @@ def add_parser(sub) -> None:
     g.add_argument("--seed", type=int, default=None, help="random seed (same seed, same data)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_generate_cdr)
+
+    a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)")
+    a.add_argument("input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
+    a.add_argument("-k", type=int, required=True, help="k (at least k records per known itemset)")
+    a.add_argument("-m", type=int, required=True, help="largest adversary knowledge (items)")
+    a.add_argument("--sigma", type=float, required=True, help="probability sigma in (0, 1]")
+    cons = a.add_mutually_exclusive_group()
+    cons.add_argument("--hierarchy", metavar="F", help="CSV child,parent (full-subtree recoding)")
+    cons.add_argument("--adjacency", metavar="F", help="CSV of edges (parts must stay connected)")
+    cons.add_argument("--coordinates", metavar="F", help="CSV item,x,y (contiguous Voronoi regions)")
+    a.add_argument("--runs", type=_positive_int, default=1, help="r independent runs, best kept (default 1)")
+    a.add_argument("--exact-upto", type=int, default=0, metavar="L",
+                   help="enumerate every l-itemset (sigma = 1) for l <= L (default 0)")
+    a.add_argument("--seed", type=int, default=None, help="random seed (same seed, same release)")
+    a.add_argument("-o", "--output", required=True, metavar="OUT",
+                   help="released records (and OUT.partition.json)")
+    a.add_argument("--quiet", action="store_true", help="no progress bar")
+    a.set_defaults(func=cmd_anonymize)
+
+    c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")
+    c.add_argument("input", help="the ORIGINAL records")
+    c.add_argument("partition", help="OUT.partition.json written by anonymize")
+    c.add_argument("-k", type=int, required=True)
+    c.add_argument("-m", type=int, required=True)
+    c.add_argument("--sigma", type=float, default=None, help="also report whether every fraction >= sigma")
+    c.set_defaults(func=cmd_check)
+
+    u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals")
+    u.add_argument("input")
+    u.add_argument("-m", type=int, required=True)
+    u.add_argument("--epsilon", type=float, default=0.01)
+    u.add_argument("--delta", type=float, default=0.01)
+    u.add_argument("--seed", type=int, default=None)
+    u.set_defaults(func=cmd_uniqueness)

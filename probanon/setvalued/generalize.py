@@ -1,0 +1,407 @@
+"""sigma-k^m-anonymity by global recoding: Algorithm 2 of paper 5 (Section V), with the
+amplification A^(r) (Section V-B) and the deterministic phase (Sections V-C, VI-D).
+
+Algorithm 2 (line numbers of the paper). R starts as the identity (line 4). For l = 1..m
+(line 5), S is emptied (line 6) and, while |S| <= gamma(sigma_l) and |Image(R)| > 1 (line 7),
+an l-itemset s is drawn uniformly from the distinct l-itemsets of the ORIGINAL data (line 8);
+s' = {R(i) : i in s} (line 9); if supp(s', <R, D>) >= k it joins S (lines 10-11), otherwise R
+moves to the permitted neighbour generalization at an item j in s with fewer parts and the
+least error (lines 13-14), and S := {s} (line 15). So a level ends after gamma + 1 consecutive
+k-anonymous samples.
+
+Two points the paper leaves open are fixed here (reported in the result):
+
+* |S| counts samples (i.i.d. draws, as Theorem 1 requires), not distinct itemsets: with fewer
+  than gamma distinct l-itemsets a set S could never grow past gamma.
+* after a merge, s is re-checked and merged again until it is k-anonymous, so that S := {s}
+  (line 15) only ever holds k-anonymous samples.
+
+Neighbours (paper, Section V): for an adjacency graph or Voronoi cells, part P may merge with
+any part Q holding a graph neighbour of an item of P (P and Q connected => P u Q connected);
+for a hierarchy (horizontal cuts), the neighbour at item j replaces the subtree of j's part by
+the leaves below the parent node. The error of a candidate is ``partition_error`` (Section V-C),
+
+    err(D, D') = sum_i occ_i ||c_i - c_{R(i)}|| / sum_i occ_i,
+
+and the merge minimising it (equivalently, its increase) is taken; ties go to the lowest part id.
+
+Deterministic phase (sigma = 1, Section V-C): for l <= ``exact_upto`` every distinct l-itemset
+is enumerated (in a random order per run) and each failing one is merged until it passes; since
+merging never lowers a support (monotonicity of k-anonymity [24]: R(P u Q) ⊇ R(P)), one pass
+leaves all of them k-anonymous.
+
+Amplification A^(r): r independent runs (seeds drawn from ``random_state``), in separate
+processes when r > 1; the run with the least err is returned (Theorem 4).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+import numba
+import numpy as np
+
+from .._validation import check_k, check_random_state, check_runs
+from ..errors import InputError, ParameterError
+from .constraints import GeneralizationConstraints, partition_error
+from .data import SetData
+from .sample_size import check_sigma, sample_size
+from .sampling import enumerate_itemsets, sample_itemsets
+from .support import intersection_count, part_index
+
+
+@dataclass(frozen=True)
+class LevelReport:
+    """What happened at itemset size l.
+
+    ``method`` is "sampled" (Algorithm 2 with gamma = ``gamma``), "exact" (enumeration) or
+    "empty" (no record has l items). ``n_checked`` itemsets (samples or distinct itemsets) were
+    checked, ``n_merges`` merges made. ``fraction`` is the share of the checked itemsets that are
+    k-anonymous under the FINAL partition: exact for "exact", and for "sampled" an unbiased
+    estimate (the draws are i.i.d. uniform over the distinct l-itemsets of the original data).
+    ``satisfied`` is False when a failing itemset admitted no permitted merge.
+    """
+
+    l: int
+    method: str
+    gamma: int | None
+    n_checked: int
+    n_merges: int
+    fraction: float
+    satisfied: bool
+
+
+@dataclass(frozen=True)
+class Generalization:
+    """A sigma-k^m-anonymous global recoding (Algorithm 2 / A^(r)).
+
+    ``partition[i]`` is the part id (0..n_parts-1, numbered by first item) of item i of the
+    constraints' item universe ``items``; ``data_partition`` the part of each item code of the
+    data. ``merges`` lists, in order, the items of every part created by a merge (for replay).
+    ``run_errors`` are the errors of all r runs; ``seed`` the seed of the returned run.
+    """
+
+    items: np.ndarray
+    partition: np.ndarray
+    data_partition: np.ndarray
+    err: float
+    n_parts: int
+    k: int
+    m: int
+    sigma: float
+    levels: tuple
+    merges: tuple = field(repr=False)
+    run_errors: tuple
+    seed: int
+
+    @property
+    def satisfied(self) -> bool:
+        return all(level.satisfied for level in self.levels)
+
+    @property
+    def fractions(self) -> dict:
+        """l -> achieved fraction (see :class:`LevelReport`)."""
+        return {level.l: level.fraction for level in self.levels}
+
+    def mapping(self) -> dict:
+        """Item label (str) -> part id."""
+        return {str(lab): int(p) for lab, p in zip(self.items, self.partition)}
+
+
+def complete_constraints(labels) -> GeneralizationConstraints:
+    """No constraint: every pair of items adjacent (any partition permitted), err = NCP."""
+    labels = np.array([str(x) for x in labels], dtype=object)
+    n = len(labels)
+    indptr = np.arange(n + 1, dtype=np.int64) * max(n - 1, 0)
+    idx = np.arange(n, dtype=np.int32)
+    indices = np.concatenate([np.delete(idx, i) for i in range(n)]) if n > 1 else np.empty(0, np.int32)
+    return GeneralizationConstraints("adjacency", labels, indptr, indices)
+
+
+def align_items(data: SetData, constraints: GeneralizationConstraints) -> np.ndarray:
+    """Index in the constraints' items of every data item, or :class:`InputError` for an unknown one."""
+    index = {str(lab): i for i, lab in enumerate(constraints.items)}
+    align = np.empty(data.n_items, dtype=np.int64)
+    for code, lab in enumerate(data.item_labels):
+        j = index.get(str(lab))
+        if j is None:
+            raise InputError(f"item {str(lab)!r} of the data is not in the {constraints.kind} constraints")
+        align[code] = j
+    return align
+
+
+@numba.njit(cache=True, nogil=True)
+def _is_anonymous(indptr, records, part_of_item, items, k, buf):
+    """supp({R(i) : i in items}, <R, D>) >= k (Definition 1), parts deduplicated into ``buf``."""
+    n = 0
+    for j in range(items.shape[0]):
+        p = part_of_item[items[j]]
+        new = True
+        for t in range(n):
+            if buf[t] == p:
+                new = False
+                break
+        if new:
+            buf[n] = p
+            n += 1
+    return intersection_count(indptr, records, buf[:n], k) >= k
+
+
+@numba.njit(cache=True, nogil=True)
+def _first_failure(indptr, records, part_of_item, itemsets, k, start):
+    """Index of the first itemset (from ``start``) that is not k-anonymous, or len(itemsets)."""
+    buf = np.empty(itemsets.shape[1], dtype=np.int32)
+    for s in range(start, itemsets.shape[0]):
+        if not _is_anonymous(indptr, records, part_of_item, itemsets[s], k, buf):
+            return s
+    return itemsets.shape[0]
+
+
+@numba.njit(cache=True, nogil=True)
+def _count_anonymous(indptr, records, part_of_item, itemsets, k):
+    buf = np.empty(itemsets.shape[1], dtype=np.int32)
+    count = 0
+    for s in range(itemsets.shape[0]):
+        if _is_anonymous(indptr, records, part_of_item, itemsets[s], k, buf):
+            count += 1
+    return count
+
+
+class _State:
+    """Partition over the constraint items, the data's part index and the merge machinery."""
+
+    def __init__(self, data, constraints, align, k):
+        self.data, self.c, self.align, self.k = data, constraints, align, k
+        n = constraints.n_items
+        self.occ = np.bincount(align, weights=data.item_counts.astype(float), minlength=n)
+        if self.occ.sum() <= 0:
+            raise InputError("the data has no item occurrences")
+        self.part = np.arange(n, dtype=np.int64)  # part id = a representative item
+        self.members = {i: [i] for i in range(n)}
+        self.merges = []
+        self.hier = constraints.kind == "hierarchy"
+        if self.hier:
+            self.node = {i: i for i in range(n)}  # part id -> hierarchy node
+            self.leaves = self._leaves_below()
+        self._index = None
+
+    def _leaves_below(self):
+        parent, n = self.c.parent, self.c.n_items
+        below = [[] for _ in range(len(parent))]
+        for leaf in range(n):
+            v = leaf
+            while v != -1:
+                below[v].append(leaf)
+                v = parent[v]
+        return below
+
+    @property
+    def n_parts(self):
+        return len(self.members)
+
+    def index(self):
+        if self._index is None:
+            self._index = part_index(self.data, self.part[self.align])
+        return self._index
+
+    def _args(self):
+        index = self.index()
+        return index.indptr, index.records, index.partition
+
+    def anonymous(self, items) -> bool:
+        items = np.asarray(items, dtype=np.int32)
+        return bool(_is_anonymous(*self._args(), items, self.k, np.empty(len(items), np.int32)))
+
+    def first_failure(self, itemsets, start: int) -> int:
+        return int(_first_failure(*self._args(), itemsets, self.k, start))
+
+    def count_anonymous(self, itemsets) -> int:
+        return int(_count_anonymous(*self._args(), itemsets, self.k))
+
+    def _cost(self, items) -> float:
+        """sum_{i in P} occ_i dist(i, P): the numerator of partition_error restricted to one part."""
+        items = np.asarray(items, dtype=np.int64)
+        c = self.c
+        if c.centroids is None:
+            return float(self.occ[items].sum() * (len(items) - 1) / max(c.n_items - 1, 1))
+        w = c.areas[items] if c.areas is not None else np.ones(len(items))
+        centre = (w[:, None] * c.centroids[items]).sum(0) / w.sum()
+        return float(self.occ[items] @ np.hypot(*(c.centroids[items] - centre).T))
+
+    def candidates(self, p):
+        """Permitted neighbour generalizations at part p: lists of parts merged into one."""
+        if self.hier:
+            node, parent = self.node[p], self.c.parent
+            v = parent[node]
+            while v != -1 and len(self.leaves[v]) == len(self.members[p]):
+                v = parent[v]
+            if v == -1:  # a root: only the all-items part (several roots) remains permitted
+                if self.n_parts > 1:
+                    return [(sorted(self.members), -1)]
+                return []
+            return [(sorted({int(self.part[i]) for i in self.leaves[v]}), int(v))]
+        nbrs = set()
+        for i in self.members[p]:
+            nbrs.update(int(self.part[j]) for j in self.c.neighbours(i))
+        nbrs.discard(p)
+        return [([min(p, q), max(p, q)], None) for q in sorted(nbrs)]
+
+    def merge_for(self, items) -> bool:
+        """Lines 13-14: merge to the least-error neighbour at an item of ``items``; False if none."""
+        best = None
+        for p in sorted({int(self.part[self.align[i]]) for i in np.asarray(items, dtype=np.int64)}):
+            for parts, node in self.candidates(p):
+                new = [i for q in parts for i in self.members[q]]
+                delta = self._cost(new) - sum(self._cost(self.members[q]) for q in parts)
+                key = (delta, parts)
+                if best is None or key < best[0]:
+                    best = (key, parts, node)
+        if best is None:
+            return False
+        _, parts, node = best
+        rep = parts[0]
+        new = sorted(i for q in parts for i in self.members[q])
+        for q in parts:
+            del self.members[q]
+            if self.hier:
+                del self.node[q]
+        self.members[rep] = new
+        self.part[new] = rep
+        if self.hier:
+            self.node[rep] = node
+        self.merges.append(np.asarray(new, dtype=np.int64))
+        self._index = None
+        return True
+
+    def fix(self, items) -> tuple[bool, int]:
+        """Merge until ``items`` is k-anonymous; (success, merges made)."""
+        made = 0
+        while not self.anonymous(items):
+            if not self.merge_for(items):
+                return False, made
+            made += 1
+        return True, made
+
+
+def _sampled_level(state, l, gamma, rng, method):
+    """Algorithm 2, lines 6-15, for one l; returns the LevelReport pieces and all draws."""
+    draws, streak, merges, ok = [], 0, 0, True
+    batch = gamma + 1
+    while streak <= gamma and state.n_parts > 1:
+        sample = sample_itemsets(state.data, l, batch, method=method, random_state=rng).itemsets
+        draws.append(sample)
+        pos = 0
+        while pos < len(sample) and streak <= gamma:
+            fail = state.first_failure(sample, pos)
+            if fail - pos > gamma - streak:  # gamma + 1 consecutive k-anonymous samples
+                streak = gamma + 1
+                break
+            streak += fail - pos
+            if fail == len(sample):
+                break
+            fixed, made = state.fix(sample[fail])
+            merges += made
+            if not fixed:
+                ok = False
+                break
+            streak, pos = 1, fail + 1  # S := {s}
+        if not ok:
+            break
+    return np.concatenate(draws) if draws else np.empty((0, l), np.int32), merges, ok
+
+
+def _exact_level(state, l, rng):
+    itemsets, _ = enumerate_itemsets(state.data, l)
+    itemsets = itemsets[rng.permutation(len(itemsets))]
+    merges, ok, pos = 0, True, 0
+    while pos < len(itemsets):
+        fail = state.first_failure(itemsets, pos)
+        if fail == len(itemsets):
+            break
+        fixed, made = state.fix(itemsets[fail])
+        merges += made
+        if not fixed:
+            ok = False
+            break
+        pos = fail + 1
+    return itemsets, merges, ok
+
+
+def _run(data, constraints, align, k, m, sigma, exact_upto, seed, method):
+    rng = np.random.default_rng(seed)
+    state = _State(data, constraints, align, k)
+    gamma = sample_size(sigma).gamma
+    biggest = int(data.record_sizes.max())
+    raw = []
+    for l in range(1, m + 1):
+        if l > biggest:
+            raw.append((l, "empty", None, None, 0, True))
+            continue
+        if gamma is None or l <= exact_upto:
+            checked, merges, ok = _exact_level(state, l, rng)
+            raw.append((l, "exact", None, checked, merges, ok))
+        else:
+            checked, merges, ok = _sampled_level(state, l, gamma, rng, method)
+            raw.append((l, "sampled", gamma, checked, merges, ok))
+    levels = []
+    for l, how, g, checked, merges, ok in raw:
+        if checked is None or len(checked) == 0:
+            levels.append(LevelReport(l, how, g, 0, merges, 1.0, ok))
+            continue
+        passed = state.count_anonymous(checked)
+        levels.append(LevelReport(l, how, g, len(checked), merges, passed / len(checked), ok))
+    _, labels = np.unique(state.part, return_inverse=True)
+    err = partition_error(labels, state.occ, constraints)
+    return labels.astype(np.int64), err, tuple(levels), tuple(state.merges)
+
+
+def _check_m(m) -> int:
+    if isinstance(m, (bool, np.bool_)) or not isinstance(m, numbers.Integral) or m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {m!r}")
+    return int(m)
+
+
+def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints | None = None,
+              runs: int = 1, exact_upto: int = 0, method: str = "rejection", random_state=None,
+              n_jobs: int | None = None) -> Generalization:
+    """sigma-k^m-anonymity by A^(r) (Algorithm 2, Section V-B), see the module docstring.
+
+    ``constraints`` None permits any partition (err = NCP). ``exact_upto`` = L enumerates every
+    l-itemset for l <= L (sigma = 1 there; sigma = 1 enumerates every level). ``runs`` = r runs,
+    in up to ``n_jobs`` processes (default: min(r, CPUs)) when r > 1.
+    """
+    if not isinstance(data, SetData):
+        raise ParameterError("data must be a SetData (see probanon.setvalued.load_records)")
+    k = check_k(k, data.n_records)
+    m = _check_m(m)
+    sigma = check_sigma(sigma)
+    runs = check_runs(runs)
+    if isinstance(exact_upto, (bool, np.bool_)) or not isinstance(exact_upto, numbers.Integral) or exact_upto < 0:
+        raise ParameterError(f"exact_upto must be an integer >= 0, got {exact_upto!r}")
+    if constraints is None:
+        constraints = complete_constraints(data.item_labels)
+    align = align_items(data, constraints)
+    rng = check_random_state(random_state)
+    seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
+    args = (data, constraints, align, k, m, sigma, int(exact_upto))
+    if runs == 1:
+        results = [_run(*args, seeds[0], method)]
+    else:
+        workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
+        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+            futures = [pool.submit(_run, *args, s, method) for s in seeds]
+            results = [f.result() for f in futures]
+    errors = [r[1] for r in results]
+    best = int(np.argmin(errors))  # first of the least-error runs
+    labels, err, levels, merges = results[best]
+    return Generalization(constraints.items, labels, labels[align], float(err), int(labels.max()) + 1,
+                          k, m, sigma, levels, merges, tuple(float(e) for e in errors), seeds[best])
+
+
+def release_records(data: SetData, result: Generalization) -> list[list[int]]:
+    """<R, D>: every record with its items replaced by their (distinct, sorted) part ids."""
+    part = result.data_partition
+    return [sorted(set(part[data.record(u)].tolist())) for u in range(data.n_records)]
