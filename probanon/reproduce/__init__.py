@@ -11,6 +11,8 @@ pcl        k-anonymous Lloyd (PCL) against MDAV (paper 3):
            :func:`probanon.reproduce.pcl.reproduce_pcl`
 diversity  (l, delta)-diversity: N values, Figs. 1-2, the linkage attack (paper 4):
            :func:`probanon.reproduce.diversity.reproduce_diversity`
+km         probabilistic k^m-anonymity: gamma, Example 1, a synthetic CDR grid
+           (paper 5): :func:`probanon.reproduce.km.reproduce_km`
 =========  =====================================================================
 
 The modules are imported lazily (they pull in matplotlib).
@@ -18,7 +20,7 @@ The modules are imported lazily (they pull in matplotlib).
 
 from __future__ import annotations
 
-__all__ = ["reproduce_diversity", "reproduce_pcl", "reproduce_surveys", "reproduce_swapping"]
+__all__ = ["reproduce_diversity", "reproduce_km", "reproduce_pcl", "reproduce_surveys", "reproduce_swapping"]
 
 
 def __getattr__(name):
@@ -38,4 +40,8 @@ def __getattr__(name):
         from .diversity import reproduce_diversity
 
         return reproduce_diversity
+    if name == "reproduce_km":
+        from .km import reproduce_km
+
+        return reproduce_km
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,8 +27,14 @@ def _diversity(**kwargs) -> dict:
     return reproduce_diversity(**kwargs)
 
 
+def _km(**kwargs) -> dict:
+    from .km import reproduce_km  # lazy: pulls in matplotlib
+
+    return reproduce_km(**kwargs)
+
+
 #: paper name -> reproduction function (output_dir, data_dir, quick, progress, random_state) -> dict
-PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping, "diversity": _diversity}
+PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping, "diversity": _diversity, "km": _km}
 
 
 def cmd_reproduce(args) -> int:
@@ -44,11 +50,12 @@ def add_parser(sub) -> None:
                    help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII); "
                         "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7); "
                         "swapping: probabilistic k-anonymity by swapping, Tables VI-XI (paper 2, Sec. V); "
-                        "diversity: (l, delta)-diversity, N values, Figs. 1-2 and the linkage attack (paper 4)")
+                        "diversity: (l, delta)-diversity, N values, Figs. 1-2 and the linkage attack (paper 4); "
+                        "km: probabilistic k^m-anonymity, gamma, Example 1 and a synthetic CDR grid (paper 5)")
     r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
     r.add_argument("--data-dir", default=None,
                    help="directory holding casc/census.csv (surveys), adult/adult.csv (pcl) or casc/census.csv and "
-                        "casc/eia.csv (swapping); not used by diversity (synthetic setting) "
+                        "casc/eia.csv (swapping); not used by diversity or km (synthetic settings) "
                         "(default: ../shared/data beside the repository)")
     r.add_argument("--quick", action="store_true",
                    help="fewer records, grid points or runs (about 10 s; not comparable with the paper)")

@@ -1,0 +1,360 @@
+"""Reproduction of paper 5 (probabilistic k^m-anonymity for set-valued data, Secs. III-VI):
+our values beside the paper's (NOTES.md Sec. 5; issue 7 item 10).
+
+=====================  ====================================================================
+Sec. VI-E, Theorem 1   gamma(sigma) at sigma = .99 and .999 (paper: 45,845 and 5,866,617,
+                       two-sided bound of NOTES.md), the one-sided bound as printed in
+                       Theorem 1, and the uniqueness sample size 26,492 (Sec. VI-B,
+                       eps = delta = .01)
+Example 1, Table I     the seven records of Table I, k = 2, m = 2, sigma = .99, the
+                       hierarchy of Fig. 1 and the geographic distance: Boston is merged with
+                       New York; the independent checker's fractions per l
+Figs. 2-6              a synthetic CDR (:func:`probanon.setvalued.cdr.generate_cdr`,
+                       calibrated to Table II), Voronoi contiguity constraints
+                       (:func:`probanon.setvalued.constraints.constraints_from_coordinates`),
+                       k = 10, 20, sigma = .99: number of parts, average error in metres,
+                       partition sizes and uniqueness of l-itemsets against l
+=====================  ====================================================================
+
+Measures of the grid (paper, Sec. VI-C/E):
+
+* number of parts: ``Generalization.n_parts`` (the paper's "partitions", 1303 originally);
+* average error ``err(D, D') = sum_i occ_i ||c_i - c_R(i)|| / sum_i occ_i`` in metres
+  (``Generalization.err``: ``partition_error`` with the centroids of the towers' clipped Voronoi
+  cells and the centroid of the union of a part's cells, footnote 7);
+* partition size, three ways: the paper's (Fig. 6, "the size of each partition is weighted with
+  the number of individuals within the partition"): ``sum_P area(P) n_P / sum_P n_P`` with n_P
+  the number of records holding a tower of P; area-weighted: ``sum_P area(P)^2 / sum_P area(P)``
+  (the mean area of the part containing a uniformly drawn point of the city); and the plain mean
+  ``total area / parts``;
+* uniqueness of l-itemsets (Sec. VI-B): share of the distinct l-itemsets with support 1,
+  estimated from uniform samples (:func:`probanon.setvalued.estimate_uniqueness`), on the
+  original records and on the released ones (items = parts).
+
+Scale. The paper's data (4,427,486 users) are not public and one run of Algorithm 2 at that
+size, r = 10 times, for every (k, sigma, m) is hours of work; the default run uses a synthetic
+CDR of ``USERS`` = 10,000 users on the paper's 1303 towers and 128.1 km^2, and r = 1. With 443x fewer
+users every tower and itemset has 88x smaller support, so k = 10 or 20 forces far coarser
+partitions: the numbers of parts, errors and sizes are NOT comparable with the paper's in
+absolute terms (only the trends in m and k are). sigma = .999 (gamma = 5,866,617 samples per
+level, 128x the .99 level) and the deterministic phase l <= 4 (every 4-itemset of records of up
+to 422 towers) are left out for time; both are stated in the output.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+from tqdm import tqdm
+
+from .._validation import check_random_state
+from ..report import Report
+from ..setvalued import (
+    anonymize,
+    check_release,
+    estimate_uniqueness,
+    from_iterables,
+    release_records,
+    sample_size,
+    uniqueness_sample_size,
+)
+from ..setvalued.cdr import TABLE_II, generate_cdr
+from ..setvalued.constraints import (
+    constraints_from_coordinates,
+    constraints_from_hierarchy,
+)
+from ..setvalued.data import from_pairs
+from .surveys import _axes_figure, _clean, _fmt, _Output, _write, matches
+
+SEED = 2016  # the CLI's default --seed
+
+#: Sec. VI-E: gamma of the two-sided bound (NOTES.md Sec. 5) and Sec. VI-B: uniqueness samples.
+PAPER_GAMMA = {0.99: "45845", 0.999: "5866617"}
+PAPER_UNIQUENESS_N = "26492"
+
+#: Table I (Sec. II) and the hierarchy of Fig. 1. The paper names the part {New York, Boston}
+#: "West" and {LA, Seattle} "East" (Example 1); we keep its names.
+TABLE_I = (("LA",), ("LA", "Seattle"), ("New York", "Boston"), ("New York", "Boston"),
+           ("LA", "Seattle", "New York"), ("LA", "Seattle", "New York"),
+           ("LA", "Seattle", "New York", "Boston"))
+HIERARCHY = (("New York", "West"), ("Boston", "West"), ("LA", "East"), ("Seattle", "East"),
+             ("West", "US"), ("East", "US"))
+#: city centres (latitude, longitude), projected equirectangularly to km at 40 degrees N
+CITIES = {"LA": (34.05, -118.24), "Seattle": (47.61, -122.33), "New York": (40.71, -74.01),
+          "Boston": (42.36, -71.06)}
+
+#: Fig. 3 (k = 20, r = 10): (m, sigma) -> (partitions, average error in metres)
+PAPER_FIG3 = {(4, 1.0): (337, 120), (5, 0.99): (296, 143), (8, 0.99): (158, 264), (11, 0.99): (143, 284),
+              (5, 0.999): (234, 184), (8, 0.999): (121, 314), (11, 0.999): (118, 331)}
+#: Sec. VI-B / Fig. 2: uniqueness of l towers on the original data
+PAPER_UNIQUENESS = {5: "0.2", 11: "0.78"}
+PAPER_SIZE = {"original": "0.1", 0.99: "1", 0.999: "1.3"}  # Fig. 6, km^2
+
+USERS = 10_000
+
+
+def _settings(quick: bool) -> dict:
+    if quick:
+        towers = 120
+        return dict(users=1500, towers=towers, area_km2=TABLE_II["area_km2"] * towers / TABLE_II["towers"],
+                    size_max=25, size_mean=4.0, size_sd=3.0, k=[10], sigma=[0.99], m=[2, 3], runs=1, uniqueness_l=[1, 2, 3],
+                    uniqueness_samples=2000, check_limit=2_000_000)
+    return dict(users=USERS, towers=TABLE_II["towers"], area_km2=TABLE_II["area_km2"], size_max=TABLE_II["size_max"],
+                size_mean=TABLE_II["size_mean"], size_sd=TABLE_II["size_sd"], k=[10, 20], sigma=[0.99], m=[5, 8, 11], runs=1, uniqueness_l=list(range(1, 12)),
+                uniqueness_samples=uniqueness_sample_size(0.01, 0.01), check_limit=2_000_000)
+
+
+# --------------------------------------------------------------------------- gamma
+
+
+def _gamma(out: _Output) -> dict:
+    rows = []
+    for sigma, printed in PAPER_GAMMA.items():
+        two = sample_size(sigma)
+        one = sample_size(sigma, bound="one-sided")
+        rows.append(dict(sigma=sigma, gamma=two.gamma, paper=printed, match=matches(printed, two.gamma),
+                         epsilon=two.epsilon, delta=two.delta, gamma_one_sided=one.gamma,
+                         epsilon_one_sided=one.epsilon, delta_one_sided=one.delta))
+    n_u = uniqueness_sample_size(0.01, 0.01)
+    out.heading("gamma(sigma) (Theorem 1, Sec. VI-E)",
+                "Two-sided bound (NOTES.md Sec. 5): minimise ln(2/delta)/(2 eps^2) s.t. (1 - eps)(1 - delta) = sigma; "
+                "one-sided: Theorem 1, condition 3 as printed (ln(1/delta)). Uniqueness: ln(2/delta)/(2 eps^2) at "
+                "eps = delta = .01 (Sec. VI-B).")
+    out.table("gamma, ours / paper ('*': differs)", ["sigma", "gamma two-sided", "eps", "delta", "gamma one-sided",
+                                                     "eps (1-s.)", "delta (1-s.)"],
+              [[f"{r['sigma']:g}", f"{r['gamma']:,} / {int(r['paper']):,}" + ("" if r["match"] else " *"),
+                _fmt(r["epsilon"], 6), _fmt(r["delta"], 6), f"{r['gamma_one_sided']:,}",
+                _fmt(r["epsilon_one_sided"], 6), _fmt(r["delta_one_sided"], 6)] for r in rows])
+    ok = matches(PAPER_UNIQUENESS_N, n_u)
+    out.note(f"Uniqueness sample size (eps = delta = .01): {n_u:,} / {int(PAPER_UNIQUENESS_N):,}" + ("" if ok else " *"))
+    return dict(rows=rows, uniqueness_samples=n_u, uniqueness_paper=int(PAPER_UNIQUENESS_N), uniqueness_match=ok)
+
+
+# --------------------------------------------------------------------------- Example 1
+
+
+def _km(lat_lon) -> tuple[float, float]:
+    lat, lon = lat_lon
+    r = 6371.0
+    return (r * math.radians(lon) * math.cos(math.radians(40.0)), r * math.radians(lat))
+
+
+def _example1(out: _Output, rng) -> dict:
+    import pandas as pd
+
+    data = from_iterables(TABLE_I)
+    cons = constraints_from_hierarchy(pd.DataFrame(HIERARCHY, columns=["child", "parent"]),
+                                      coordinates={c: _km(v) for c, v in CITIES.items()})
+    g = anonymize(data, 2, 2, 0.99, constraints=cons, random_state=rng)
+    mapping = g.mapping()
+    parts: dict = {}
+    for city, p in mapping.items():
+        parts.setdefault(p, []).append(city)
+    groups = sorted(sorted(v) for v in parts.values())
+    before = check_release(TABLE_I, {c: i for i, c in enumerate(CITIES)}, 2, 2)
+    after = check_release(TABLE_I, mapping, 2, 2)
+    merged = mapping["Boston"] == mapping["New York"] and len(parts) == 3
+    name = {frozenset(("New York", "Boston")): "West", frozenset(("LA", "Seattle")): "East"}
+    released = [sorted({name.get(frozenset(parts[mapping[c]]), c) for c in rec}) for rec in TABLE_I]
+    out.heading("Example 1 (Table I, k = 2, m = 2, sigma = .99)",
+                "Table I's seven records; constraints: horizontal cuts of the hierarchy of Fig. 1 (US -> West = "
+                "{New York, Boston}, East = {LA, Seattle}, the paper's names); err: geographic distance (city "
+                "centres, km). The paper: {LA, Boston} fails 2-anonymity, Boston is merged with New York (the "
+                "closer pair), and the result is 2^2-anonymous.")
+    out.table("Example 1: partition and released records", ["rec#", "items", "released"],
+              [[u + 1, ", ".join(r), ", ".join(x)] for u, (r, x) in enumerate(zip(TABLE_I, released))])
+    out.table("Example 1: checker (exact), fraction of k-anonymous distinct l-itemsets",
+              ["l", "itemsets", "before", "after"],
+              [[l, n, f"{a0}/{n} = {f0:.3f}", f"{a1}/{n1} = {f1:.3f}"] for l, n, a0, f0, n1, a1, f1 in
+               zip(before.levels, before.n_itemsets, before.n_anonymous, before.fractions, after.n_itemsets,
+                   after.n_anonymous, after.fractions)])
+    out.note(f"Partition: {' | '.join('{' + ', '.join(p) + '}' for p in groups)}; err = {g.err:.1f} km; "
+             f"Boston merged with New York: {_fmt(merged)}; 2^2-anonymous (fraction 1 at every l): "
+             f"{_fmt(after.satisfies(1.0))} (paper: yes, yes).")
+    return dict(partition=groups, err_km=g.err, boston_with_new_york=merged, released=released,
+                check_before=before.to_dict(), check_after=after.to_dict(), satisfied=after.satisfies(1.0))
+
+
+# --------------------------------------------------------------------------- CDR grid
+
+
+def _cdr(s: dict, rng):
+    cdr = generate_cdr(s["users"], towers=s["towers"], area_km2=s["area_km2"], size_max=s["size_max"],
+                       size_mean=s["size_mean"], size_sd=s["size_sd"], random_state=rng)
+    sizes = np.diff(cdr.indptr)
+    labels = np.array([str(i) for i in range(len(cdr.towers))], dtype=object)
+    data = from_pairs(np.repeat(np.arange(len(sizes)), sizes), cdr.indices, labels)
+    cons = constraints_from_coordinates(cdr.towers, bounds=(0.0, 0.0, cdr.side, cdr.side))
+    return cdr, data, cons
+
+
+def partition_sizes(partition, areas, indptr, indices) -> dict:
+    """Partition sizes in km^2 (areas in m^2): the paper's (Fig. 6: area of each part weighted by
+    the number of records holding one of its towers), area-weighted and plain mean."""
+    part = np.asarray(partition, dtype=np.int64)
+    n_parts = int(part.max()) + 1
+    area = np.bincount(part, weights=areas, minlength=n_parts) / 1e6
+    rec = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
+    pairs = np.unique(rec * n_parts + part[indices])
+    holders = np.bincount(pairs % n_parts, minlength=n_parts).astype(float)
+    return dict(individual_weighted=float((area * holders).sum() / holders.sum()),
+                area_weighted=float((area ** 2).sum() / area.sum()), mean=float(area.mean()))
+
+
+def _itemset_count(sizes: np.ndarray, m: int) -> int:
+    return int(sum(sum(math.comb(int(n), l) for n in sizes) for l in range(1, m + 1)))
+
+
+def _uniqueness(data, ls, n, rng) -> list:
+    out = []
+    longest = int(np.diff(data.indptr).max()) if hasattr(data, "indptr") else None
+    for l in ls:
+        if longest is not None and l > longest:
+            out.append(None)
+            continue
+        out.append(estimate_uniqueness(data, l, n_samples=n, random_state=rng).fraction)
+    return out
+
+
+def _grid(out: _Output, s: dict, rng, bar) -> tuple[dict, list]:
+    cdr, data, cons = _cdr(s, rng)
+    sizes = np.diff(cdr.indptr)
+    records = [cdr.indices[a:b].astype(str).tolist() for a, b in zip(cdr.indptr[:-1], cdr.indptr[1:])]
+    original = partition_sizes(np.arange(len(cdr.towers)), cons.areas, cdr.indptr, cdr.indices)
+    u_orig = _uniqueness(data, s["uniqueness_l"], s["uniqueness_samples"], rng)
+    bar.update()
+    rows = []
+    for k in s["k"]:
+        for sigma in s["sigma"]:
+            for m in s["m"]:
+                t0 = time.perf_counter()
+                g = anonymize(data, k, m, sigma, constraints=cons, runs=s["runs"], random_state=rng)
+                seconds = time.perf_counter() - t0
+                row = dict(k=k, sigma=sigma, m=m, n_parts=g.n_parts, err_m=g.err, seconds=seconds,
+                           sampled_fractions=[lv.fraction for lv in g.levels], satisfied=g.satisfied,
+                           **partition_sizes(g.partition, cons.areas, cdr.indptr, cdr.indices))
+                if _itemset_count(sizes, m) <= s["check_limit"]:
+                    chk = check_release(records, g.mapping(), k, m)
+                    row.update(check_fractions=list(chk.fractions), check_passes=chk.satisfies(sigma))
+                else:
+                    row.update(check_fractions=None, check_passes=None)
+                released = from_iterables(release_records(data, g))
+                row["uniqueness_released"] = _uniqueness(released, s["uniqueness_l"], s["uniqueness_samples"], rng)
+                paper = PAPER_FIG3.get((m, sigma)) if k == 20 else None
+                row["paper_parts"], row["paper_err_m"] = paper if paper else (None, None)
+                rows.append(row)
+                bar.update()
+    out.heading("CDR grid (Figs. 2-6, Sec. VI)",
+                f"Synthetic CDR: {s['users']:,} users (paper: {TABLE_II['users']:,}), {s['towers']} towers, "
+                f"{s['area_km2']:.1f} km^2, record sizes 1..{min(s['size_max'], s['towers'])} (mean "
+                f"{sizes.mean():.2f}, sd {sizes.std():.2f}; Table II: 11.42, 17.23); Voronoi contiguity constraints; "
+                f"r = {s['runs']} run(s) (paper: r = 10); sigma = {', '.join(map(str, s['sigma']))}; m = "
+                f"{', '.join(map(str, s['m']))}. With far fewer users than the paper every support is "
+                "proportionally smaller, so k = 10, 20 need much coarser partitions: the absolute numbers are NOT "
+                "comparable with the paper's (its values, k = 20, r = 10, Fig. 3, are shown for the trend). "
+                "Left out: sigma = .999 (gamma = 5,866,617 samples per level) and the deterministic phase "
+                "l <= 4 (Sec. VI-D), both for time. Sizes in km^2: 'paper' = weighted by individuals (Fig. 6), "
+                "'area-w.' = weighted by area, 'mean' = total area / parts.")
+    out.table("Grid: parts, error (m), partition size (km^2), checker", [
+        "k", "sigma", "m", "parts (ours / paper k=20)", "err m (ours / paper)", "size paper-def.", "size area-w.",
+        "size mean", "checker fractions", "passes at sigma", "s"],
+        [[r["k"], f"{r['sigma']:g}", r["m"],
+          f"{r['n_parts']}" + (f" / {r['paper_parts']}" if r["paper_parts"] else ""),
+          f"{r['err_m']:.0f}" + (f" / {r['paper_err_m']}" if r["paper_err_m"] else ""),
+          f"{r['individual_weighted']:.3f}", f"{r['area_weighted']:.3f}", f"{r['mean']:.3f}",
+          "n/a (too many itemsets)" if r["check_fractions"] is None else
+          " ".join(f"{f:.4f}" for f in r["check_fractions"]), _fmt(r["check_passes"]), f"{r['seconds']:.1f}"]
+         for r in rows])
+    out.note(f"Original data: {len(cdr.towers)} parts, size (paper-def.) {original['individual_weighted']:.3f}, "
+             f"area-w. {original['area_weighted']:.3f}, mean {original['mean']:.3f} km^2 (paper, Fig. 6: "
+             f"{PAPER_SIZE['original']} km^2 on the original; {PAPER_SIZE[0.99]} at sigma = .99).")
+    headers = ["l", "original (ours / paper)"] + [f"released k={r['k']} m={r['m']}" for r in rows]
+    table = []
+    for j, l in enumerate(s["uniqueness_l"]):
+        ref = PAPER_UNIQUENESS.get(l)
+        cell = _fmt(u_orig[j], 3) + (f" / {ref}" if ref else "")
+        table.append([l, cell] + [_fmt(r["uniqueness_released"][j], 3) for r in rows])
+    out.table(f"Uniqueness of l-itemsets ({s['uniqueness_samples']:,} uniform samples per l)", headers, table)
+    res = dict(settings=s, users=int(len(sizes)), size_mean=float(sizes.mean()), size_sd=float(sizes.std()),
+               original=dict(n_parts=len(cdr.towers), **original, uniqueness=u_orig), rows=rows)
+    ms = s["m"]
+    panels_parts = {f"sigma = {sig:g}": {f"k = {k}": (ms, [r["n_parts"] for r in rows if r["k"] == k
+                                                         and r["sigma"] == sig]) for k in s["k"]} for sig in s["sigma"]}
+    panels_err = {f"sigma = {sig:g}": {f"k = {k}": (ms, [r["err_m"] for r in rows if r["k"] == k
+                                                       and r["sigma"] == sig]) for k in s["k"]} for sig in s["sigma"]}
+    for panels, key in ((panels_parts, 0), (panels_err, 1)):
+        paper = [(m, v[key]) for (m, sig), v in PAPER_FIG3.items() if sig == 0.99]
+        if paper:
+            for p in panels.values():
+                p["paper (k = 20, 4.4M users, r = 10)"] = ([a for a, _ in paper], [b for _, b in paper])
+    uniq = {"uniqueness": {"original": (s["uniqueness_l"], u_orig),
+                           **{f"released k={r['k']} m={r['m']}": (s["uniqueness_l"], r["uniqueness_released"])
+                              for r in rows},
+                           "paper (original)": (list(PAPER_UNIQUENESS), [float(v) for v in PAPER_UNIQUENESS.values()])}}
+    figures = [("km_parts", _axes_figure(panels_parts, "m", "number of parts", "Number of parts against m (Fig. 4)"),
+                "Number of parts against m (ours on the synthetic CDR; the paper's Fig. 3 values for k = 20)."),
+               ("km_error", _axes_figure(panels_err, "m", "average error (m)", "Average error against m (Fig. 5)"),
+                "Average error in metres against m."),
+               ("km_uniqueness", _axes_figure(uniq, "l", "uniqueness", "Uniqueness of l-itemsets (Fig. 2)"),
+                "Uniqueness of l-itemsets against l, original and released.")]
+    return res, figures
+
+
+# --------------------------------------------------------------------------- driver
+
+
+def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+                 random_state: int = SEED) -> dict:
+    """Recompute paper 5's numbers (gamma, Example 1, the CDR grid) beside the paper's.
+
+    Writes ``km.html``, ``km.txt``, ``km.json`` and ``km_parts.png``, ``km_error.png``,
+    ``km_uniqueness.png`` into ``output_dir`` and returns the numbers plus ``"text"``. The data
+    are synthetic (the paper's CDR is not public), so ``data_dir`` is not used. ``quick``: a
+    tiny CDR (1500 users, 120 towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3. ``random_state`` seeds the CDR and runs.
+    """
+    start = time.perf_counter()
+    output_dir = Path(output_dir)
+    rng = check_random_state(random_state)
+    s = _settings(quick)
+    steps = 3 + len(s["k"]) * len(s["sigma"]) * len(s["m"])
+    report = Report("Paper 5: probabilistic k^m-anonymity (ours beside the paper's)")
+    out = _Output(report)
+    if quick:
+        out.note(f"QUICK MODE: a tiny CDR ({s['users']} users, {s['towers']} towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3; "
+                 "not comparable with the paper.")
+    results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None}
+    with tqdm(total=steps, disable=not progress, desc="reproduce km", unit="step", file=sys.stderr) as bar:
+        results["gamma"] = _gamma(out)
+        bar.update()
+        results["example1"] = _example1(out, rng)
+        bar.update()
+        results["grid"], figures = _grid(out, s, rng, bar)
+    out.heading("Figures", "Figures follow (PNG files beside this page).")
+    for name, fig, caption in figures:
+        report.figure(name, fig, caption)
+    elapsed = time.perf_counter() - start
+    gm = results["gamma"]["rows"]
+    rows = results["grid"]["rows"]
+    checked = [r for r in rows if r["check_passes"] is not None]
+    summary = ["gamma: " + ", ".join(f"sigma = {r['sigma']:g}: {r['gamma']:,} / {int(r['paper']):,}"
+                                     + ("" if r["match"] else " *") for r in gm)
+               + f"; uniqueness samples {results['gamma']['uniqueness_samples']:,} / 26,492",
+               f"Example 1: {results['example1']['partition']}; Boston with New York: "
+               f"{_fmt(results['example1']['boston_with_new_york'])}; 2^2-anonymous: "
+               f"{_fmt(results['example1']['satisfied'])}",
+               "Grid: " + "; ".join(f"k={r['k']} m={r['m']}: {r['n_parts']} parts, {r['err_m']:.0f} m" for r in rows),
+               f"Checker at sigma: {sum(bool(r['check_passes']) for r in checked)}/{len(checked)} releases pass "
+               f"({len(rows) - len(checked)} too large to enumerate)",
+               f"{'QUICK MODE; ' if quick else ''}{elapsed:.1f} s"]
+    out.heading("Summary", "\n".join(summary))
+    results.update({"runtime_seconds": elapsed,
+                    "files": sorted(["km.html", "km.txt", "km.json"] + [f"{n}.png" for n, _, _ in figures])})
+    results = _clean(results)
+    text = out.text()
+    _write(output_dir, report, text, results, stem="km")
+    results["text"] = text
+    return results
