@@ -50,7 +50,7 @@ from .constraints import GeneralizationConstraints, partition_error
 from .data import SetData
 from .sample_size import check_sigma, sample_size
 from .sampling import enumerate_itemsets, sample_itemsets
-from .support import intersection_count, part_index
+from .support import span_intersection_count
 
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def align_items(data: SetData, constraints: GeneralizationConstraints) -> np.nda
 
 
 @numba.njit(cache=True, nogil=True)
-def _is_anonymous(indptr, records, part_of_item, items, k, buf):
+def _is_anonymous(first, last, records, part_of_item, items, k, buf):
     """supp({R(i) : i in items}, <R, D>) >= k (Definition 1), parts deduplicated into ``buf``."""
     n = 0
     for j in range(items.shape[0]):
@@ -147,27 +147,119 @@ def _is_anonymous(indptr, records, part_of_item, items, k, buf):
         if new:
             buf[n] = p
             n += 1
-    return intersection_count(indptr, records, buf[:n], k) >= k
+    return span_intersection_count(first, last, records, buf[:n], k) >= k
 
 
 @numba.njit(cache=True, nogil=True)
-def _first_failure(indptr, records, part_of_item, itemsets, k, start):
+def _first_failure(first, last, records, part_of_item, itemsets, k, start):
     """Index of the first itemset (from ``start``) that is not k-anonymous, or len(itemsets)."""
     buf = np.empty(itemsets.shape[1], dtype=np.int32)
     for s in range(start, itemsets.shape[0]):
-        if not _is_anonymous(indptr, records, part_of_item, itemsets[s], k, buf):
+        if not _is_anonymous(first, last, records, part_of_item, itemsets[s], k, buf):
             return s
     return itemsets.shape[0]
 
 
 @numba.njit(cache=True, nogil=True)
-def _count_anonymous(indptr, records, part_of_item, itemsets, k):
+def _count_anonymous(first, last, records, part_of_item, itemsets, k):
     buf = np.empty(itemsets.shape[1], dtype=np.int32)
     count = 0
     for s in range(itemsets.shape[0]):
-        if _is_anonymous(indptr, records, part_of_item, itemsets[s], k, buf):
+        if _is_anonymous(first, last, records, part_of_item, itemsets[s], k, buf):
             count += 1
     return count
+
+
+@numba.njit(cache=True, nogil=True)
+def _union_into(values, a0, a1, b0, b1, o):
+    """Write the sorted union of the sorted spans values[a0:a1], values[b0:b1] at values[o:]
+    (o >= a1, b1: past both spans); return the end. O(|A| + |B|)."""
+    i, j = a0, b0
+    while i < a1 and j < b1:
+        x, y = values[i], values[j]
+        if x < y:
+            values[o] = x
+            i += 1
+        elif y < x:
+            values[o] = y
+            j += 1
+        else:
+            values[o] = x
+            i += 1
+            j += 1
+        o += 1
+    while i < a1:
+        values[o] = values[i]
+        i += 1
+        o += 1
+    while j < b1:
+        values[o] = values[j]
+        j += 1
+        o += 1
+    return o
+
+
+@numba.njit(cache=True, nogil=True)
+def _compact(values, first, last, live, out):
+    """Copy the spans of the ``live`` parts contiguously into ``out`` (updating first/last)."""
+    o = 0
+    for p in live:
+        n = last[p] - first[p]
+        out[o:o + n] = values[first[p]:last[p]]
+        first[p] = o
+        o += n
+        last[p] = o
+    return o
+
+
+class _RecordIndex:
+    """R(P) for every part P, kept incrementally: an arena of int32 record lists, part p's
+    sorted list at ``records[first[p]:last[p]]``. A merge appends the sorted union of the merged
+    parts' lists (O(sum of their sizes)); the arena is compacted when full (amortised O(1) per
+    appended entry). ``part_of_item`` maps each data item code to its part id."""
+
+    def __init__(self, data, align, n):
+        nnz = len(data.item_records)
+        self.records = np.empty(2 * nnz + 16, dtype=np.int32)
+        self.records[:nnz] = data.item_records
+        self.used = nnz
+        self.first = np.zeros(n, dtype=np.int64)
+        self.last = np.zeros(n, dtype=np.int64)
+        self.first[align] = data.item_indptr[:-1]
+        self.last[align] = data.item_indptr[1:]
+        self.part_of_item = align.astype(np.int32)
+        self.code_of = np.full(n, -1, dtype=np.int64)
+        self.code_of[align] = np.arange(len(align))
+
+    def args(self):
+        return self.first, self.last, self.records, self.part_of_item
+
+    def _reserve(self, size, live):
+        if self.used + size <= len(self.records):
+            return
+        live = np.asarray(sorted(live), dtype=np.int64)
+        need = int((self.last[live] - self.first[live]).sum()) + size
+        out = np.empty(max(len(self.records), 2 * need), dtype=np.int32)
+        self.used = int(_compact(self.records, self.first, self.last, live, out))
+        self.records = out
+
+    def merge(self, parts, items, live):
+        """Parts ``parts`` (rep = parts[0]) become one holding constraint items ``items``."""
+        rep = parts[0]
+        self._reserve(int(sum(self.last[q] - self.first[q] for q in parts)), live)
+        f, la, rec = self.first, self.last, self.records
+        if len(parts) == 2:
+            end = int(_union_into(rec, f[parts[0]], la[parts[0]], f[parts[1]], la[parts[1]], self.used))
+        else:
+            merged = np.unique(np.concatenate([rec[f[q]:la[q]] for q in parts]))
+            end = self.used + len(merged)
+            rec[self.used:end] = merged
+        for q in parts:
+            f[q] = la[q] = 0
+        f[rep], la[rep] = self.used, end
+        self.used = end
+        codes = self.code_of[items]
+        self.part_of_item[codes[codes >= 0]] = rep
 
 
 class _State:
@@ -186,7 +278,7 @@ class _State:
         if self.hier:
             self.node = {i: i for i in range(n)}  # part id -> hierarchy node
             self.leaves = self._leaves_below()
-        self._index = None
+        self.index = _RecordIndex(data, align, n)
 
     def _leaves_below(self):
         parent, n = self.c.parent, self.c.n_items
@@ -202,14 +294,8 @@ class _State:
     def n_parts(self):
         return len(self.members)
 
-    def index(self):
-        if self._index is None:
-            self._index = part_index(self.data, self.part[self.align])
-        return self._index
-
     def _args(self):
-        index = self.index()
-        return index.indptr, index.records, index.partition
+        return self.index.args()
 
     def anonymous(self, items) -> bool:
         items = np.asarray(items, dtype=np.int32)
@@ -264,6 +350,7 @@ class _State:
         _, parts, node = best
         rep = parts[0]
         new = sorted(i for q in parts for i in self.members[q])
+        self.index.merge(parts, np.asarray(new, dtype=np.int64), self.members.keys())
         for q in parts:
             del self.members[q]
             if self.hier:
@@ -273,7 +360,6 @@ class _State:
         if self.hier:
             self.node[rep] = node
         self.merges.append(np.asarray(new, dtype=np.int64))
-        self._index = None
         return True
 
     def fix(self, items) -> tuple[bool, int]:

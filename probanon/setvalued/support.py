@@ -98,19 +98,26 @@ def intersection_count(indptr, values, rows, k):
     ``rows`` must be distinct. Shortest list first; each candidate is galloped for in
     the other lists from forward-only cursors.
     """
+    return span_intersection_count(indptr[:-1], indptr[1:], values, rows, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def span_intersection_count(first, last, values, rows, k):
+    """:func:`intersection_count` with list r stored at ``values[first[r]:last[r]]`` (lists need
+    not be contiguous nor in order: an arena, as the incremental index of Algorithm 2 keeps)."""
     l = len(rows)
     if l == 0:
         return 0
     lens = np.empty(l, dtype=np.int64)
     for j in range(l):
-        lens[j] = indptr[rows[j] + 1] - indptr[rows[j]]
+        lens[j] = last[rows[j]] - first[rows[j]]
     order = np.argsort(lens)
     starts = np.empty(l, dtype=np.int64)
     ends = np.empty(l, dtype=np.int64)
     for j in range(l):
         r = rows[order[j]]
-        starts[j] = indptr[r]
-        ends[j] = indptr[r + 1]
+        starts[j] = first[r]
+        ends[j] = last[r]
     count = 0
     n0 = ends[0] - starts[0]
     for c in range(n0):
