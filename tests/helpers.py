@@ -31,3 +31,48 @@ def continuous_problem(draw, n_max=60, d_max=4):
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     X = rng.normal(size=(n, d)) * rng.uniform(0.1, 100, size=d) + rng.uniform(-50, 50, size=d)
     return X, k
+
+
+def paper_triangle(text):
+    """Rows A1..A13 x columns A7..A13 of paper 2's triangular tables (row i prints its last
+    min(7, 13 - i) columns) -> {(i, j): printed string}, 0-based."""
+    cells = {}
+    for i, line in enumerate(text.strip().splitlines()):
+        values = line.split()
+        for jj, v in enumerate(values):
+            cells[(i, 13 - len(values) + jj)] = v
+    return cells
+
+
+# paper 2, as printed: Table VI (census correlations) and Table VII (MDAV-ID, k = 12)
+CENSUS_TABLE_VI = paper_triangle("""
+.0038 -.027 -.024 .031 .032 .039 .036
+.98 .14 .2 .73 .71 .72 .7
+.44 -.12 -.058 .56 .55 .56 .55
+.98 .2 .28 .73 .69 .71 .69
+.78 .27 .27 .9 .85 .88 .86
+.79 .13 .22 .59 .57 .57 .56
+1 .17 .23 .72 .7 .71 .69
+1 .45 -.17 -.19 -.17 -.17
+1 .072 .061 .70 .075
+1 .96 .98 .96
+1 .91 .89
+1 .97
+1
+""")
+
+CENSUS_TABLE_VII = paper_triangle("""
+-.0035 -.035 -.055 .034 .035 .042 .04
+1 .18 .39 .8 .81 .8 .78
+.79 -.17 .084 .89 .9 .89 .89
+.99 .23 .45 .82 .8 .81 .8
+.86 .18 .4 .94 .92 .94 .93
+.95 .2 .43 .77 .76 .76 .75
+1 .2 .41 .8 .8 .79 .78
+1 .68 -.15 -.18 -.15 -.16
+1 .18 .14 .17 .16
+1 .98 1 .99
+1 .97 .97
+1 1
+1
+""")

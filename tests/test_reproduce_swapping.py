@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import EIA_DROP, SHARED_DATA
+from helpers import CENSUS_TABLE_VI, CENSUS_TABLE_VII, EIA_DROP, SHARED_DATA
 from probanon import cli
 from probanon.errors import InputError
 from probanon.reproduce.swapping import reproduce_swapping
@@ -22,48 +22,10 @@ PNG = b"\x89PNG\r\n\x1a\n"
 CENSUS = SHARED_DATA / "casc" / "census.csv"
 
 
-def triangle(text):
-    """Rows A1..A13 of a triangular table (columns A7..A13) -> {(i, j): printed}, 0-based."""
-    cells = {}
-    for i, line in enumerate(text.strip().splitlines()):
-        values = line.split()
-        for jj, v in enumerate(values):
-            cells[(i, 13 - len(values) + jj)] = v
-    return cells
-
-
-TABLE_VI = triangle("""
-.0038 -.027 -.024 .031 .032 .039 .036
-.98 .14 .2 .73 .71 .72 .7
-.44 -.12 -.058 .56 .55 .56 .55
-.98 .2 .28 .73 .69 .71 .69
-.78 .27 .27 .9 .85 .88 .86
-.79 .13 .22 .59 .57 .57 .56
-1 .17 .23 .72 .7 .71 .69
-1 .45 -.17 -.19 -.17 -.17
-1 .072 .061 .70 .075
-1 .96 .98 .96
-1 .91 .89
-1 .97
-1
-""")
+TABLE_VI = CENSUS_TABLE_VI
 TYPO = (8, 11)  # A9-A12: printed ".70", a typo for .070 (NOTES.md Sec. 2)
 
-TABLE_VII = triangle("""
--.0035 -.035 -.055 .034 .035 .042 .04
-1 .18 .39 .8 .81 .8 .78
-.79 -.17 .084 .89 .9 .89 .89
-.99 .23 .45 .82 .8 .81 .8
-.86 .18 .4 .94 .92 .94 .93
-.95 .2 .43 .77 .76 .76 .75
-1 .2 .41 .8 .8 .79 .78
-1 .68 -.15 -.18 -.15 -.16
-1 .18 .14 .17 .16
-1 .98 1 .99
-1 .97 .97
-1 1
-1
-""")
+TABLE_VII = CENSUS_TABLE_VII
 
 # Tables X and XI at the quick k = 5, 25, 100: method -> (mean, sd) per k
 TABLE_X = {"mdav-id": [(".055", ".064"), (".11", ".11"), (".17", ".15")],

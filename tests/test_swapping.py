@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import FAST, continuous_problem
+from helpers import CENSUS_TABLE_VI, CENSUS_TABLE_VII, FAST, continuous_problem
 from hypothesis import given
 from hypothesis import strategies as st
 from test_cli import _bad
@@ -30,47 +30,9 @@ CONF = list(range(6, 13))  # census A7..A13 (TAXINC..ERNVAL) are confidential, A
 SWAPS = ["mdav-swap", "mdav-swap-informed", "ir-swap"]
 
 
-def _upper_table(text):
-    """Rows A1..A13 x columns A7..A13 of the paper's triangular tables -> {(i, j): printed string}."""
-    cells = {}
-    for i, line in enumerate(text.strip().splitlines()):
-        values = line.split()
-        for jj, v in enumerate(values):
-            cells[(i, 6 + 7 - len(values) + jj)] = v
-    return cells
+TABLE_VI = CENSUS_TABLE_VI
 
-
-TABLE_VI = _upper_table("""
-.0038 -.027 -.024 .031 .032 .039 .036
-.98 .14 .2 .73 .71 .72 .7
-.44 -.12 -.058 .56 .55 .56 .55
-.98 .2 .28 .73 .69 .71 .69
-.78 .27 .27 .9 .85 .88 .86
-.79 .13 .22 .59 .57 .57 .56
-1 .17 .23 .72 .7 .71 .69
-1 .45 -.17 -.19 -.17 -.17
-1 .072 .061 .70 .075
-1 .96 .98 .96
-1 .91 .89
-1 .97
-1
-""")
-
-TABLE_VII = _upper_table("""
--.0035 -.035 -.055 .034 .035 .042 .04
-1 .18 .39 .8 .81 .8 .78
-.79 -.17 .084 .89 .9 .89 .89
-.99 .23 .45 .82 .8 .81 .8
-.86 .18 .4 .94 .92 .94 .93
-.95 .2 .43 .77 .76 .76 .75
-1 .2 .41 .8 .8 .79 .78
-1 .68 -.15 -.18 -.15 -.16
-1 .18 .14 .17 .16
-1 .98 1 .99
-1 .97 .97
-1 1
-1
-""")
+TABLE_VII = CENSUS_TABLE_VII
 
 
 def test_table_vi_is_the_pearson_correlation_of_census(census):
