@@ -157,6 +157,21 @@ def _improve(Z, records, cand, labels, sums, counts, members, sizes, pos, cent, 
 
 
 @njit(cache=True)
+def member_lists(labels, Q, cap):
+    """Members of each cell (rows of a (Q, cap) array), the cell sizes, and each record's
+    position in its cell's row."""
+    members = np.empty((Q, cap), np.int64)
+    sizes = np.zeros(Q, np.int64)
+    pos = np.empty(labels.size, np.int64)
+    for i in range(labels.size):
+        q = labels[i]
+        members[q, sizes[q]] = i
+        pos[i] = sizes[q]
+        sizes[q] += 1
+    return members, sizes, pos
+
+
+@njit(cache=True)
 def _state(Z, labels, Q, k):
     n, d = Z.shape
     counts = np.zeros(Q)
@@ -165,15 +180,7 @@ def _state(Z, labels, Q, k):
         counts[labels[i]] += 1.0
         for c in range(d):
             sums[labels[i], c] += Z[i, c]
-    cap = int(counts.max()) + 2 * k + 2
-    members = np.empty((Q, cap), np.int64)
-    sizes = np.zeros(Q, np.int64)
-    pos = np.empty(n, np.int64)
-    for i in range(n):
-        q = labels[i]
-        members[q, sizes[q]] = i
-        pos[i] = sizes[q]
-        sizes[q] += 1
+    members, sizes, pos = member_lists(labels, Q, int(counts.max()) + 2 * k + 2)
     return sums, counts, members, sizes, pos, sums / counts.reshape(-1, 1)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from ..errors import ProbanonError
+from .local_search import member_lists
 
 
 
@@ -145,14 +145,7 @@ def _fill_deficits(D, labels, targets, max_steps, c):
     for i in range(n):
         counts[labels[i]] += 1
     cap = counts.max() + max(0, (targets - counts).max()) + 1
-    members = np.empty((Q, cap), np.int64)
-    pos = np.empty(n, np.int64)
-    size = np.zeros(Q, np.int64)
-    for i in range(n):
-        a = labels[i]
-        members[a, size[a]] = i
-        pos[i] = size[a]
-        size[a] += 1
+    members, size, pos = member_lists(labels, Q, cap)
     W = np.empty((Q, Q))
     A = np.zeros((Q, Q), np.int64)
     for a in range(Q):

@@ -6,10 +6,10 @@ Each subcommand is a ``cmd_*`` function registered in :func:`add_parser`.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
+from ..data import write_outputs
 from ..errors import InputError, ParameterError
 from .cdr import TABLE_II, generate_cdr, write_cdr
 
@@ -45,24 +45,6 @@ def _load_constraints(args, data):
     return None
 
 
-def _atomic_write(paths_texts) -> None:
-    """Write every (path, text) to a temporary file, then rename them all; nothing is left on error."""
-    tmps = []
-    try:
-        for path, text in paths_texts:
-            tmp = Path(str(path) + ".tmp")
-            tmps.append((tmp, Path(path)))
-            tmp.write_text(text)
-        for tmp, path in tmps:
-            os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write {tmps[-1][1] if tmps else ''}: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in tmps:
-            if tmp.exists():
-                tmp.unlink()
-
-
 def cmd_anonymize(args) -> int:
     from tqdm import tqdm
 
@@ -91,7 +73,7 @@ def cmd_anonymize(args) -> int:
             "levels": [{"l": lv.l, "method": lv.method, "gamma": lv.gamma, "checked": lv.n_checked,
                         "merges": lv.n_merges, "fraction": lv.fraction} for lv in result.levels]}
     out = Path(args.output)
-    _atomic_write([(out, lines), (Path(str(out) + ".partition.json"), json.dumps(spec, indent=1) + "\n")])
+    write_outputs({out: lines, Path(str(out) + ".partition.json"): json.dumps(spec, indent=1) + "\n"})
     print(f"{result.n_parts} parts, err {result.err:.6g}; wrote {out} and {out}.partition.json",
           file=sys.stderr)
     return 0
