@@ -1,5 +1,6 @@
 """Set-valued core of paper 5: CSR data, supports, uniform l-itemset samplers, sample sizes."""
 
+import itertools
 import math
 
 import numpy as np
@@ -26,6 +27,8 @@ from probanon.setvalued import (
     uniqueness_from_supports,
     uniqueness_sample_size,
 )
+from probanon.setvalued.enumeration import enumerate_distinct
+from probanon.setvalued.pairs import build_pair_index, itemset_count, no_pair_index
 
 
 def random_records(seed, n=40, m=9, max_size=5, repeats=True):
@@ -166,13 +169,19 @@ def test_bad_partitions_and_itemsets():
 
 # ---------------------------------------------------------------- sampling (item 3)
 
-@pytest.mark.parametrize("method,l,thin", [("rejection", 2, 1), ("rejection", 3, 1), ("mcmc", 2, 3)])
-def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin):
+@pytest.mark.parametrize("method,l,thin,budget", [
+    ("rejection", 2, 1, None), ("rejection", 3, 1, None), ("mcmc", 2, 3, None),
+    ("rejection", 2, 1, 40), ("rejection", 3, 1, 40), ("rejection", 4, 1, 40), ("mcmc", 3, 3, 40)])
+def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin, budget):
+    """budget: with a pair index whose lists hold only the rarer pairs (both counting paths)."""
     recs = random_records(5, n=30, m=8, max_size=5)
     d = from_iterables(recs)
     X, supp = enumerate_itemsets(d, l)
     assert supp.max() >= 4  # the proposal is far from uniform: proportional to the support
-    s = sample_itemsets(d, l, 30 * len(X), method=method, random_state=42, thin=thin)
+    pairs = None if budget is None else build_pair_index(d, budget=budget)
+    if pairs is not None:
+        assert 0 < len(pairs.records) <= budget and pairs.threshold < pairs.counts.max()
+    s = sample_itemsets(d, l, 30 * len(X), method=method, random_state=42, thin=thin, pairs=pairs)
     # supports reported with the sample are exact
     assert s.supports.tolist() == itemset_support(d, s.itemsets).tolist()
     keys = {tuple(x): j for j, x in enumerate(X.tolist())}
@@ -181,6 +190,39 @@ def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin):
     # the uncorrected proposal (weight ∝ support) is rejected by the same test
     expected = supp / supp.sum() * counts.sum()
     assert chisquare(counts, expected).pvalue < 1e-6
+
+
+def test_pair_index_counts_match_the_item_lists():
+    recs = random_records(8, n=200, m=15, max_size=9)
+    d = from_iterables(recs)
+    pairs = build_pair_index(d, budget=300)
+    rng = np.random.default_rng(0)
+    args = (d.record_indptr, d.record_items, d.item_indptr, d.item_records)
+    for l in (1, 2, 3, 4, 6):
+        for _ in range(40):
+            x = np.sort(rng.choice(d.n_items, size=l, replace=False)).astype(np.int32)
+            exact = brute_support(recs, [[d.item_labels[i]] for i in x])
+            for arrays in (pairs.arrays(), no_pair_index()):
+                assert itemset_count(*args, arrays, x, 0) == exact
+                assert itemset_count(*args, arrays, x, 3) == min(exact, 3)
+
+
+@pytest.mark.parametrize("l", [1, 2, 3, 4])
+def test_enumeration_matches_itertools(l):
+    recs = random_records(12, n=120, m=14, max_size=8)
+    d = from_iterables(recs)
+    counts = {}
+    for r in recs:
+        for x in itertools.combinations(sorted(set(r)), l):
+            counts[x] = counts.get(x, 0) + 1
+    keys = sorted(counts)
+    got = enumerate_distinct(d, l)
+    assert got.n_distinct == len(keys)
+    assert [tuple(d.item_labels[row].tolist()) for row in got.itemsets] == keys  # labels 0..m-1 sort alike
+    assert got.supports.tolist() == [counts[x] for x in keys]
+    rare = enumerate_distinct(d, l, max_support=2)
+    assert rare.n_distinct == len(keys)
+    assert [tuple(d.item_labels[row].tolist()) for row in rare.itemsets] == [x for x in keys if counts[x] <= 2]
 
 
 def test_samplers_are_seeded():

@@ -240,3 +240,24 @@ def test_api_errors():
         anonymize(data, 8, 2, 0.9)  # k > n
     with pytest.raises(InputError, match="no part"):
         check_release(TABLE_I, {"LA": 0}, 2, 2)
+
+
+def test_pass_cache_is_an_exact_set_of_part_tuples():
+    from probanon.setvalued.passcache import PassCache, contains, insert
+
+    rng = np.random.default_rng(0)
+    cache = PassCache(width=4, capacity=8, max_entries=400)
+    seen = set()
+    for step in range(600):
+        n = int(rng.integers(1, 5))
+        parts = np.sort(rng.choice(30, size=n, replace=False)).astype(np.int32)
+        key = tuple(parts.tolist())
+        assert bool(contains(cache.keys, cache.lens, parts, n)) == (key in seen)
+        cache.reserve(1)
+        if cache.size == 0:
+            seen.clear()  # cleared past max_entries
+        added = insert(cache.keys, cache.lens, parts, n)
+        assert added == (key not in seen)
+        cache.size += added
+        seen.add(key)
+        assert cache.size == len(seen) and 2 * cache.size <= len(cache.lens)

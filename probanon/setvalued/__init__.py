@@ -8,7 +8,6 @@ constraints (:mod:`.constraints`), Algorithm 2 (:mod:`.generalize`), an independ
 """
 
 from .check import CheckResult, check_release
-
 from .data import (
     SetData,
     from_iterables,
@@ -17,6 +16,8 @@ from .data import (
     read_fimi,
     read_pairs,
 )
+from .enumeration import Enumeration, enumerate_distinct, enumerate_itemsets
+from .generalize import Generalization, LevelReport, anonymize, release_records
 from .sample_size import (
     SampleSize,
     SampleSizePlan,
@@ -27,8 +28,7 @@ from .sample_size import (
     uniqueness_from_supports,
     uniqueness_sample_size,
 )
-from .sampling import ItemsetSample, enumerate_itemsets, geweke_z, sample_itemsets
-from .generalize import Generalization, LevelReport, anonymize, release_records
+from .sampling import ItemsetSample, geweke_z, sample_itemsets
 from .support import (
     PartIndex,
     generalized_support,
@@ -39,17 +39,18 @@ from .support import (
 
 __all__ = [
     "CheckResult",
+    "Enumeration",
     "Generalization",
-    "LevelReport",
-    "anonymize",
-    "check_release",
-    "release_records",
     "ItemsetSample",
+    "LevelReport",
     "PartIndex",
     "SampleSize",
     "SampleSizePlan",
     "SetData",
     "UniquenessEstimate",
+    "anonymize",
+    "check_release",
+    "enumerate_distinct",
     "enumerate_itemsets",
     "estimate_uniqueness",
     "from_iterables",
@@ -62,6 +63,7 @@ __all__ = [
     "part_index",
     "read_fimi",
     "read_pairs",
+    "release_records",
     "sample_itemsets",
     "sample_size",
     "sample_size_plan",
@@ -69,4 +71,4 @@ __all__ = [
     "uniqueness_sample_size",
 ]
 
-from . import cdr, constraints  # noqa: E402,F401
+from . import cdr, constraints  # noqa: F401

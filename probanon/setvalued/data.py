@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -103,21 +104,47 @@ def from_pairs(record_codes, item_codes, item_labels, record_labels=None) -> Set
         raise InputError("the data set has no records")
     if n > np.iinfo(np.int32).max or m > np.iinfo(np.int32).max:
         raise InputError("too many records or items for int32 codes")
-    key = np.unique(records * m + items)  # sorted by record, then item; deduplicated
-    rec = (key // m).astype(np.int32)
-    itm = (key % m).astype(np.int32)
-    del key
+    if _sorted_distinct(records, items):  # already record-major without duplicates (the usual case)
+        rec, itm = records.astype(np.int32), items.astype(np.int32)
+    else:
+        key = np.sort(records * m + items)  # by record, then item
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))]  # duplicates dropped
+        rec = (key // m).astype(np.int32)
+        itm = (key % m).astype(np.int32)
+        del key
     record_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(np.bincount(rec, minlength=n), out=record_indptr[1:])
     if (np.diff(record_indptr) == 0).any():
         raise InputError(f"record {int(np.flatnonzero(np.diff(record_indptr) == 0)[0])} is empty")
-    order = np.argsort(itm, kind="stable")  # records stay sorted within each item
-    item_records = rec[order]
-    del order
-    item_indptr = np.zeros(m + 1, dtype=np.int64)
-    np.cumsum(np.bincount(itm, minlength=m), out=item_indptr[1:])
+    item_indptr, item_records = _transpose(rec, itm, m)
     return SetData(record_indptr, itm, item_indptr, item_records,
                    np.asarray(item_labels), None if record_labels is None else np.asarray(record_labels))
+
+
+@numba.njit(cache=True)
+def _sorted_distinct(records, items):
+    """True when the pairs are strictly increasing in (record, item)."""
+    for j in range(1, len(records)):
+        if records[j] < records[j - 1] or (records[j] == records[j - 1] and items[j] <= items[j - 1]):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def _transpose(rec, itm, m):
+    """item -> sorted records, by a counting sort of the record-major pairs (stable, O(n + m))."""
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    for j in range(len(itm)):
+        indptr[itm[j] + 1] += 1
+    for i in range(m):
+        indptr[i + 1] += indptr[i]
+    cursor = indptr[:-1].copy()
+    out = np.empty(len(itm), dtype=np.int32)
+    for j in range(len(itm)):
+        i = itm[j]
+        out[cursor[i]] = rec[j]
+        cursor[i] += 1
+    return indptr, out
 
 
 def _sorted_labels(codes_by_label: dict):

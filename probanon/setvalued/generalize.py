@@ -36,6 +36,7 @@ processes when r > 1; the run with the least err is returned (Theorem 4).
 
 from __future__ import annotations
 
+import multiprocessing
 import numbers
 import os
 from concurrent.futures import ProcessPoolExecutor
@@ -46,11 +47,14 @@ import numpy as np
 
 from .._validation import check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
+from . import gencheck
 from .constraints import GeneralizationConstraints, partition_error
 from .data import SetData
+from .enumeration import enumerate_distinct
+from .pairs import DEFAULT_BUDGET, build_pair_index, no_pair_index
+from .passcache import PassCache
 from .sample_size import check_sigma, sample_size
-from .sampling import enumerate_itemsets, sample_itemsets
-from .support import span_intersection_count
+from .sampling import proposal, sample_itemsets
 
 
 @dataclass(frozen=True)
@@ -60,8 +64,9 @@ class LevelReport:
     ``method`` is "sampled" (Algorithm 2 with gamma = ``gamma``), "exact" (enumeration) or
     "empty" (no record has l items). ``n_checked`` itemsets (samples or distinct itemsets) were
     checked, ``n_merges`` merges made. ``fraction`` is the share of the checked itemsets that are
-    k-anonymous under the FINAL partition: exact for "exact", and for "sampled" an unbiased
-    estimate (the draws are i.i.d. uniform over the distinct l-itemsets of the original data).
+    k-anonymous under the FINAL partition. It is 1 when the level is ``satisfied`` (each checked
+    itemset passed or was merged until it did, and merges never lower a support); otherwise
+    it is counted, and for "sampled" it estimates the share over all distinct l-itemsets.
     ``satisfied`` is False when a failing itemset admitted no permitted merge.
     """
 
@@ -134,43 +139,6 @@ def align_items(data: SetData, constraints: GeneralizationConstraints) -> np.nda
 
 
 @numba.njit(cache=True, nogil=True)
-def _is_anonymous(first, last, records, part_of_item, items, k, buf):
-    """supp({R(i) : i in items}, <R, D>) >= k (Definition 1), parts deduplicated into ``buf``."""
-    n = 0
-    for j in range(items.shape[0]):
-        p = part_of_item[items[j]]
-        new = True
-        for t in range(n):
-            if buf[t] == p:
-                new = False
-                break
-        if new:
-            buf[n] = p
-            n += 1
-    return span_intersection_count(first, last, records, buf[:n], k) >= k
-
-
-@numba.njit(cache=True, nogil=True)
-def _first_failure(first, last, records, part_of_item, itemsets, k, start):
-    """Index of the first itemset (from ``start``) that is not k-anonymous, or len(itemsets)."""
-    buf = np.empty(itemsets.shape[1], dtype=np.int32)
-    for s in range(start, itemsets.shape[0]):
-        if not _is_anonymous(first, last, records, part_of_item, itemsets[s], k, buf):
-            return s
-    return itemsets.shape[0]
-
-
-@numba.njit(cache=True, nogil=True)
-def _count_anonymous(first, last, records, part_of_item, itemsets, k):
-    buf = np.empty(itemsets.shape[1], dtype=np.int32)
-    count = 0
-    for s in range(itemsets.shape[0]):
-        if _is_anonymous(first, last, records, part_of_item, itemsets[s], k, buf):
-            count += 1
-    return count
-
-
-@numba.njit(cache=True, nogil=True)
 def _union_into(values, a0, a1, b0, b1, o):
     """Write the sorted union of the sorted spans values[a0:a1], values[b0:b1] at values[o:]
     (o >= a1, b1: past both spans); return the end. O(|A| + |B|)."""
@@ -228,11 +196,13 @@ class _RecordIndex:
         self.first[align] = data.item_indptr[:-1]
         self.last[align] = data.item_indptr[1:]
         self.part_of_item = align.astype(np.int32)
+        self.n_data = np.zeros(n, dtype=np.int32)  # items of the data in each part
+        self.n_data[align] = 1
         self.code_of = np.full(n, -1, dtype=np.int64)
         self.code_of[align] = np.arange(len(align))
 
     def args(self):
-        return self.first, self.last, self.records, self.part_of_item
+        return self.first, self.last, self.records, self.part_of_item, self.n_data
 
     def _reserve(self, size, live):
         if self.used + size <= len(self.records):
@@ -254,8 +224,11 @@ class _RecordIndex:
             merged = np.unique(np.concatenate([rec[f[q]:la[q]] for q in parts]))
             end = self.used + len(merged)
             rec[self.used:end] = merged
+        total = int(sum(self.n_data[q] for q in parts))
         for q in parts:
             f[q] = la[q] = 0
+            self.n_data[q] = 0
+        self.n_data[rep] = total
         f[rep], la[rep] = self.used, end
         self.used = end
         codes = self.code_of[items]
@@ -265,8 +238,12 @@ class _RecordIndex:
 class _State:
     """Partition over the constraint items, the data's part index and the merge machinery."""
 
-    def __init__(self, data, constraints, align, k):
+    def __init__(self, data, constraints, align, k, m, pairs=None):
         self.data, self.c, self.align, self.k = data, constraints, align, k
+        self.cache = PassCache(m)
+        self.pairs = no_pair_index() if pairs is None else pairs.arrays()
+        self.scratch = (np.zeros(constraints.n_items, np.int64), np.zeros(constraints.n_items, np.int64),
+                        np.zeros(2, np.int64))
         n = constraints.n_items
         self.occ = np.bincount(align, weights=data.item_counts.astype(float), minlength=n)
         if self.occ.sum() <= 0:
@@ -294,18 +271,25 @@ class _State:
     def n_parts(self):
         return len(self.members)
 
-    def _args(self):
-        return self.index.args()
+    def _ctx(self):
+        first, last, records, part_of_item, n_data = self.index.args()
+        return (first, last, records, part_of_item, n_data, self.data.record_indptr, self.data.record_items,
+                self.pairs, *self.scratch)
 
     def anonymous(self, items) -> bool:
         items = np.asarray(items, dtype=np.int32)
-        return bool(_is_anonymous(*self._args(), items, self.k, np.empty(len(items), np.int32)))
+        return bool(gencheck.passes(self._ctx(), items, -1, self.k, np.empty(len(items), np.int32),
+                                    np.empty(len(items), np.int32)))
 
-    def first_failure(self, itemsets, start: int) -> int:
-        return int(_first_failure(*self._args(), itemsets, self.k, start))
+    def first_failure(self, itemsets, supports, start: int) -> int:
+        self.cache.reserve(len(itemsets) - start)
+        fail, added = gencheck.first_failure(self._ctx(), itemsets, supports, self.k, start,
+                                             self.cache.keys, self.cache.lens)
+        self.cache.size += int(added)
+        return int(fail)
 
-    def count_anonymous(self, itemsets) -> int:
-        return int(_count_anonymous(*self._args(), itemsets, self.k))
+    def count_anonymous(self, itemsets, supports) -> int:
+        return int(gencheck.count_passing(self._ctx(), itemsets, supports, self.k))
 
     def _cost(self, items) -> float:
         """sum_{i in P} occ_i dist(i, P): the numerator of partition_error restricted to one part."""
@@ -372,17 +356,20 @@ class _State:
         return True, made
 
 
-def _sampled_level(state, l, gamma, rng, method):
-    """Algorithm 2, lines 6-15, for one l; returns the LevelReport pieces and all draws."""
-    draws, streak, merges, ok = [], 0, 0, True
+def _sampled_level(state, l, gamma, rng, method, pairs):
+    """Algorithm 2, lines 6-15, for one l: (the draws examined, their supports, merges, ok)."""
+    draws, supports, streak, merges, ok = [], [], 0, 0, True
     batch = gamma + 1
+    prop = proposal(state.data, l)
     while streak <= gamma and state.n_parts > 1:
-        sample = sample_itemsets(state.data, l, batch, method=method, random_state=rng).itemsets
-        draws.append(sample)
-        pos = 0
+        drawn = sample_itemsets(state.data, l, batch, method=method, random_state=rng, pairs=pairs,
+                                prop=prop)
+        sample = drawn.itemsets
+        pos, end = 0, len(sample)
         while pos < len(sample) and streak <= gamma:
-            fail = state.first_failure(sample, pos)
+            fail = state.first_failure(sample, drawn.supports, pos)
             if fail - pos > gamma - streak:  # gamma + 1 consecutive k-anonymous samples
+                end = pos + gamma + 1 - streak
                 streak = gamma + 1
                 break
             streak += fail - pos
@@ -391,20 +378,28 @@ def _sampled_level(state, l, gamma, rng, method):
             fixed, made = state.fix(sample[fail])
             merges += made
             if not fixed:
-                ok = False
+                ok, end = False, fail + 1
                 break
             streak, pos = 1, fail + 1  # S := {s}
+        draws.append(sample[:end])
+        supports.append(drawn.supports[:end])
         if not ok:
             break
-    return np.concatenate(draws) if draws else np.empty((0, l), np.int32), merges, ok
+    if not draws:
+        return np.empty((0, l), np.int32), np.empty(0, np.int64), merges, ok
+    return np.concatenate(draws), np.concatenate(supports), merges, ok
 
 
 def _exact_level(state, l, rng):
-    itemsets, _ = enumerate_itemsets(state.data, l)
-    itemsets = itemsets[rng.permutation(len(itemsets))]
+    """Every distinct l-itemset with support < k (the others pass whatever the partition), in
+    a random order, merged until it passes: (those itemsets, supports, merges, ok, all distinct)."""
+    found = enumerate_distinct(state.data, l, max_support=state.k - 1)
+    itemsets, supports = found.itemsets, found.supports
+    order = rng.permutation(len(itemsets))
+    itemsets, supports = itemsets[order], supports[order]
     merges, ok, pos = 0, True, 0
     while pos < len(itemsets):
-        fail = state.first_failure(itemsets, pos)
+        fail = state.first_failure(itemsets, supports, pos)
         if fail == len(itemsets):
             break
         fixed, made = state.fix(itemsets[fail])
@@ -413,32 +408,35 @@ def _exact_level(state, l, rng):
             ok = False
             break
         pos = fail + 1
-    return itemsets, merges, ok
+    return itemsets, supports, merges, ok, found.n_distinct
 
 
-def _run(data, constraints, align, k, m, sigma, exact_upto, seed, method):
+def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method):
     rng = np.random.default_rng(seed)
-    state = _State(data, constraints, align, k)
+    state = _State(data, constraints, align, k, m, pairs)
     gamma = sample_size(sigma).gamma
     biggest = int(data.record_sizes.max())
     raw = []
     for l in range(1, m + 1):
         if l > biggest:
-            raw.append((l, "empty", None, None, 0, True))
+            raw.append((l, "empty", None, None, None, 0, 0, True))
             continue
         if gamma is None or l <= exact_upto:
-            checked, merges, ok = _exact_level(state, l, rng)
-            raw.append((l, "exact", None, checked, merges, ok))
+            checked, supports, merges, ok, total = _exact_level(state, l, rng)
+            raw.append((l, "exact", None, checked, supports, total, merges, ok))
         else:
-            checked, merges, ok = _sampled_level(state, l, gamma, rng, method)
-            raw.append((l, "sampled", gamma, checked, merges, ok))
+            checked, supports, merges, ok = _sampled_level(state, l, gamma, rng, method, pairs)
+            raw.append((l, "sampled", gamma, checked, supports, len(checked), merges, ok))
     levels = []
-    for l, how, g, checked, merges, ok in raw:
-        if checked is None or len(checked) == 0:
+    for l, how, g, checked, supports, total, merges, ok in raw:
+        if total == 0:
             levels.append(LevelReport(l, how, g, 0, merges, 1.0, ok))
             continue
-        passed = state.count_anonymous(checked)
-        levels.append(LevelReport(l, how, g, len(checked), merges, passed / len(checked), ok))
+        # a satisfied level: every itemset examined passed or was merged until it did, and later
+        # merges never lower a support, so all pass under the final partition; an exact level
+        # examined only the itemsets of support < k, the others pass
+        failed = len(checked) - state.count_anonymous(checked, supports) if not ok else 0
+        levels.append(LevelReport(l, how, g, total, merges, 1.0 - failed / total, ok))
     _, labels = np.unique(state.part, return_inverse=True)
     err = partition_error(labels, state.occ, constraints)
     return labels.astype(np.int64), err, tuple(levels), tuple(state.merges)
@@ -450,14 +448,38 @@ def _check_m(m) -> int:
     return int(m)
 
 
+_SHARED = None  # the arguments of the runs, inherited by forked workers instead of pickled
+
+
+def _shared_run(seed, method):
+    return _run(*_SHARED, seed, method)
+
+
+def _parallel_runs(args, seeds, method, workers):
+    """The runs in ``workers`` processes. Forked workers share the data (copy-on-write);
+    elsewhere the arguments are pickled to every task."""
+    global _SHARED
+    if "fork" in multiprocessing.get_all_start_methods():
+        _SHARED = args
+        try:
+            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                return list(pool.map(_shared_run, seeds, [method] * len(seeds)))
+        finally:
+            _SHARED = None
+    with ProcessPoolExecutor(workers) as pool:
+        return [f.result() for f in [pool.submit(_run, *args, s, method) for s in seeds]]
+
+
 def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints | None = None,
               runs: int = 1, exact_upto: int = 0, method: str = "rejection", random_state=None,
-              n_jobs: int | None = None) -> Generalization:
+              n_jobs: int | None = None, pair_budget: int = DEFAULT_BUDGET) -> Generalization:
     """sigma-k^m-anonymity by A^(r) (Algorithm 2, Section V-B), see the module docstring.
 
     ``constraints`` None permits any partition (err = NCP). ``exact_upto`` = L enumerates every
     l-itemset for l <= L (sigma = 1 there; sigma = 1 enumerates every level). ``runs`` = r runs,
-    in up to ``n_jobs`` processes (default: min(r, CPUs)) when r > 1.
+    in up to ``n_jobs`` processes (default: min(r, CPUs)) when r > 1. ``pair_budget`` bounds the
+    record lists of the pair index that speeds up sampling (:mod:`.pairs`; 4 bytes per entry,
+    shared by the runs); 0 turns the index off.
     """
     if not isinstance(data, SetData):
         raise ParameterError("data must be a SetData (see probanon.setvalued.load_records)")
@@ -472,14 +494,15 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     align = align_items(data, constraints)
     rng = check_random_state(random_state)
     seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
-    args = (data, constraints, align, k, m, sigma, int(exact_upto))
+    if isinstance(pair_budget, (bool, np.bool_)) or not isinstance(pair_budget, numbers.Integral) or pair_budget < 0:
+        raise ParameterError(f"pair_budget must be an integer >= 0, got {pair_budget!r}")
+    pairs = build_pair_index(data, int(pair_budget)) if pair_budget and exact_upto < m and sigma < 1 else None
+    args = (data, constraints, align, k, m, sigma, int(exact_upto), pairs)
     if runs == 1:
         results = [_run(*args, seeds[0], method)]
     else:
         workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
-        with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
-            futures = [pool.submit(_run, *args, s, method) for s in seeds]
-            results = [f.result() for f in futures]
+        results = _parallel_runs(args, seeds, method, max(1, workers))
     errors = [r[1] for r in results]
     best = int(np.argmin(errors))  # first of the least-error runs
     labels, err, levels, merges = results[best]

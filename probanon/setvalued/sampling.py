@@ -9,9 +9,13 @@ adversary's knowledge B_l is uniform over it. Both samplers use the proposal
 i.e. a record drawn with probability proportional to C(|D_u|, l), then a uniform
 l-subset of it. Then
 
-* ``"rejection"`` (exact): accept x with probability 1/supp(x); accepted draws are
-  i.i.d. uniform on Omega^l since Q(x)/supp(x) = 1/Z is constant. The test
-  U * supp(x) < 1 needs supp only up to ceil(1/U), so the intersection exits early.
+* ``"rejection"`` (exact): accept the proposal (u, x) iff u is the first record (lowest
+  index) containing x. Every pair (u, x) with x ⊆ D_u is proposed with probability 1/Z and
+  exactly one of them per x is accepted, so accepted draws are i.i.d. uniform on Omega^l
+  (acceptance |Omega^l| / Z). A rejection stops at the first supporter below u, which
+  for a frequent x is found after a few steps of the intersection; an accepted x has its
+  support counted by the same walk. For l = 2 with a pair index the distinct pairs are
+  known and drawn directly.
 * ``"mcmc"``: the independence Metropolis-Hastings chain of Algorithm 1 with target
   pi uniform: move S -> C with probability min(1, pi(C)Q(S) / (pi(S)Q(C)))
   = min(1, supp(S)/supp(C)). (Algorithm 1 proposes a uniform record, giving
@@ -22,7 +26,6 @@ l-subset of it. Then
 
 from __future__ import annotations
 
-import itertools
 import math
 from dataclasses import dataclass
 
@@ -33,7 +36,7 @@ from scipy.special import comb
 from .._validation import check_random_state
 from ..errors import InputError, ParameterError
 from .data import SetData
-from .support import intersection_count
+from .pairs import PairIndex, count_unless_below, itemset_count, no_pair_index
 
 METHODS = ("rejection", "mcmc")
 _CHUNK = 1 << 16  # proposals drawn per kernel call
@@ -58,55 +61,80 @@ class ItemsetSample:
     geweke_z: float
 
 
-@numba.njit(cache=True, nogil=True)
-def _propose(record_indptr, record_items, cumw, l, u, pos, out):
-    """Write into ``out`` an l-subset of a record drawn with probability ∝ C(|D_u|, l).
+@dataclass(frozen=True)
+class Proposal:
+    """The proposal of level l in O(1) per draw: a record size s with probability
+    N_s C(s, l) / Z (``cum`` over the distinct ``sizes``), then a uniform record among the N_s
+    of that size (``by_size[start[j]:start[j + 1]]``), so record u has probability C(|D_u|, l) / Z."""
 
-    ``u`` holds l + 1 uniforms: u[0] picks the record, u[1..l] a partial Fisher-Yates shuffle.
+    sizes: np.ndarray
+    cum: np.ndarray
+    start: np.ndarray
+    by_size: np.ndarray
+    total: float
+
+    def arrays(self):
+        return self.sizes, self.cum, self.start, self.by_size
+
+
+def proposal(data: SetData, l: int) -> Proposal:
+    """The :class:`Proposal` of level l (records with fewer than l items have weight 0)."""
+    record_sizes = data.record_sizes
+    by_size = np.argsort(record_sizes, kind="stable").astype(np.int32)
+    sizes, counts = np.unique(record_sizes, return_counts=True)
+    start = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(counts, out=start[1:])
+    cum = np.cumsum(counts * comb(sizes, l, exact=False))
+    return Proposal(sizes.astype(np.int64), cum, start, by_size, float(cum[-1]))
+
+
+@numba.njit(cache=True, nogil=True)
+def _propose(record_indptr, record_items, prop, l, u, out):
+    """Write into ``out`` an l-subset of a record drawn with probability ∝ C(|D_u|, l); return
+    the record. ``u`` holds l + 2 uniforms: u[0] picks the size, u[1] the record, u[2..] the
+    subset (Floyd's algorithm: uniform over the C(s, l) subsets in O(l^2)).
     """
-    r = np.searchsorted(cumw, u[0] * cumw[-1], side="right")
-    if r >= len(cumw):  # u[0] * total rounded up to total: take the last record of positive weight
-        r = len(cumw) - 1
-        while r > 0 and cumw[r] == cumw[r - 1]:
-            r -= 1
-    start = record_indptr[r]
-    s = record_indptr[r + 1] - start
-    for j in range(s):
-        pos[j] = j
-    for j in range(l):
-        t = j + int(u[1 + j] * (s - j))
-        if t >= s:
-            t = s - 1
-        tmp = pos[j]
-        pos[j] = pos[t]
-        pos[t] = tmp
-    chosen = np.sort(pos[:l])
-    for j in range(l):
-        out[j] = record_items[start + chosen[j]]
+    sizes, cum, start, by_size = prop
+    j = np.searchsorted(cum, u[0] * cum[-1], side="right")
+    if j >= len(cum):  # u[0] * total rounded up to total: the last size of positive weight
+        j = len(cum) - 1
+        while j > 0 and cum[j] == cum[j - 1]:
+            j -= 1
+    n_j = start[j + 1] - start[j]
+    r = by_size[start[j] + min(int(u[1] * n_j), n_j - 1)]
+    base = record_indptr[r]
+    s = sizes[j]
+    for n in range(l):  # Floyd: add a uniform index of 0..t, or t itself if taken
+        t = s - l + n
+        x = min(int(u[2 + n] * (t + 1)), t)
+        for q in range(n):
+            if out[q] == x:
+                x = t
+                break
+        out[n] = x
+    out.sort()
+    for q in range(l):
+        out[q] = record_items[base + out[q]]
+    return r
 
 
 @numba.njit(cache=True, nogil=True)
-def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, cumw, l, U,
+def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, U,
                       out_items, out_supp, n_done):
-    """Run the proposals in U (rows of l + 2 uniforms); accept x iff U_acc * supp(x) < 1.
-
-    Fills out_items/out_supp from row n_done on; returns (new number of samples, rows used).
+    """Run the proposals in U (rows of l + 2 uniforms); accept (u, x) iff no record before u
+    contains x. Fills out_items/out_supp from row n_done on; returns (new number of samples,
+    rows used).
     """
-    pos = np.empty(int(np.max(record_indptr[1:] - record_indptr[:-1])), dtype=np.int64)
     cand = np.empty(l, dtype=np.int32)
     n = n_done
-    cap_max = 1 << 62
     used = 0
     for b in range(U.shape[0]):
         if n >= out_items.shape[0]:
             break
         used += 1
-        _propose(record_indptr, record_items, cumw, l, U[b], pos, cand)
-        ua = U[b, l + 1]
-        inv = 1.0 / ua if ua > 0.0 else 4.0e18
-        cap = cap_max if inv >= 4.0e18 else np.int64(math.ceil(inv))
-        supp = intersection_count(item_indptr, item_records, cand, cap)
-        if supp < cap:  # supp < ceil(1/U)  <=>  U * supp < 1
+        r = _propose(record_indptr, record_items, prop, l, U[b], cand)
+        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, r, 0)
+        if supp >= 0:
             for j in range(l):
                 out_items[n, j] = cand[j]
             out_supp[n] = supp
@@ -115,23 +143,22 @@ def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, cu
 
 
 @numba.njit(cache=True, nogil=True)
-def _mcmc_kernel(record_indptr, record_items, item_indptr, item_records, cumw, l, U,
+def _mcmc_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, U,
                  state, state_supp, thin, phase, out_items, out_supp, n_done, trace):
-    """Run the chain for the proposals in U (rows of l + 2 uniforms) from ``state``.
+    """Run the chain for the proposals in U (rows of l + 3 uniforms) from ``state``.
 
     Move S -> C with probability min(1, supp(S)/supp(C)). trace[t] is supp of the
     state after step t; every ``thin``-th step (counted by ``phase``) the state is
     stored in out_items/out_supp from row n_done on. Returns
     (state supp, accepted moves, new n_done, new phase); ``state`` is updated in place.
     """
-    pos = np.empty(int(np.max(record_indptr[1:] - record_indptr[:-1])), dtype=np.int64)
     cand = np.empty(l, dtype=np.int32)
     accepted = 0
     n = n_done
     for t in range(U.shape[0]):
-        _propose(record_indptr, record_items, cumw, l, U[t], pos, cand)
-        supp = intersection_count(item_indptr, item_records, cand, 0)
-        if U[t, l + 1] * supp < state_supp:  # U < supp(S)/supp(C)
+        _propose(record_indptr, record_items, prop, l, U[t], cand)
+        supp = itemset_count(record_indptr, record_items, item_indptr, item_records, pairs, cand, 0)
+        if U[t, l + 2] * supp < state_supp:  # U < supp(S)/supp(C)
             for j in range(l):
                 state[j] = cand[j]
             state_supp = supp
@@ -183,18 +210,16 @@ def check_level(l, data: SetData) -> int:
     return int(l)
 
 
-def proposal_weights(data: SetData, l: int) -> np.ndarray:
-    """Cumulative proposal weights sum_{v <= u} C(|D_v|, l) (float64)."""
-    return np.cumsum(comb(data.record_sizes, l, exact=False))
-
-
 def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "rejection",
-                    random_state=None, thin: int = 1, max_burn_in: int | None = None) -> ItemsetSample:
+                    random_state=None, thin: int = 1, max_burn_in: int | None = None,
+                    pairs: PairIndex | None = None, prop: Proposal | None = None) -> ItemsetSample:
     """Draw ``n_samples`` l-itemsets uniformly from the distinct l-itemsets of ``data``.
 
     ``method="rejection"`` gives i.i.d. exact samples; ``"mcmc"`` runs Algorithm 1 with
     Geweke burn-in (at most ``max_burn_in`` steps, default 20 |D|; an
     :class:`InputError` if it does not converge) and keeps every ``thin``-th state.
+    ``pairs`` (:func:`.pairs.build_pair_index` of ``data``) speeds up the supports;
+    ``prop`` may pass :func:`proposal` ``(data, l)`` computed once for many calls.
     """
     l = check_level(l, data)
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
@@ -204,14 +229,19 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
     if isinstance(thin, bool) or not isinstance(thin, (int, np.integer)) or thin < 1:
         raise ParameterError(f"thin must be a positive integer, got {thin!r}")
     rng = check_random_state(random_state)
-    cumw = proposal_weights(data, l)
+    prop = proposal(data, l) if prop is None else prop
     out_items = np.empty((int(n_samples), l), dtype=np.int32)
     out_supp = np.empty(int(n_samples), dtype=np.int64)
-    args = (data.record_indptr, data.record_items, data.item_indptr, data.item_records, cumw, l)
+    pair_arrays = no_pair_index() if pairs is None else pairs.arrays()
+    args = (data.record_indptr, data.record_items, data.item_indptr, data.item_records, pair_arrays,
+            prop.arrays(), l)
     if method == "rejection":
+        if l == 2 and pairs is not None:
+            return _distinct_pairs(pairs, int(n_samples), rng)
         n, proposals = 0, 0
-        while n < n_samples:
-            U = rng.random((_CHUNK, l + 2))
+        while n < n_samples:  # proposals per call: about twice the expected need, at most _CHUNK
+            rate = n / proposals if n else data.n_records / max(prop.total, 1.0)
+            U = rng.random((int(min(_CHUNK, max(256, 2 * (n_samples - n) / max(rate, 1e-9)))), l + 2))
             n, used = _rejection_kernel(*args, U, out_items, out_supp, n)
             proposals += used
         return ItemsetSample(out_items, out_supp, l, method, proposals, n_samples / proposals, 0, math.nan)
@@ -219,12 +249,21 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
                  out_items, out_supp)
 
 
+def _distinct_pairs(pairs: PairIndex, n_samples: int, rng) -> ItemsetSample:
+    """i.i.d. uniform draws from the distinct pairs, all known to the pair index."""
+    a, b = np.nonzero(np.triu(pairs.counts, 1))
+    pick = rng.integers(0, len(a), size=n_samples)
+    items = np.column_stack([a[pick], b[pick]]).astype(np.int32)
+    return ItemsetSample(items, pairs.counts[a[pick], b[pick]].astype(np.int64), 2, "rejection",
+                         n_samples, 1.0, 0, math.nan)
+
+
 def _mcmc(args, l, n_samples, rng, thin, max_burn_in, n_records, out_items, out_supp) -> ItemsetSample:
     state = np.empty(l, dtype=np.int32)
     none_items = np.empty((0, l), dtype=np.int32)
     none_supp = np.empty(0, dtype=np.int64)
     # arbitrary start in Omega^l: the first proposal (always accepted: state_supp = inf)
-    U = rng.random((1, l + 2))
+    U = rng.random((1, l + 3))
     trace1 = np.empty(1, dtype=np.int64)
     state_supp, _, _, _ = _mcmc_kernel(*args, U, state, np.int64(1 << 62), 1, 0, none_items, none_supp, 0, trace1)
     limit = 20 * n_records if max_burn_in is None else int(max_burn_in)
@@ -233,7 +272,7 @@ def _mcmc(args, l, n_samples, rng, thin, max_burn_in, n_records, out_items, out_
     block = max(200, min(n_records, 10_000))
     z = math.inf
     while True:
-        U = rng.random((block, l + 2))
+        U = rng.random((block, l + 3))
         tr = np.empty(block, dtype=np.int64)
         state_supp, acc, _, _ = _mcmc_kernel(*args, U, state, state_supp, 1, 0, none_items, none_supp, 0, tr)
         trace = np.concatenate([trace, tr])
@@ -249,22 +288,10 @@ def _mcmc(args, l, n_samples, rng, thin, max_burn_in, n_records, out_items, out_
     n, phase = 0, 0
     while n < n_samples:
         rows = min(_CHUNK, (n_samples - n) * thin - phase)
-        U = rng.random((rows, l + 2))
+        U = rng.random((rows, l + 3))
         tr = np.empty(rows, dtype=np.int64)
         state_supp, acc, n, phase = _mcmc_kernel(*args, U, state, state_supp, thin, phase,
                                                  out_items, out_supp, n, tr)
         steps += rows
         accepted += acc
     return ItemsetSample(out_items, out_supp, l, "mcmc", steps, accepted / steps, burn_in, float(z))
-
-
-def enumerate_itemsets(data: SetData, l: int):
-    """All distinct l-itemsets of ``data`` (rows of sorted item codes, lexicographic) and
-    their supports, by explicit enumeration of every record's l-subsets (small data only)."""
-    l = check_level(l, data)
-    counts: dict = {}
-    for u in range(data.n_records):
-        for x in itertools.combinations(data.record(u).tolist(), l):
-            counts[x] = counts.get(x, 0) + 1
-    keys = sorted(counts)
-    return np.asarray(keys, dtype=np.int32).reshape(len(keys), l), np.asarray([counts[x] for x in keys], dtype=np.int64)

@@ -55,9 +55,9 @@ def part_index(data: SetData, partition) -> PartIndex:
     """
     part = check_partition(partition, data.n_items)
     n_parts = int(part.max()) + 1 if len(part) else 0
-    entry_part = np.repeat(part.astype(np.int64), data.item_counts)
-    key = np.unique(entry_part * data.n_records + data.item_records)
-    del entry_part
+    key = np.repeat(part.astype(np.int64), data.item_counts) * data.n_records + data.item_records
+    key.sort()
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
     records = (key % data.n_records).astype(np.int32)
     indptr = np.zeros(n_parts + 1, dtype=np.int64)
     np.cumsum(np.bincount(key // data.n_records, minlength=n_parts), out=indptr[1:])
@@ -105,6 +105,14 @@ def intersection_count(indptr, values, rows, k):
 def span_intersection_count(first, last, values, rows, k):
     """:func:`intersection_count` with list r stored at ``values[first[r]:last[r]]`` (lists need
     not be contiguous nor in order: an arena, as the incremental index of Algorithm 2 keeps)."""
+    return span_count_unless_below(first, last, values, rows, -1, k)
+
+
+@numba.njit(cache=True, nogil=True)
+def span_count_unless_below(first, last, values, rows, u, k):
+    """-1 if the intersection of the lists holds a value < ``u``; otherwise its size, or
+    min(size, k) when k > 0 (u = -1: a plain count). Candidates are visited in increasing
+    order, so the test stops at the first common value."""
     l = len(rows)
     if l == 0:
         return 0
@@ -132,6 +140,8 @@ def span_intersection_count(first, last, values, rows, k):
                 ok = False
                 break
         if ok:
+            if x < u:
+                return -1
             count += 1
             if k > 0 and count >= k:
                 return count
