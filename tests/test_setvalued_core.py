@@ -27,6 +27,7 @@ from probanon.setvalued import (
     uniqueness_from_supports,
     uniqueness_sample_size,
 )
+from probanon.setvalued.data import by_decreasing_size, size_limits
 from probanon.setvalued.enumeration import enumerate_distinct
 from probanon.setvalued.pairs import build_pair_index, itemset_count, no_pair_index
 
@@ -169,13 +170,17 @@ def test_bad_partitions_and_itemsets():
 
 # ---------------------------------------------------------------- sampling (item 3)
 
-@pytest.mark.parametrize("method,l,thin,budget", [
-    ("rejection", 2, 1, None), ("rejection", 3, 1, None), ("mcmc", 2, 3, None),
-    ("rejection", 2, 1, 40), ("rejection", 3, 1, 40), ("rejection", 4, 1, 40), ("mcmc", 3, 3, 40)])
-def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin, budget):
-    """budget: with a pair index whose lists hold only the rarer pairs (both counting paths)."""
+@pytest.mark.parametrize("method,l,thin,budget,by_size", [
+    ("rejection", 2, 1, None, False), ("rejection", 3, 1, None, False), ("mcmc", 2, 3, None, False),
+    ("rejection", 2, 1, 40, False), ("rejection", 3, 1, 40, False), ("rejection", 4, 1, 40, False),
+    ("mcmc", 3, 3, 40, False), ("rejection", 3, 1, None, True), ("rejection", 3, 1, 40, True)])
+def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin, budget, by_size):
+    """budget: with a pair index whose lists hold only the rarer pairs (both counting paths);
+    by_size: records renumbered by decreasing size (the walks stop at the size limits)."""
     recs = random_records(5, n=30, m=8, max_size=5)
     d = from_iterables(recs)
+    if by_size:
+        d = by_decreasing_size(d)
     X, supp = enumerate_itemsets(d, l)
     assert supp.max() >= 4  # the proposal is far from uniform: proportional to the support
     pairs = None if budget is None else build_pair_index(d, budget=budget)
@@ -190,6 +195,21 @@ def test_samplers_are_uniform_over_distinct_itemsets(method, l, thin, budget):
     # the uncorrected proposal (weight ∝ support) is rejected by the same test
     expected = supp / supp.sum() * counts.sum()
     assert chisquare(counts, expected).pvalue < 1e-6
+
+
+def test_records_by_decreasing_size():
+    recs = random_records(4, n=50, m=10, max_size=6)
+    d = from_iterables(recs)
+    s = by_decreasing_size(d)
+    sizes = s.record_sizes
+    assert (np.diff(sizes) <= 0).all() and sorted(sizes.tolist()) == sorted(d.record_sizes.tolist())
+    assert sorted(tuple(s.record(u).tolist()) for u in range(s.n_records)) == \
+        sorted(tuple(d.record(u).tolist()) for u in range(d.n_records))
+    for i in range(s.n_items):  # item lists: sorted, and exactly the records holding the item
+        assert s.records_of(i).tolist() == [u for u in range(s.n_records) if i in s.record(u)]
+    limits = size_limits(s)
+    assert limits.tolist() == [int((sizes >= j).sum()) for j in range(sizes.max() + 2)]
+    assert (size_limits(d) == d.n_records).all()  # unsorted: no limit
 
 
 def test_pair_index_counts_match_the_item_lists():

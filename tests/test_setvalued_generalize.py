@@ -261,3 +261,18 @@ def test_pass_cache_is_an_exact_set_of_part_tuples():
         cache.size += added
         seen.add(key)
         assert cache.size == len(seen) and 2 * cache.size <= len(cache.lens)
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_results_for_smaller_m_equal_separate_runs(cdr_dir, runs):
+    data = read_fimi(cdr_dir / "records.txt")
+    c = constraints_from_coordinates(cdr_dir / "towers.csv")
+    both = anonymize(data, 10, 3, 0.95, c, runs=runs, random_state=3, also_m=(2,))
+    alone = anonymize(data, 10, 2, 0.95, c, runs=runs, random_state=3)
+    early = both.earlier[2]
+    assert early.m == 2 and early.err == alone.err and early.seed == alone.seed
+    np.testing.assert_array_equal(early.partition, alone.partition)
+    assert early.levels == alone.levels and early.run_errors == alone.run_errors
+    assert both.n_parts <= early.n_parts  # later levels only merge
+    with pytest.raises(ParameterError):
+        anonymize(data, 10, 2, 0.95, c, also_m=(2,))

@@ -59,10 +59,10 @@ def cmd_anonymize(args) -> int:
         raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
     data = load_records(args.input)
     constraints = _load_constraints(args, data)
-    with tqdm(total=1, desc="anonymize", file=sys.stderr, disable=args.quiet) as bar:
+    with tqdm(total=args.runs * args.m, desc="anonymize", unit="level", file=sys.stderr,
+              disable=args.quiet) as bar:
         result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
-                           exact_upto=args.exact_upto, random_state=args.seed)
-        bar.update(1)
+                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar.update)
     if not result.satisfied:
         bad = next(lv.l for lv in result.levels if not lv.satisfied)
         raise InputError(f"the constraints permit no merge that makes every {bad}-itemset "

@@ -121,6 +121,37 @@ def from_pairs(record_codes, item_codes, item_labels, record_labels=None) -> Set
                    np.asarray(item_labels), None if record_labels is None else np.asarray(record_labels))
 
 
+def size_limits(data: SetData) -> np.ndarray:
+    """limit[j] for j = 0..max size + 1: records u >= limit[j] have fewer than j items, so no
+    j-itemset (nor a generalized itemset of j parts) can be among them. Informative when the
+    records are sorted by decreasing size (:func:`by_decreasing_size`), else limit[j] = n."""
+    sizes = data.record_sizes
+    n_max = int(sizes.max()) if len(sizes) else 0
+    if len(sizes) > 1 and (np.diff(sizes) > 0).any():
+        return np.full(n_max + 2, data.n_records, dtype=np.int64)
+    return np.searchsorted(-sizes, -np.arange(n_max + 2), side="right").astype(np.int64)
+
+
+def by_decreasing_size(data: SetData) -> SetData:
+    """The same records renumbered by decreasing size (stable), so that intersections of
+    record lists meet the large records, the likeliest supporters, first and may stop at
+    :func:`size_limits`. Record labels follow the records."""
+    sizes = data.record_sizes
+    if len(sizes) < 2 or not (np.diff(sizes) > 0).any():
+        return data
+    order = np.argsort(-sizes, kind="stable")
+    new_sizes = sizes[order]
+    indptr = np.zeros(len(sizes) + 1, dtype=np.int64)
+    np.cumsum(new_sizes, out=indptr[1:])
+    take = np.repeat(data.record_indptr[:-1][order] - indptr[:-1], new_sizes) + np.arange(indptr[-1])
+    items = data.record_items[take]
+    del take
+    rec = np.repeat(np.arange(len(sizes), dtype=np.int32), new_sizes)
+    item_indptr, item_records = _transpose(rec, items, data.n_items)
+    labels = None if data.record_labels is None else data.record_labels[order]
+    return SetData(indptr, items, item_indptr, item_records, data.item_labels, labels)
+
+
 @numba.njit(cache=True)
 def _sorted_distinct(records, items):
     """True when the pairs are strictly increasing in (record, item)."""

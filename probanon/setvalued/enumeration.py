@@ -66,7 +66,8 @@ def _children(rec_indptr, rec_items, tids, last, counter, touched, lists):
 
 
 @numba.njit(cache=True, nogil=True)
-def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support):
+def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support, roots):
+    """The l-itemsets whose first (smallest) item is one of ``roots`` (sorted)."""
     m = len(item_indptr) - 1
     counter = np.zeros(m, dtype=np.int64)
     touched = np.empty(m, dtype=np.int32)
@@ -78,8 +79,8 @@ def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support)
     cs_stack = List()
     ptr_stack = List()
     buf_stack = List()
-    cs_stack.append(np.arange(m).astype(np.int32))
-    ptr_stack.append(item_indptr.copy())
+    cs_stack.append(roots)
+    ptr_stack.append(item_indptr)  # unused at the root: its lists are the item lists
     buf_stack.append(item_records)
     pos = np.zeros(l, dtype=np.int64)
     while len(cs_stack) > 0:
@@ -92,10 +93,11 @@ def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support)
             continue
         i = pos[d]
         pos[d] += 1
-        if ptr[i + 1] == ptr[i]:
+        lo, hi = (item_indptr[cs[i]], item_indptr[cs[i] + 1]) if d == 0 else (ptr[i], ptr[i + 1])
+        if hi == lo:
             continue
         prefix[d] = cs[i]
-        tids = buf[ptr[i]:ptr[i + 1]]
+        tids = buf[lo:hi]
         if d + 1 < l:
             ccs, cptr, cbuf = _children(rec_indptr, rec_items, tids, cs[i], counter, touched, d + 2 < l)
             if d + 2 < l:
@@ -108,7 +110,7 @@ def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support)
             supp = cptr[1:] - cptr[:-1]
         else:  # l == 1
             emit = cs[i:i + 1]
-            supp = ptr[i + 1:i + 2] - ptr[i:i + 1]
+            supp = np.full(1, hi - lo, dtype=np.int64)
         for j in range(len(emit)):
             total += 1
             if max_support >= 0 and supp[j] > max_support:
@@ -127,12 +129,14 @@ def _enumerate(rec_indptr, rec_items, item_indptr, item_records, l, max_support)
     return out[:n].copy(), out_s[:n].copy(), total
 
 
-def enumerate_distinct(data: SetData, l: int, max_support: int | None = None) -> Enumeration:
-    """All distinct l-itemsets of ``data`` and their supports (see the module docstring)."""
+def enumerate_distinct(data: SetData, l: int, max_support: int | None = None, first=None) -> Enumeration:
+    """All distinct l-itemsets of ``data`` and their supports (see the module docstring);
+    with ``first`` (item codes) only those whose smallest item is one of them."""
     l = check_level(l, data)
     cap = -1 if max_support is None else int(max_support)
+    roots = np.arange(data.n_items, dtype=np.int32) if first is None else np.unique(np.asarray(first, dtype=np.int32))
     items, supports, total = _enumerate(data.record_indptr, data.record_items, data.item_indptr,
-                                        data.item_records, l, cap)
+                                        data.item_records, l, cap, roots)
     return Enumeration(items, supports, int(total))
 
 

@@ -15,8 +15,9 @@ distinct parts P met by s. Three ways to decide "supp >= k", cheapest first:
 
 ``ctx`` bundles the arrays: (first, last, records, part_of_item) of the incremental part
 index, ``n_data`` (items of the data per part), (record_indptr, record_items) of the data,
-the pair index arrays, and the scratch arrays ``mark``/``seen`` (one per part) with the
-counters ``tick``.
+the pair index arrays, the scratch arrays ``mark``/``seen`` (one per part) with the
+counters ``tick``, and the record limits of :func:`.data.size_limits` (a record meeting n
+parts has at least n items; with the records sorted by decreasing size the walks stop early).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import numpy as np
 from .pairs import _contains
 from .passcache import contains as cache_contains
 from .passcache import insert as cache_insert
-from .support import span_intersection_count
+from .support import span_count_unless_below
 
 
 @numba.njit(cache=True, nogil=True)
@@ -51,7 +52,8 @@ def parts_of(part_of_item, items, buf):
 @numba.njit(cache=True, nogil=True)
 def _candidates_pass(ctx, n, buf, singles, ns, s, k):
     """Way 2: count supporters among the records of pair list ``s`` (early exit at k)."""
-    _, _, _, part_of_item, n_data, rec_indptr, rec_items, pairs, mark, seen, tick = ctx
+    _, _, _, part_of_item, n_data, rec_indptr, rec_items, pairs, mark, seen, tick, limits = ctx
+    limit = limits[min(n, len(limits) - 1)]
     list_indptr, plist = pairs[2], pairs[3]
     tick[0] += 1
     q = tick[0]
@@ -63,6 +65,8 @@ def _candidates_pass(ctx, n, buf, singles, ns, s, k):
     count = 0
     for t in range(list_indptr[s], list_indptr[s + 1]):
         v = plist[t]
+        if v >= limit:
+            return False
         lo, hi = rec_indptr[v], rec_indptr[v + 1]
         if not _contains(rec_items, lo, hi, singles[:ns]):
             continue
@@ -88,7 +92,7 @@ def _candidates_pass(ctx, n, buf, singles, ns, s, k):
 @numba.njit(cache=True, nogil=True)
 def passes(ctx, items, supp, k, buf, singles):
     """supp({R(i) : i in items}) >= k; ``supp`` = supp(items) in the data, or -1 if unknown."""
-    first, last, records, part_of_item, n_data, _, _, pairs, _, _, _ = ctx
+    first, last, records, part_of_item, n_data, _, _, pairs, _, _, _, limits = ctx
     n = parts_of(part_of_item, items, buf)
     ns = 0
     for j in range(items.shape[0]):  # items are sorted, so are the singles
@@ -110,7 +114,8 @@ def passes(ctx, items, supp, k, buf, singles):
             return False
         if s >= 0:
             return _candidates_pass(ctx, n, buf, singles, ns, s, k)
-    return span_intersection_count(first, last, records, buf[:n], k) >= k
+    limit = limits[min(n, len(limits) - 1)]  # a supporter has at least n items
+    return span_count_unless_below(first, last, records, buf[:n], -1, k, limit) >= k
 
 
 @numba.njit(cache=True, nogil=True)

@@ -39,8 +39,8 @@ from __future__ import annotations
 import multiprocessing
 import numbers
 import os
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field, replace
 
 import numba
 import numpy as np
@@ -49,7 +49,7 @@ from .._validation import check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
 from . import gencheck
 from .constraints import GeneralizationConstraints, partition_error
-from .data import SetData
+from .data import SetData, by_decreasing_size, size_limits
 from .enumeration import enumerate_distinct
 from .pairs import DEFAULT_BUDGET, build_pair_index, no_pair_index
 from .passcache import PassCache
@@ -87,6 +87,7 @@ class Generalization:
     constraints' item universe ``items``; ``data_partition`` the part of each item code of the
     data. ``merges`` lists, in order, the items of every part created by a merge (for replay).
     ``run_errors`` are the errors of all r runs; ``seed`` the seed of the returned run.
+    ``earlier[m']`` is the result for a smaller m' asked for with ``also_m`` (same seeds).
     """
 
     items: np.ndarray
@@ -101,6 +102,7 @@ class Generalization:
     merges: tuple = field(repr=False)
     run_errors: tuple
     seed: int
+    earlier: dict = field(default_factory=dict, repr=False)
 
     @property
     def satisfied(self) -> bool:
@@ -243,7 +245,7 @@ class _State:
         self.cache = PassCache(m)
         self.pairs = no_pair_index() if pairs is None else pairs.arrays()
         self.scratch = (np.zeros(constraints.n_items, np.int64), np.zeros(constraints.n_items, np.int64),
-                        np.zeros(2, np.int64))
+                        np.zeros(2, np.int64), size_limits(data))
         n = constraints.n_items
         self.occ = np.bincount(align, weights=data.item_counts.astype(float), minlength=n)
         if self.occ.sum() <= 0:
@@ -391,42 +393,65 @@ def _sampled_level(state, l, gamma, rng, method, pairs):
 
 
 def _exact_level(state, l, rng):
-    """Every distinct l-itemset with support < k (the others pass whatever the partition), in
-    a random order, merged until it passes: (those itemsets, supports, merges, ok, all distinct)."""
-    found = enumerate_distinct(state.data, l, max_support=state.k - 1)
-    itemsets, supports = found.itemsets, found.supports
-    order = rng.permutation(len(itemsets))
-    itemsets, supports = itemsets[order], supports[order]
-    merges, ok, pos = 0, True, 0
-    while pos < len(itemsets):
-        fail = state.first_failure(itemsets, supports, pos)
-        if fail == len(itemsets):
-            break
-        fixed, made = state.fix(itemsets[fail])
-        merges += made
-        if not fixed:
-            ok = False
-            break
-        pos = fail + 1
-    return itemsets, supports, merges, ok, found.n_distinct
+    """Deterministic phase: every distinct l-itemset of support < k (the others pass whatever
+    the partition) is merged until it passes. The itemsets are enumerated by their smallest
+    item, the items taken in a random order and each item's itemsets shuffled, so that the
+    memory stays that of one item's itemsets. Returns (merges, ok, number of distinct itemsets)."""
+    merges, ok, total = 0, True, 0
+    for a in rng.permutation(state.data.n_items):
+        found = enumerate_distinct(state.data, l, max_support=state.k - 1, first=[a])
+        total += found.n_distinct
+        order = rng.permutation(len(found.supports))
+        itemsets, supports = found.itemsets[order], found.supports[order]
+        pos = 0
+        while pos < len(itemsets):
+            fail = state.first_failure(itemsets, supports, pos)
+            if fail == len(itemsets):
+                break
+            fixed, made = state.fix(itemsets[fail])
+            merges += made
+            if not fixed:
+                return merges, False, total
+            pos = fail + 1
+    return merges, ok, total
 
 
-def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method):
+def _exact_failures(state, l) -> int:
+    """Distinct l-itemsets that are not k-anonymous under the current partition (after an
+    unsatisfied level)."""
+    failed = 0
+    for a in range(state.data.n_items):
+        found = enumerate_distinct(state.data, l, max_support=state.k - 1, first=[a])
+        failed += len(found.supports) - state.count_anonymous(found.itemsets, found.supports)
+    return failed
+
+
+def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method, progress=None, also=()):
+    """One run of Algorithm 2: {m': (labels, err, levels, merges)} for m' = m and each m' in
+    ``also`` (the state after level m', which is what a run with m = m' and this seed returns)."""
     rng = np.random.default_rng(seed)
     state = _State(data, constraints, align, k, m, pairs)
     gamma = sample_size(sigma).gamma
     biggest = int(data.record_sizes.max())
-    raw = []
+    raw, out = [], {}
     for l in range(1, m + 1):
         if l > biggest:
             raw.append((l, "empty", None, None, None, 0, 0, True))
-            continue
-        if gamma is None or l <= exact_upto:
-            checked, supports, merges, ok, total = _exact_level(state, l, rng)
-            raw.append((l, "exact", None, checked, supports, total, merges, ok))
+        elif gamma is None or l <= exact_upto:
+            merges, ok, total = _exact_level(state, l, rng)
+            raw.append((l, "exact", None, None, None, total, merges, ok))
         else:
             checked, supports, merges, ok = _sampled_level(state, l, gamma, rng, method, pairs)
             raw.append((l, "sampled", gamma, checked, supports, len(checked), merges, ok))
+        if l == m or l in also:
+            out[l] = _snapshot(state, raw)
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def _snapshot(state, raw):
+    """(labels, err, level reports, merges) of the current partition."""
     levels = []
     for l, how, g, checked, supports, total, merges, ok in raw:
         if total == 0:
@@ -435,10 +460,15 @@ def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method)
         # a satisfied level: every itemset examined passed or was merged until it did, and later
         # merges never lower a support, so all pass under the final partition; an exact level
         # examined only the itemsets of support < k, the others pass
-        failed = len(checked) - state.count_anonymous(checked, supports) if not ok else 0
+        if ok:
+            failed = 0
+        elif how == "exact":
+            failed = _exact_failures(state, l)
+        else:
+            failed = len(checked) - state.count_anonymous(checked, supports)
         levels.append(LevelReport(l, how, g, total, merges, 1.0 - failed / total, ok))
     _, labels = np.unique(state.part, return_inverse=True)
-    err = partition_error(labels, state.occ, constraints)
+    err = partition_error(labels, state.occ, state.c)
     return labels.astype(np.int64), err, tuple(levels), tuple(state.merges)
 
 
@@ -451,35 +481,46 @@ def _check_m(m) -> int:
 _SHARED = None  # the arguments of the runs, inherited by forked workers instead of pickled
 
 
-def _shared_run(seed, method):
-    return _run(*_SHARED, seed, method)
+def _shared_run(seed, method, also):
+    return _run(*_SHARED, seed, method, None, also)
 
 
-def _parallel_runs(args, seeds, method, workers):
+def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
     """The runs in ``workers`` processes. Forked workers share the data (copy-on-write);
-    elsewhere the arguments are pickled to every task."""
+    elsewhere the arguments are pickled to every task. ``progress(m)`` after each run."""
     global _SHARED
-    if "fork" in multiprocessing.get_all_start_methods():
-        _SHARED = args
-        try:
-            with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-                return list(pool.map(_shared_run, seeds, [method] * len(seeds)))
-        finally:
-            _SHARED = None
-    with ProcessPoolExecutor(workers) as pool:
-        return [f.result() for f in [pool.submit(_run, *args, s, method) for s in seeds]]
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    _SHARED = args if fork else None
+    try:
+        context = multiprocessing.get_context("fork") if fork else None
+        with ProcessPoolExecutor(workers, mp_context=context) as pool:
+            futures = {(pool.submit(_shared_run, s, method, also) if fork
+                        else pool.submit(_run, *args, s, method, None, also)): j for j, s in enumerate(seeds)}
+            results = [None] * len(seeds)
+            for done in as_completed(futures):
+                results[futures[done]] = done.result()
+                if progress is not None:
+                    progress(args[4])
+            return results
+    finally:
+        _SHARED = None
 
 
 def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints | None = None,
               runs: int = 1, exact_upto: int = 0, method: str = "rejection", random_state=None,
-              n_jobs: int | None = None, pair_budget: int = DEFAULT_BUDGET) -> Generalization:
+              n_jobs: int | None = None, pair_budget: int = DEFAULT_BUDGET, progress=None,
+              also_m=()) -> Generalization:
     """sigma-k^m-anonymity by A^(r) (Algorithm 2, Section V-B), see the module docstring.
 
     ``constraints`` None permits any partition (err = NCP). ``exact_upto`` = L enumerates every
     l-itemset for l <= L (sigma = 1 there; sigma = 1 enumerates every level). ``runs`` = r runs,
     in up to ``n_jobs`` processes (default: min(r, CPUs)) when r > 1. ``pair_budget`` bounds the
     record lists of the pair index that speeds up sampling (:mod:`.pairs`; 4 bytes per entry,
-    shared by the runs); 0 turns the index off.
+    shared by the runs); 0 turns the index off. ``progress(n)``, if given, is called as levels
+    complete (n of the r * m in all; per level for one run, per finished run otherwise).
+    ``also_m`` (values 1 <= m' < m) adds, in ``result.earlier[m']``, the result for m' from the
+    same runs: each run's partition after level m', the best of the r kept (what this function
+    returns for m = m' and the same seed, at the cost of one run).
     """
     if not isinstance(data, SetData):
         raise ParameterError("data must be a SetData (see probanon.setvalued.load_records)")
@@ -492,19 +533,29 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     if constraints is None:
         constraints = complete_constraints(data.item_labels)
     align = align_items(data, constraints)
+    data = by_decreasing_size(data)  # same items, records renumbered: faster intersections
     rng = check_random_state(random_state)
     seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
     if isinstance(pair_budget, (bool, np.bool_)) or not isinstance(pair_budget, numbers.Integral) or pair_budget < 0:
         raise ParameterError(f"pair_budget must be an integer >= 0, got {pair_budget!r}")
+    also = tuple(sorted({_check_m(x) for x in also_m}))
+    if any(x >= m for x in also):
+        raise ParameterError(f"also_m must hold values below m = {m}, got {tuple(also_m)!r}")
     pairs = build_pair_index(data, int(pair_budget)) if pair_budget and exact_upto < m and sigma < 1 else None
     args = (data, constraints, align, k, m, sigma, int(exact_upto), pairs)
     if runs == 1:
-        results = [_run(*args, seeds[0], method)]
+        results = [_run(*args, seeds[0], method, progress, also)]
     else:
         workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
-        results = _parallel_runs(args, seeds, method, max(1, workers))
+        results = _parallel_runs(args, seeds, method, max(1, workers), progress, also)
+    found = {mm: _best(constraints, align, k, mm, sigma, [r[mm] for r in results], seeds) for mm in also}
+    return replace(_best(constraints, align, k, m, sigma, [r[m] for r in results], seeds), earlier=found)
+
+
+def _best(constraints, align, k, m, sigma, results, seeds) -> Generalization:
+    """A^(r): the first of the least-error runs."""
     errors = [r[1] for r in results]
-    best = int(np.argmin(errors))  # first of the least-error runs
+    best = int(np.argmin(errors))
     labels, err, levels, merges = results[best]
     return Generalization(constraints.items, labels, labels[align], float(err), int(labels.max()) + 1,
                           k, m, sigma, levels, merges, tuple(float(e) for e in errors), seeds[best])

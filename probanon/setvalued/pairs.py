@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from .data import SetData
-from .support import _gallop, span_count_unless_below
+from .support import NO_LIMIT, _gallop, span_count_unless_below
 
 DEFAULT_BUDGET = 1 << 27  # record entries in the pair lists (int32: 512 MiB)
 MAX_ITEMS = 4096  # the m x m matrices take 2 * 4 m^2 bytes (128 MiB at 4096 items)
@@ -127,19 +127,21 @@ def itemset_count(record_indptr, record_items, item_indptr, item_records, pairs,
 
     ``pairs`` = the arrays of a :class:`PairIndex` (or :func:`no_pair_index`).
     """
-    return count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, items, -1, cap)
+    return count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, items, -1, cap,
+                              NO_LIMIT)
 
 
 @numba.njit(cache=True, nogil=True)
-def count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, items, u, cap):
-    """-1 if a record v < ``u`` contains ``items``; otherwise :func:`itemset_count` (u = -1: no test).
+def count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, items, u, cap, limit):
+    """-1 if a record v < ``u`` contains ``items``; otherwise :func:`itemset_count` (u = -1: no test),
+    counting records v < ``limit`` only (see :func:`.support.span_count_unless_below`).
 
     With u the proposing record, "not -1" means u is the first record containing the itemset.
     """
     counts, slot, list_indptr, records = pairs
     l = len(items)
     if counts.shape[0] == 0 or l == 1:
-        return span_count_unless_below(item_indptr[:-1], item_indptr[1:], item_records, items, u, cap)
+        return span_count_unless_below(item_indptr[:-1], item_indptr[1:], item_records, items, u, cap, limit)
     best = second = np.int64(1) << 62
     ba = bb = sa = sb = 0
     for i in range(l):
@@ -157,7 +159,7 @@ def count_unless_below(record_indptr, record_items, item_indptr, item_records, p
     if l == 2 and (u < 0 or s >= 0):  # the records of the pair are its list: is the first < u?
         return capped if u < 0 or records[list_indptr[s]] >= u else -1
     if s < 0:
-        return span_count_unless_below(item_indptr[:-1], item_indptr[1:], item_records, items, u, cap)
+        return span_count_unless_below(item_indptr[:-1], item_indptr[1:], item_records, items, u, cap, limit)
     lo, hi = list_indptr[s], list_indptr[s + 1]
     s2 = slot[sa, sb]
     lo2, hi2 = (list_indptr[s2], list_indptr[s2 + 1]) if s2 >= 0 else (0, 0)
@@ -165,6 +167,8 @@ def count_unless_below(record_indptr, record_items, item_indptr, item_records, p
     count = 0
     for t in range(lo, hi):
         v = records[t]
+        if v >= limit:
+            return count
         if s2 >= 0:  # walk the rarest list, gallop in the second (both sorted)
             lo2 = _gallop(records, lo2, hi2, v)
             if lo2 == hi2:

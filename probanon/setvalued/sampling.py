@@ -35,8 +35,8 @@ from scipy.special import comb
 
 from .._validation import check_random_state
 from ..errors import InputError, ParameterError
-from .data import SetData
-from .pairs import PairIndex, count_unless_below, itemset_count, no_pair_index
+from .data import SetData, size_limits
+from .pairs import PairIndex, count_unless_below, no_pair_index
 
 METHODS = ("rejection", "mcmc")
 _CHUNK = 1 << 16  # proposals drawn per kernel call
@@ -119,7 +119,7 @@ def _propose(record_indptr, record_items, prop, l, u, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, U,
+def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, limit, U,
                       out_items, out_supp, n_done):
     """Run the proposals in U (rows of l + 2 uniforms); accept (u, x) iff no record before u
     contains x. Fills out_items/out_supp from row n_done on; returns (new number of samples,
@@ -133,7 +133,7 @@ def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pa
             break
         used += 1
         r = _propose(record_indptr, record_items, prop, l, U[b], cand)
-        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, r, 0)
+        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, r, 0, limit)
         if supp >= 0:
             for j in range(l):
                 out_items[n, j] = cand[j]
@@ -143,7 +143,7 @@ def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pa
 
 
 @numba.njit(cache=True, nogil=True)
-def _mcmc_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, U,
+def _mcmc_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, limit, U,
                  state, state_supp, thin, phase, out_items, out_supp, n_done, trace):
     """Run the chain for the proposals in U (rows of l + 3 uniforms) from ``state``.
 
@@ -157,7 +157,7 @@ def _mcmc_kernel(record_indptr, record_items, item_indptr, item_records, pairs, 
     n = n_done
     for t in range(U.shape[0]):
         _propose(record_indptr, record_items, prop, l, U[t], cand)
-        supp = itemset_count(record_indptr, record_items, item_indptr, item_records, pairs, cand, 0)
+        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, -1, 0, limit)
         if U[t, l + 2] * supp < state_supp:  # U < supp(S)/supp(C)
             for j in range(l):
                 state[j] = cand[j]
@@ -234,7 +234,7 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
     out_supp = np.empty(int(n_samples), dtype=np.int64)
     pair_arrays = no_pair_index() if pairs is None else pairs.arrays()
     args = (data.record_indptr, data.record_items, data.item_indptr, data.item_records, pair_arrays,
-            prop.arrays(), l)
+            prop.arrays(), l, size_limits(data)[l])
     if method == "rejection":
         if l == 2 and pairs is not None:
             return _distinct_pairs(pairs, int(n_samples), rng)

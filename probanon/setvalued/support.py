@@ -105,14 +105,18 @@ def intersection_count(indptr, values, rows, k):
 def span_intersection_count(first, last, values, rows, k):
     """:func:`intersection_count` with list r stored at ``values[first[r]:last[r]]`` (lists need
     not be contiguous nor in order: an arena, as the incremental index of Algorithm 2 keeps)."""
-    return span_count_unless_below(first, last, values, rows, -1, k)
+    return span_count_unless_below(first, last, values, rows, -1, k, NO_LIMIT)
+
+
+NO_LIMIT = np.iinfo(np.int32).max
 
 
 @numba.njit(cache=True, nogil=True)
-def span_count_unless_below(first, last, values, rows, u, k):
+def span_count_unless_below(first, last, values, rows, u, k, limit):
     """-1 if the intersection of the lists holds a value < ``u``; otherwise its size, or
-    min(size, k) when k > 0 (u = -1: a plain count). Candidates are visited in increasing
-    order, so the test stops at the first common value."""
+    min(size, k) when k > 0 (u = -1: a plain count), counting only values < ``limit`` (records
+    sorted by decreasing size: those past the last record with enough items cannot match).
+    Candidates are visited in increasing order, so the test stops at the first common value."""
     l = len(rows)
     if l == 0:
         return 0
@@ -130,6 +134,8 @@ def span_count_unless_below(first, last, values, rows, u, k):
     n0 = ends[0] - starts[0]
     for c in range(n0):
         x = values[starts[0] + c]
+        if x >= limit:
+            return count
         ok = True
         for j in range(1, l):
             p = _gallop(values, starts[j], ends[j], x)
