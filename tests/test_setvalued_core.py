@@ -245,6 +245,16 @@ def test_enumeration_matches_itertools(l):
     assert [tuple(d.item_labels[row].tolist()) for row in rare.itemsets] == [x for x in keys if counts[x] <= 2]
 
 
+def test_support_cap_changes_only_the_reported_supports():
+    d = from_iterables(random_records(6, n=60, m=9))
+    pairs = build_pair_index(d, budget=60)
+    for l in (2, 3, 4):
+        full = sample_itemsets(d, l, 400, random_state=4, pairs=pairs)
+        capped = sample_itemsets(d, l, 400, random_state=4, pairs=pairs, support_cap=2)
+        np.testing.assert_array_equal(full.itemsets, capped.itemsets)
+        assert capped.supports.tolist() == np.minimum(itemset_support(d, full.itemsets), 2).tolist()
+
+
 def test_samplers_are_seeded():
     d = from_iterables(random_records(2))
     for method in ("rejection", "mcmc"):

@@ -365,7 +365,7 @@ def _sampled_level(state, l, gamma, rng, method, pairs):
     prop = proposal(state.data, l)
     while streak <= gamma and state.n_parts > 1:
         drawn = sample_itemsets(state.data, l, batch, method=method, random_state=rng, pairs=pairs,
-                                prop=prop)
+                                prop=prop, support_cap=state.k)
         sample = drawn.itemsets
         pos, end = 0, len(sample)
         while pos < len(sample) and streak <= gamma:

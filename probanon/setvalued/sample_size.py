@@ -157,12 +157,14 @@ def uniqueness_from_supports(supports, l: int, delta: float = 0.01) -> Uniquenes
 
 def estimate_uniqueness(data, l: int, epsilon: float = 0.01, delta: float = 0.01,
                         n_samples: int | None = None, method: str = "rejection",
-                        random_state=None) -> UniquenessEstimate:
+                        random_state=None, pairs=None) -> UniquenessEstimate:
     """Estimate the uniqueness of l-itemsets (Section VI-A): |{x : supp(x) = 1}| / |Omega^l|
-    from ``n_samples`` uniform samples (default: :func:`uniqueness_sample_size`)."""
+    from ``n_samples`` uniform samples (default: :func:`uniqueness_sample_size`); ``pairs``: a
+    :func:`.pairs.build_pair_index` of ``data`` to speed up the sampler."""
     from .sampling import sample_itemsets
 
     if n_samples is None:
         n_samples = uniqueness_sample_size(epsilon, delta)
-    sample = sample_itemsets(data, l, n_samples, method=method, random_state=random_state)
+    sample = sample_itemsets(data, l, n_samples, method=method, random_state=random_state, pairs=pairs,
+                             support_cap=2)
     return uniqueness_from_supports(sample.supports, l, delta)

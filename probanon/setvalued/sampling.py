@@ -119,7 +119,7 @@ def _propose(record_indptr, record_items, prop, l, u, out):
 
 
 @numba.njit(cache=True, nogil=True)
-def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, limit, U,
+def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pairs, prop, l, limit, cap, U,
                       out_items, out_supp, n_done):
     """Run the proposals in U (rows of l + 2 uniforms); accept (u, x) iff no record before u
     contains x. Fills out_items/out_supp from row n_done on; returns (new number of samples,
@@ -133,7 +133,7 @@ def _rejection_kernel(record_indptr, record_items, item_indptr, item_records, pa
             break
         used += 1
         r = _propose(record_indptr, record_items, prop, l, U[b], cand)
-        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, r, 0, limit)
+        supp = count_unless_below(record_indptr, record_items, item_indptr, item_records, pairs, cand, r, cap, limit)
         if supp >= 0:
             for j in range(l):
                 out_items[n, j] = cand[j]
@@ -212,14 +212,17 @@ def check_level(l, data: SetData) -> int:
 
 def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "rejection",
                     random_state=None, thin: int = 1, max_burn_in: int | None = None,
-                    pairs: PairIndex | None = None, prop: Proposal | None = None) -> ItemsetSample:
+                    pairs: PairIndex | None = None, prop: Proposal | None = None,
+                    support_cap: int | None = None) -> ItemsetSample:
     """Draw ``n_samples`` l-itemsets uniformly from the distinct l-itemsets of ``data``.
 
     ``method="rejection"`` gives i.i.d. exact samples; ``"mcmc"`` runs Algorithm 1 with
     Geweke burn-in (at most ``max_burn_in`` steps, default 20 |D|; an
     :class:`InputError` if it does not converge) and keeps every ``thin``-th state.
     ``pairs`` (:func:`.pairs.build_pair_index` of ``data``) speeds up the supports;
-    ``prop`` may pass :func:`proposal` ``(data, l)`` computed once for many calls.
+    ``prop`` may pass :func:`proposal` ``(data, l)`` computed once for many calls. With
+    ``support_cap`` c the rejection sampler reports min(supp, c) (enough for "supp >= k" or
+    "unique"; the MCMC chain needs exact supports and ignores it).
     """
     l = check_level(l, data)
     if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
@@ -236,25 +239,29 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
     args = (data.record_indptr, data.record_items, data.item_indptr, data.item_records, pair_arrays,
             prop.arrays(), l, size_limits(data)[l])
     if method == "rejection":
+        cap = 0 if support_cap is None else int(support_cap)
         if l == 2 and pairs is not None:
-            return _distinct_pairs(pairs, int(n_samples), rng)
+            return _distinct_pairs(pairs, int(n_samples), rng, cap)
         n, proposals = 0, 0
         while n < n_samples:  # proposals per call: about twice the expected need, at most _CHUNK
             rate = n / proposals if n else data.n_records / max(prop.total, 1.0)
             U = rng.random((int(min(_CHUNK, max(256, 2 * (n_samples - n) / max(rate, 1e-9)))), l + 2))
-            n, used = _rejection_kernel(*args, U, out_items, out_supp, n)
+            n, used = _rejection_kernel(*args, cap, U, out_items, out_supp, n)
             proposals += used
         return ItemsetSample(out_items, out_supp, l, method, proposals, n_samples / proposals, 0, math.nan)
     return _mcmc(args, l, int(n_samples), rng, int(thin), max_burn_in, data.n_records,
                  out_items, out_supp)
 
 
-def _distinct_pairs(pairs: PairIndex, n_samples: int, rng) -> ItemsetSample:
+def _distinct_pairs(pairs: PairIndex, n_samples: int, rng, cap: int) -> ItemsetSample:
     """i.i.d. uniform draws from the distinct pairs, all known to the pair index."""
     a, b = np.nonzero(np.triu(pairs.counts, 1))
     pick = rng.integers(0, len(a), size=n_samples)
     items = np.column_stack([a[pick], b[pick]]).astype(np.int32)
-    return ItemsetSample(items, pairs.counts[a[pick], b[pick]].astype(np.int64), 2, "rejection",
+    supports = pairs.counts[a[pick], b[pick]].astype(np.int64)
+    if cap > 0:
+        np.minimum(supports, cap, out=supports)
+    return ItemsetSample(items, supports, 2, "rejection",
                          n_samples, 1.0, 0, math.nan)
 
 
