@@ -75,7 +75,7 @@ def test_every_grid_release_passes_the_checker(run):
         assert r["check_fractions"] is not None  # quick mode: small enough to enumerate
         assert len(r["check_fractions"]) == r["m"]
         assert all(f >= r["sigma"] for f in r["check_fractions"]) and r["check_passes"] is True
-        assert 1 <= r["n_parts"] <= run[3]["grid"]["original"]["n_parts"] and r["err_m"] >= 0
+        assert 1 <= r["n_parts"] <= run[3]["grid"]["blocks"][0]["original"]["n_parts"] and r["err_m"] >= 0
 
 
 def test_quick_mode_is_quick(run):

@@ -12,7 +12,8 @@ Example 1, Table I     the seven records of Table I, k = 2, m = 2, sigma = .99, 
 Figs. 2-6              a synthetic CDR (:func:`probanon.setvalued.cdr.generate_cdr`,
                        calibrated to Table II), Voronoi contiguity constraints
                        (:func:`probanon.setvalued.constraints.constraints_from_coordinates`),
-                       k = 10, 20, sigma = .99: number of parts, average error in metres,
+                       k = 10, 20, m = 5..11, sigma = .99 at the paper's size and .99, .999
+                       on 100,000 users: number of parts, average error in metres,
                        partition sizes and uniqueness of l-itemsets against l
 =====================  ====================================================================
 
@@ -31,14 +32,14 @@ Measures of the grid (paper, Sec. VI-C/E):
   estimated from uniform samples (:func:`probanon.setvalued.estimate_uniqueness`), on the
   original records and on the released ones (items = parts).
 
-Scale. The paper's data (4,427,486 users) are not public and one run of Algorithm 2 at that
-size, r = 10 times, for every (k, sigma, m) is hours of work; the default run uses a synthetic
-CDR of ``USERS`` = 10,000 users on the paper's 1303 towers and 128.1 km^2, and r = 1. With 443x fewer
-users every tower and itemset has 88x smaller support, so k = 10 or 20 forces far coarser
-partitions: the numbers of parts, errors and sizes are NOT comparable with the paper's in
-absolute terms (only the trends in m and k are). sigma = .999 (gamma = 5,866,617 samples per
-level, 128x the .99 level) and the deterministic phase l <= 4 (every 4-itemset of records of up
-to 422 towers) are left out for time; both are stated in the output.
+Scale. The paper's data (4,427,486 users) are not public. The grid runs on a synthetic CDR of
+the paper's size for sigma = .99 (one run of m = 11 per k gives m = 5..11: each run's partition
+after level m is what a run with that m returns) and, for sigma = .999 (gamma = 5,866,617
+draws per level: hours per run at the paper's size), on a 100,000-user CDR beside .99 on the
+same data, whose absolute numbers are not comparable with the paper's (smaller supports need
+coarser partitions), only its trends. r = 1 here (paper: r = 10; ``benchmarks/km.py`` runs
+r = 10 at the paper's size). The deterministic phase l <= 4 is left out (the benchmark runs
+l <= 3 on 100,000 users); both are stated in the output.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ from ..setvalued.constraints import (
     constraints_from_coordinates,
     constraints_from_hierarchy,
 )
-from ..setvalued.data import from_pairs
+from ..setvalued.data import by_decreasing_size, from_pairs
+from ..setvalued.pairs import build_pair_index
 from .surveys import _axes_figure, _clean, _fmt, _Output, _write, matches
 
 SEED = 2016  # the CLI's default --seed
@@ -94,17 +96,21 @@ PAPER_FIG3 = {(4, 1.0): (337, 120), (5, 0.99): (296, 143), (8, 0.99): (158, 264)
 PAPER_UNIQUENESS = {5: "0.2", 11: "0.78"}
 PAPER_SIZE = {"original": "0.1", 0.99: "1", 0.999: "1.3"}  # Fig. 6, km^2
 
-USERS = 10_000
+#: the grid's scales: the paper's size for sigma = .99, and a reduced one where sigma = .999
+#: (gamma = 5,866,617 draws per level, 128x the .99 work: hours per run at the paper's size) fits
+BLOCKS = ({"users": TABLE_II["users"], "sigma": [0.99]}, {"users": 100_000, "sigma": [0.99, 0.999]})
 
 
 def _settings(quick: bool) -> dict:
     if quick:
         towers = 120
-        return dict(users=1500, towers=towers, area_km2=TABLE_II["area_km2"] * towers / TABLE_II["towers"],
-                    size_max=25, size_mean=4.0, size_sd=3.0, k=[10], sigma=[0.99], m=[2, 3], runs=1, uniqueness_l=[1, 2, 3],
-                    uniqueness_samples=2000, check_limit=2_000_000)
-    return dict(users=USERS, towers=TABLE_II["towers"], area_km2=TABLE_II["area_km2"], size_max=TABLE_II["size_max"],
-                size_mean=TABLE_II["size_mean"], size_sd=TABLE_II["size_sd"], k=[10, 20], sigma=[0.99], m=[5, 8, 11], runs=1, uniqueness_l=list(range(1, 12)),
+        return dict(blocks=({"users": 1500, "sigma": [0.99]},), towers=towers,
+                    area_km2=TABLE_II["area_km2"] * towers / TABLE_II["towers"], size_max=25, size_mean=4.0,
+                    size_sd=3.0, k=[10], m=[2, 3], runs=1, uniqueness_l=[1, 2, 3], uniqueness_samples=2000,
+                    check_limit=2_000_000)
+    return dict(blocks=BLOCKS, towers=TABLE_II["towers"], area_km2=TABLE_II["area_km2"],
+                size_max=TABLE_II["size_max"], size_mean=TABLE_II["size_mean"], size_sd=TABLE_II["size_sd"],
+                k=[10, 20], m=list(range(5, 12)), runs=1, uniqueness_l=list(range(1, 12)),
                 uniqueness_samples=uniqueness_sample_size(0.01, 0.01), check_limit=2_000_000)
 
 
@@ -182,8 +188,8 @@ def _example1(out: _Output, rng) -> dict:
 # --------------------------------------------------------------------------- CDR grid
 
 
-def _cdr(s: dict, rng):
-    cdr = generate_cdr(s["users"], towers=s["towers"], area_km2=s["area_km2"], size_max=s["size_max"],
+def _cdr(s: dict, users: int, rng):
+    cdr = generate_cdr(users, towers=s["towers"], area_km2=s["area_km2"], size_max=s["size_max"],
                        size_mean=s["size_mean"], size_sd=s["size_sd"], random_state=rng)
     sizes = np.diff(cdr.indptr)
     labels = np.array([str(i) for i in range(len(cdr.towers))], dtype=object)
@@ -210,97 +216,121 @@ def _itemset_count(sizes: np.ndarray, m: int) -> int:
 
 
 def _uniqueness(data, ls, n, rng) -> list:
-    out = []
-    longest = int(np.diff(data.indptr).max()) if hasattr(data, "indptr") else None
-    for l in ls:
-        if longest is not None and l > longest:
-            out.append(None)
-            continue
-        out.append(estimate_uniqueness(data, l, n_samples=n, random_state=rng).fraction)
-    return out
+    data = by_decreasing_size(data)
+    pairs = build_pair_index(data)
+    longest = int(data.record_sizes.max())
+    return [None if l > longest else estimate_uniqueness(data, l, n_samples=n, random_state=rng, pairs=pairs).fraction
+            for l in ls]
 
 
-def _grid(out: _Output, s: dict, rng, bar) -> tuple[dict, list]:
-    cdr, data, cons = _cdr(s, rng)
+def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
+    """One scale of the grid: a CDR of ``block["users"]``, a run of m = max(m) per (k, sigma) that
+    also gives every smaller m of the grid (``anonymize(..., also_m=...)``)."""
+    users = block["users"]
+    cdr, data, cons = _cdr(s, users, rng)
     sizes = np.diff(cdr.indptr)
-    records = [cdr.indices[a:b].astype(str).tolist() for a, b in zip(cdr.indptr[:-1], cdr.indptr[1:])]
     original = partition_sizes(np.arange(len(cdr.towers)), cons.areas, cdr.indptr, cdr.indices)
     u_orig = _uniqueness(data, s["uniqueness_l"], s["uniqueness_samples"], rng)
     bar.update()
+    records = None
     rows = []
+    top, others = max(s["m"]), tuple(m for m in s["m"] if m < max(s["m"]))
     for k in s["k"]:
-        for sigma in s["sigma"]:
+        for sigma in block["sigma"]:
+            t0 = time.perf_counter()
+            full = anonymize(data, k, top, sigma, constraints=cons, runs=s["runs"], random_state=rng, also_m=others)
+            seconds = time.perf_counter() - t0
             for m in s["m"]:
-                t0 = time.perf_counter()
-                g = anonymize(data, k, m, sigma, constraints=cons, runs=s["runs"], random_state=rng)
-                seconds = time.perf_counter() - t0
-                row = dict(k=k, sigma=sigma, m=m, n_parts=g.n_parts, err_m=g.err, seconds=seconds,
+                g = full if m == top else full.earlier[m]
+                row = dict(users=users, k=k, sigma=sigma, m=m, n_parts=g.n_parts, err_m=g.err, seconds=seconds,
                            sampled_fractions=[lv.fraction for lv in g.levels], satisfied=g.satisfied,
                            **partition_sizes(g.partition, cons.areas, cdr.indptr, cdr.indices))
                 if _itemset_count(sizes, m) <= s["check_limit"]:
+                    if records is None:
+                        records = [cdr.indices[a:b].astype(str).tolist() for a, b in zip(cdr.indptr[:-1], cdr.indptr[1:])]
                     chk = check_release(records, g.mapping(), k, m)
                     row.update(check_fractions=list(chk.fractions), check_passes=chk.satisfies(sigma))
                 else:
                     row.update(check_fractions=None, check_passes=None)
-                released = from_iterables(release_records(data, g))
-                row["uniqueness_released"] = _uniqueness(released, s["uniqueness_l"], s["uniqueness_samples"], rng)
+                row["uniqueness_released"] = (_uniqueness(from_iterables(release_records(data, g)), s["uniqueness_l"],
+                                                          s["uniqueness_samples"], rng) if m == top else None)
                 paper = PAPER_FIG3.get((m, sigma)) if k == 20 else None
                 row["paper_parts"], row["paper_err_m"] = paper if paper else (None, None)
                 rows.append(row)
-                bar.update()
+            bar.update()
+    info = dict(users=users, sigma=list(block["sigma"]), size_mean=float(sizes.mean()), size_sd=float(sizes.std()),
+                size_max=int(sizes.max()), original=dict(n_parts=len(cdr.towers), **original, uniqueness=u_orig))
+    return info, rows
+
+
+def _grid(out: _Output, s: dict, rng, bar) -> tuple[dict, list]:
+    blocks, rows = [], []
+    for block in s["blocks"]:
+        info, block_rows = _block(s, block, rng, bar)
+        blocks.append(info)
+        rows += block_rows
     out.heading("CDR grid (Figs. 2-6, Sec. VI)",
-                f"Synthetic CDR: {s['users']:,} users (paper: {TABLE_II['users']:,}), {s['towers']} towers, "
-                f"{s['area_km2']:.1f} km^2, record sizes 1..{min(s['size_max'], s['towers'])} (mean "
-                f"{sizes.mean():.2f}, sd {sizes.std():.2f}; Table II: 11.42, 17.23); Voronoi contiguity constraints; "
-                f"r = {s['runs']} run(s) (paper: r = 10); sigma = {', '.join(map(str, s['sigma']))}; m = "
-                f"{', '.join(map(str, s['m']))}. With far fewer users than the paper every support is "
-                "proportionally smaller, so k = 10, 20 need much coarser partitions: the absolute numbers are NOT "
-                "comparable with the paper's (its values, k = 20, r = 10, Fig. 3, are shown for the trend). "
-                "Left out: sigma = .999 (gamma = 5,866,617 samples per level) and the deterministic phase "
-                "l <= 4 (Sec. VI-D), both for time. Sizes in km^2: 'paper' = weighted by individuals (Fig. 6), "
-                "'area-w.' = weighted by area, 'mean' = total area / parts.")
+                "Synthetic CDRs (the paper's is not public) on " + f"{s['towers']} towers, {s['area_km2']:.1f} km^2: "
+                + "; ".join(f"{b['users']:,} users (record sizes mean {b['size_mean']:.2f}, sd {b['size_sd']:.2f}, "
+                            f"max {b['size_max']}; Table II: 11.42, 17.23, 422) at sigma = "
+                            f"{', '.join(f'{x:g}' for x in b['sigma'])}" for b in blocks)
+                + f". Voronoi contiguity constraints; r = {s['runs']} run(s) (paper: r = 10; benchmarks/km.py runs "
+                "r = 10 at the paper's size); exact phase for l = 1. One run of m = "
+                f"{max(s['m'])} per (k, sigma) gives every m of the grid (each run's partition after level m). "
+                "sigma = .999 needs gamma = 5,866,617 draws per level, 128 times the work of .99 (hours per run "
+                "at the paper's size on this machine), so it runs on the reduced CDR, beside .99 on the same "
+                "data; with fewer users every support is smaller and coarser partitions are needed, so only the "
+                "trends of that block compare with the paper. Left out: the deterministic phase l <= 4 "
+                "(Sec. VI-D; benchmarks/km.py runs l <= 3 on 100,000 users). Sizes in km^2: 'paper' = weighted "
+                "by individuals (Fig. 6), 'area-w.' = weighted by area, 'mean' = total area / parts.")
     out.table("Grid: parts, error (m), partition size (km^2), checker", [
-        "k", "sigma", "m", "parts (ours / paper k=20)", "err m (ours / paper)", "size paper-def.", "size area-w.",
-        "size mean", "checker fractions", "passes at sigma", "s"],
-        [[r["k"], f"{r['sigma']:g}", r["m"],
+        "users", "k", "sigma", "m", "parts (ours / paper k=20)", "err m (ours / paper)", "size paper-def.",
+        "size area-w.", "size mean", "checker fractions", "passes at sigma", "s (run, all m)"],
+        [[f"{r['users']:,}", r["k"], f"{r['sigma']:g}", r["m"],
           f"{r['n_parts']}" + (f" / {r['paper_parts']}" if r["paper_parts"] else ""),
           f"{r['err_m']:.0f}" + (f" / {r['paper_err_m']}" if r["paper_err_m"] else ""),
           f"{r['individual_weighted']:.3f}", f"{r['area_weighted']:.3f}", f"{r['mean']:.3f}",
           "n/a (too many itemsets)" if r["check_fractions"] is None else
           " ".join(f"{f:.4f}" for f in r["check_fractions"]), _fmt(r["check_passes"]), f"{r['seconds']:.1f}"]
          for r in rows])
-    out.note(f"Original data: {len(cdr.towers)} parts, size (paper-def.) {original['individual_weighted']:.3f}, "
-             f"area-w. {original['area_weighted']:.3f}, mean {original['mean']:.3f} km^2 (paper, Fig. 6: "
-             f"{PAPER_SIZE['original']} km^2 on the original; {PAPER_SIZE[0.99]} at sigma = .99).")
-    headers = ["l", "original (ours / paper)"] + [f"released k={r['k']} m={r['m']}" for r in rows]
+    for b in blocks:
+        o = b["original"]
+        out.note(f"Original data, {b['users']:,} users: {o['n_parts']} parts, size (paper-def.) "
+                 f"{o['individual_weighted']:.3f}, area-w. {o['area_weighted']:.3f}, mean {o['mean']:.3f} km^2 "
+                 f"(paper, Fig. 6: {PAPER_SIZE['original']} km^2 on the original; {PAPER_SIZE[0.99]} at sigma = .99, "
+                 f"{PAPER_SIZE[0.999]} at .999).")
+    released = [r for r in rows if r["uniqueness_released"] is not None]
+    headers = (["l"] + [f"original {b['users']:,} (ours / paper)" for b in blocks]
+               + [f"released {r['users']:,} k={r['k']} s={r['sigma']:g} m={r['m']}" for r in released])
     table = []
     for j, l in enumerate(s["uniqueness_l"]):
         ref = PAPER_UNIQUENESS.get(l)
-        cell = _fmt(u_orig[j], 3) + (f" / {ref}" if ref else "")
-        table.append([l, cell] + [_fmt(r["uniqueness_released"][j], 3) for r in rows])
+        table.append([l] + [_fmt(b["original"]["uniqueness"][j], 3) + (f" / {ref}" if ref else "") for b in blocks]
+                     + [_fmt(r["uniqueness_released"][j], 3) for r in released])
     out.table(f"Uniqueness of l-itemsets ({s['uniqueness_samples']:,} uniform samples per l)", headers, table)
-    res = dict(settings=s, users=int(len(sizes)), size_mean=float(sizes.mean()), size_sd=float(sizes.std()),
-               original=dict(n_parts=len(cdr.towers), **original, uniqueness=u_orig), rows=rows)
+    res = dict(settings=s, blocks=blocks, rows=rows)
     ms = s["m"]
-    panels_parts = {f"sigma = {sig:g}": {f"k = {k}": (ms, [r["n_parts"] for r in rows if r["k"] == k
-                                                         and r["sigma"] == sig]) for k in s["k"]} for sig in s["sigma"]}
-    panels_err = {f"sigma = {sig:g}": {f"k = {k}": (ms, [r["err_m"] for r in rows if r["k"] == k
-                                                       and r["sigma"] == sig]) for k in s["k"]} for sig in s["sigma"]}
+    keys = [(b["users"], sig) for b in blocks for sig in b["sigma"]]
+    panels_parts = {f"{u:,} users, sigma = {sig:g}": {f"k = {k}": (ms, [r["n_parts"] for r in rows if r["k"] == k
+                    and r["sigma"] == sig and r["users"] == u]) for k in s["k"]} for u, sig in keys}
+    panels_err = {f"{u:,} users, sigma = {sig:g}": {f"k = {k}": (ms, [r["err_m"] for r in rows if r["k"] == k
+                  and r["sigma"] == sig and r["users"] == u]) for k in s["k"]} for u, sig in keys}
     for panels, key in ((panels_parts, 0), (panels_err, 1)):
-        paper = [(m, v[key]) for (m, sig), v in PAPER_FIG3.items() if sig == 0.99]
-        if paper:
-            for p in panels.values():
+        for (u, sig), p in zip(keys, panels.values()):
+            paper = [(m, v[key]) for (m, psig), v in PAPER_FIG3.items() if psig == sig]
+            if paper:
                 p["paper (k = 20, 4.4M users, r = 10)"] = ([a for a, _ in paper], [b for _, b in paper])
-    uniq = {"uniqueness": {"original": (s["uniqueness_l"], u_orig),
-                           **{f"released k={r['k']} m={r['m']}": (s["uniqueness_l"], r["uniqueness_released"])
-                              for r in rows},
+    uniq = {"uniqueness": {**{f"original {b['users']:,}": (s["uniqueness_l"], b["original"]["uniqueness"])
+                              for b in blocks},
+                           **{f"released {r['users']:,} k={r['k']} s={r['sigma']:g} m={r['m']}":
+                              (s["uniqueness_l"], r["uniqueness_released"]) for r in released},
                            "paper (original)": (list(PAPER_UNIQUENESS), [float(v) for v in PAPER_UNIQUENESS.values()])}}
     figures = [("km_parts", _axes_figure(panels_parts, "m", "number of parts", "Number of parts against m (Fig. 4)"),
-                "Number of parts against m (ours on the synthetic CDR; the paper's Fig. 3 values for k = 20)."),
+                "Number of parts against m (ours on the synthetic CDRs; the paper's Fig. 3 values for k = 20)."),
                ("km_error", _axes_figure(panels_err, "m", "average error (m)", "Average error against m (Fig. 5)"),
                 "Average error in metres against m."),
                ("km_uniqueness", _axes_figure(uniq, "l", "uniqueness", "Uniqueness of l-itemsets (Fig. 2)"),
-                "Uniqueness of l-itemsets against l, original and released.")]
+                "Uniqueness of l-itemsets against l, original and released (the m = 11 releases).")]
     return res, figures
 
 
@@ -320,11 +350,11 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
     output_dir = Path(output_dir)
     rng = check_random_state(random_state)
     s = _settings(quick)
-    steps = 3 + len(s["k"]) * len(s["sigma"]) * len(s["m"])
+    steps = 2 + sum(1 + len(s["k"]) * len(b["sigma"]) for b in s["blocks"])
     report = Report("Paper 5: probabilistic k^m-anonymity (ours beside the paper's)")
     out = _Output(report)
     if quick:
-        out.note(f"QUICK MODE: a tiny CDR ({s['users']} users, {s['towers']} towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3; "
+        out.note(f"QUICK MODE: a tiny CDR ({s['blocks'][0]['users']} users, {s['towers']} towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3; "
                  "not comparable with the paper.")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None}
     with tqdm(total=steps, disable=not progress, desc="reproduce km", unit="step", file=sys.stderr) as bar:
@@ -346,7 +376,8 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
                f"Example 1: {results['example1']['partition']}; Boston with New York: "
                f"{_fmt(results['example1']['boston_with_new_york'])}; 2^2-anonymous: "
                f"{_fmt(results['example1']['satisfied'])}",
-               "Grid: " + "; ".join(f"k={r['k']} m={r['m']}: {r['n_parts']} parts, {r['err_m']:.0f} m" for r in rows),
+               "Grid: " + "; ".join(f"{r['users']:,} users k={r['k']} s={r['sigma']:g} m={r['m']}: {r['n_parts']} parts, "
+                                    f"{r['err_m']:.0f} m" for r in rows),
                f"Checker at sigma: {sum(bool(r['check_passes']) for r in checked)}/{len(checked)} releases pass "
                f"({len(rows) - len(checked)} too large to enumerate)",
                f"{'QUICK MODE; ' if quick else ''}{elapsed:.1f} s"]
