@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "k", 1) is not None and getattr(args, "k", 1) < 1:
+    k = getattr(args, "k", None)
+    if k is not None and min(k if isinstance(k, tuple) else (k,)) < 1:
         parser.exit(2, f"probanon: error: k must be >= 1, got {args.k}\n")
     try:
         return args.func(args)

@@ -276,3 +276,31 @@ def test_results_for_smaller_m_equal_separate_runs(cdr_dir, runs):
     assert both.n_parts <= early.n_parts  # later levels only merge
     with pytest.raises(ParameterError):
         anonymize(data, 10, 2, 0.95, c, also_m=(2,))
+
+
+def test_per_level_k_and_sigma(cdr_dir, tmp_path, capsys):
+    data = read_fimi(cdr_dir / "records.txt")
+    c = constraints_from_coordinates(cdr_dir / "towers.csv")
+    res = anonymize(data, [5, 10, 10], 3, [1.0, 0.95, 0.9], c, random_state=2)
+    assert [lv.k for lv in res.levels] == [5, 10, 10] and [lv.sigma for lv in res.levels] == [1.0, 0.95, 0.9]
+    assert [lv.method for lv in res.levels] == ["exact", "sampled", "sampled"]
+    assert res.k == (5, 10, 10) and res.levels[1].gamma > res.levels[2].gamma  # gamma(.95) > gamma(.9)
+    records = [line.split() for line in (cdr_dir / "records.txt").read_text().splitlines()]
+    for l, k in ((1, 5), (2, 10), (3, 10)):
+        assert check_release(records, res.mapping(), k, l).fractions[l - 1] >= res.levels[l - 1].sigma
+    # scalars equal to the vectors give the same release
+    same = anonymize(data, [10, 10, 10], 3, [0.95, 0.95, 0.95], c, random_state=2)
+    scalar = anonymize(data, 10, 3, 0.95, c, random_state=2)
+    np.testing.assert_array_equal(same.partition, scalar.partition)
+    with pytest.raises(ParameterError):
+        anonymize(data, [5, 10], 3, 0.95, c)
+    out = tmp_path / "rel.txt"
+    assert main(["km", "anonymize", str(cdr_dir / "records.txt"), "-k", "5,10,10", "-m", "3",
+                 "--sigma", "1,0.95,0.9", "--coordinates", str(cdr_dir / "towers.csv"), "--seed", "2",
+                 "-o", str(out), "--quiet"]) == 0
+    spec = json.loads((tmp_path / "rel.txt.partition.json").read_text())
+    assert [lv["k"] for lv in spec["levels"]] == [5, 10, 10] and spec["k"] == [5, 10, 10]
+    assert main(["km", "anonymize", str(cdr_dir / "records.txt"), "-k", "5,10", "-m", "3",
+                 "--sigma", "0.9", "-o", str(tmp_path / "bad.txt"), "--quiet"]) == 2
+    assert not (tmp_path / "bad.txt").exists()
+    capsys.readouterr()

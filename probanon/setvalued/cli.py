@@ -50,11 +50,11 @@ def cmd_anonymize(args) -> int:
 
     from .data import load_records
     from .generalize import anonymize, release_records
-    from .sample_size import check_sigma
+    from .sample_size import sample_size_plan
 
     if args.m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {args.m}")
-    check_sigma(args.sigma)
+    sample_size_plan(args.sigma, args.k, args.m)  # k_l >= 1, sigma_l in (0, 1], one value or m
     if args.exact_upto < 0:
         raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
     data = load_records(args.input)
@@ -64,14 +64,15 @@ def cmd_anonymize(args) -> int:
         result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
                            exact_upto=args.exact_upto, random_state=args.seed, progress=bar.update)
     if not result.satisfied:
-        bad = next(lv.l for lv in result.levels if not lv.satisfied)
-        raise InputError(f"the constraints permit no merge that makes every {bad}-itemset "
-                         f"{args.k}-anonymous; nothing written")
+        bad = next(lv for lv in result.levels if not lv.satisfied)
+        raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
+                         f"{bad.k}-anonymous; nothing written")
     lines = "".join(" ".join(map(str, r)) + "\n" for r in release_records(data, result))
     spec = {"partition": result.mapping(), "err": result.err, "parts": result.n_parts,
             "k": result.k, "m": result.m, "sigma": result.sigma, "seed": result.seed,
-            "levels": [{"l": lv.l, "method": lv.method, "gamma": lv.gamma, "checked": lv.n_checked,
-                        "merges": lv.n_merges, "fraction": lv.fraction} for lv in result.levels]}
+            "levels": [{"l": lv.l, "k": lv.k, "sigma": lv.sigma, "method": lv.method, "gamma": lv.gamma,
+                        "checked": lv.n_checked, "merges": lv.n_merges, "fraction": lv.fraction}
+                       for lv in result.levels]}
     out = Path(args.output)
     write_outputs({out: lines, Path(str(out) + ".partition.json"): json.dumps(spec, indent=1) + "\n"})
     print(f"{result.n_parts} parts, err {result.err:.6g}; wrote {out} and {out}.partition.json",
@@ -124,6 +125,21 @@ def cmd_uniqueness(args) -> int:
     return 0
 
 
+def _values(cast):
+    """argparse type: one value, or a comma-separated list of them (a tuple)."""
+    import argparse
+
+    def parse(text: str):
+        try:
+            values = tuple(cast(x) for x in text.split(","))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {cast.__name__} or a comma-separated list, got {text!r}") from None
+        return values[0] if len(values) == 1 else values
+
+    parse.__name__ = f"{cast.__name__} list"
+    return parse
+
+
 def _positive_int(text: str) -> int:
     import argparse
 
@@ -151,9 +167,11 @@ def add_parser(sub) -> None:
 
     a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)")
     a.add_argument("input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
-    a.add_argument("-k", type=int, required=True, help="k (at least k records per known itemset)")
+    a.add_argument("-k", type=_values(int), required=True,
+                   help="k (at least k records per known itemset), or k_1,...,k_m per level")
     a.add_argument("-m", type=int, required=True, help="largest adversary knowledge (items)")
-    a.add_argument("--sigma", type=float, required=True, help="probability sigma in (0, 1]")
+    a.add_argument("--sigma", type=_values(float), required=True,
+                   help="probability sigma in (0, 1], or sigma_1,...,sigma_m per level")
     cons = a.add_mutually_exclusive_group()
     cons.add_argument("--hierarchy", metavar="F", help="CSV child,parent (full-subtree recoding)")
     cons.add_argument("--adjacency", metavar="F", help="CSV of edges (parts must stay connected)")

@@ -53,7 +53,7 @@ from .data import SetData, by_decreasing_size, size_limits
 from .enumeration import enumerate_distinct
 from .pairs import DEFAULT_BUDGET, build_pair_index, no_pair_index
 from .passcache import PassCache
-from .sample_size import check_sigma, sample_size
+from .sample_size import sample_size_plan
 from .sampling import proposal, sample_itemsets
 
 
@@ -67,7 +67,8 @@ class LevelReport:
     k-anonymous under the FINAL partition. It is 1 when the level is ``satisfied`` (each checked
     itemset passed or was merged until it did, and merges never lower a support); otherwise
     it is counted, and for "sampled" it estimates the share over all distinct l-itemsets.
-    ``satisfied`` is False when a failing itemset admitted no permitted merge.
+    ``satisfied`` is False when a failing itemset admitted no permitted merge. ``k`` and
+    ``sigma`` are the level's k_l and sigma_l.
     """
 
     l: int
@@ -77,6 +78,8 @@ class LevelReport:
     n_merges: int
     fraction: float
     satisfied: bool
+    k: int | None = None
+    sigma: float | None = None
 
 
 @dataclass(frozen=True)
@@ -88,6 +91,7 @@ class Generalization:
     data. ``merges`` lists, in order, the items of every part created by a merge (for replay).
     ``run_errors`` are the errors of all r runs; ``seed`` the seed of the returned run.
     ``earlier[m']`` is the result for a smaller m' asked for with ``also_m`` (same seeds).
+    ``k``/``sigma`` are tuples (k_l)/(sigma_l) when they vary with the level.
     """
 
     items: np.ndarray
@@ -95,9 +99,9 @@ class Generalization:
     data_partition: np.ndarray
     err: float
     n_parts: int
-    k: int
+    k: int | tuple
     m: int
-    sigma: float
+    sigma: float | tuple
     levels: tuple
     merges: tuple = field(repr=False)
     run_errors: tuple
@@ -273,6 +277,14 @@ class _State:
     def n_parts(self):
         return len(self.members)
 
+    def set_k(self, k: int) -> None:
+        """Use k for the checks from now on (per-level k_l); passes at another k are forgotten."""
+        if k != self.k:
+            self.k = k
+            self.cache.reserve(0)
+            self.cache.lens[:] = 0
+            self.cache.size = 0
+
     def _ctx(self):
         first, last, records, part_of_item, n_data = self.index.args()
         return (first, last, records, part_of_item, n_data, self.data.record_indptr, self.data.record_items,
@@ -290,8 +302,8 @@ class _State:
         self.cache.size += int(added)
         return int(fail)
 
-    def count_anonymous(self, itemsets, supports) -> int:
-        return int(gencheck.count_passing(self._ctx(), itemsets, supports, self.k))
+    def count_anonymous(self, itemsets, supports, k: int) -> int:
+        return int(gencheck.count_passing(self._ctx(), itemsets, supports, k))
 
     def _cost(self, items) -> float:
         """sum_{i in P} occ_i dist(i, P): the numerator of partition_error restricted to one part."""
@@ -416,33 +428,36 @@ def _exact_level(state, l, rng):
     return merges, ok, total
 
 
-def _exact_failures(state, l) -> int:
+def _exact_failures(state, l, k) -> int:
     """Distinct l-itemsets that are not k-anonymous under the current partition (after an
     unsatisfied level)."""
     failed = 0
     for a in range(state.data.n_items):
-        found = enumerate_distinct(state.data, l, max_support=state.k - 1, first=[a])
-        failed += len(found.supports) - state.count_anonymous(found.itemsets, found.supports)
+        found = enumerate_distinct(state.data, l, max_support=k - 1, first=[a])
+        failed += len(found.supports) - state.count_anonymous(found.itemsets, found.supports, k)
     return failed
 
 
-def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method, progress=None, also=()):
-    """One run of Algorithm 2: {m': (labels, err, levels, merges)} for m' = m and each m' in
-    ``also`` (the state after level m', which is what a run with m = m' and this seed returns)."""
+def _run(data, constraints, align, plan, exact_upto, pairs, seed, method, progress=None, also=()):
+    """One run of Algorithm 2 with the per-level (sigma_l, k_l, gamma_l) of ``plan``:
+    {m': (labels, err, levels, merges)} for m' = m and each m' in ``also`` (the state after
+    level m', which is what a run with m = m' and this seed returns)."""
     rng = np.random.default_rng(seed)
-    state = _State(data, constraints, align, k, m, pairs)
-    gamma = sample_size(sigma).gamma
+    m = len(plan.levels)
+    state = _State(data, constraints, align, int(plan.k[0]), m, pairs)
     biggest = int(data.record_sizes.max())
     raw, out = [], {}
     for l in range(1, m + 1):
+        k_l, sigma_l, gamma = int(plan.k[l - 1]), float(plan.sigma[l - 1]), plan.gamma[l - 1]
+        state.set_k(k_l)
         if l > biggest:
-            raw.append((l, "empty", None, None, None, 0, 0, True))
+            raw.append((l, "empty", None, None, None, 0, 0, True, k_l, sigma_l))
         elif gamma is None or l <= exact_upto:
             merges, ok, total = _exact_level(state, l, rng)
-            raw.append((l, "exact", None, None, None, total, merges, ok))
+            raw.append((l, "exact", None, None, None, total, merges, ok, k_l, sigma_l))
         else:
             checked, supports, merges, ok = _sampled_level(state, l, gamma, rng, method, pairs)
-            raw.append((l, "sampled", gamma, checked, supports, len(checked), merges, ok))
+            raw.append((l, "sampled", gamma, checked, supports, len(checked), merges, ok, k_l, sigma_l))
         if l == m or l in also:
             out[l] = _snapshot(state, raw)
         if progress is not None:
@@ -453,9 +468,9 @@ def _run(data, constraints, align, k, m, sigma, exact_upto, pairs, seed, method,
 def _snapshot(state, raw):
     """(labels, err, level reports, merges) of the current partition."""
     levels = []
-    for l, how, g, checked, supports, total, merges, ok in raw:
+    for l, how, g, checked, supports, total, merges, ok, k, sigma in raw:
         if total == 0:
-            levels.append(LevelReport(l, how, g, 0, merges, 1.0, ok))
+            levels.append(LevelReport(l, how, g, 0, merges, 1.0, ok, k, sigma))
             continue
         # a satisfied level: every itemset examined passed or was merged until it did, and later
         # merges never lower a support, so all pass under the final partition; an exact level
@@ -463,10 +478,10 @@ def _snapshot(state, raw):
         if ok:
             failed = 0
         elif how == "exact":
-            failed = _exact_failures(state, l)
+            failed = _exact_failures(state, l, k)
         else:
-            failed = len(checked) - state.count_anonymous(checked, supports)
-        levels.append(LevelReport(l, how, g, total, merges, 1.0 - failed / total, ok))
+            failed = len(checked) - state.count_anonymous(checked, supports, k)
+        levels.append(LevelReport(l, how, g, total, merges, 1.0 - failed / total, ok, k, sigma))
     _, labels = np.unique(state.part, return_inverse=True)
     err = partition_error(labels, state.occ, state.c)
     return labels.astype(np.int64), err, tuple(levels), tuple(state.merges)
@@ -500,7 +515,7 @@ def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
             for done in as_completed(futures):
                 results[futures[done]] = done.result()
                 if progress is not None:
-                    progress(args[4])
+                    progress(len(args[3].levels))
             return results
     finally:
         _SHARED = None
@@ -509,8 +524,12 @@ def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
 def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints | None = None,
               runs: int = 1, exact_upto: int = 0, method: str = "rejection", random_state=None,
               n_jobs: int | None = None, pair_budget: int = DEFAULT_BUDGET, progress=None,
-              also_m=()) -> Generalization:
+              also_m=(), bound: str = "two-sided") -> Generalization:
     """sigma-k^m-anonymity by A^(r) (Algorithm 2, Section V-B), see the module docstring.
+
+    ``k`` and ``sigma`` are scalars or per-level vectors (k_l, sigma_l), l = 1..m (Algorithm 2
+    draws gamma(sigma_l) samples at level l); ``bound`` is the sample-size bound of
+    :func:`.sample_size.sample_size` ("two-sided", the paper's numbers, or "one-sided").
 
     ``constraints`` None permits any partition (err = NCP). ``exact_upto`` = L enumerates every
     l-itemset for l <= L (sigma = 1 there; sigma = 1 enumerates every level). ``runs`` = r runs,
@@ -524,9 +543,10 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     """
     if not isinstance(data, SetData):
         raise ParameterError("data must be a SetData (see probanon.setvalued.load_records)")
-    k = check_k(k, data.n_records)
     m = _check_m(m)
-    sigma = check_sigma(sigma)
+    plan = sample_size_plan(sigma, k, m, bound)
+    for k_l in plan.k:
+        check_k(int(k_l), data.n_records)
     runs = check_runs(runs)
     if isinstance(exact_upto, (bool, np.bool_)) or not isinstance(exact_upto, numbers.Integral) or exact_upto < 0:
         raise ParameterError(f"exact_upto must be an integer >= 0, got {exact_upto!r}")
@@ -541,24 +561,29 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     also = tuple(sorted({_check_m(x) for x in also_m}))
     if any(x >= m for x in also):
         raise ParameterError(f"also_m must hold values below m = {m}, got {tuple(also_m)!r}")
-    pairs = build_pair_index(data, int(pair_budget)) if pair_budget and exact_upto < m and sigma < 1 else None
-    args = (data, constraints, align, k, m, sigma, int(exact_upto), pairs)
+    sampled = any(g is not None for g in plan.gamma[exact_upto:])
+    pairs = build_pair_index(data, int(pair_budget)) if pair_budget and sampled else None
+    args = (data, constraints, align, plan, int(exact_upto), pairs)
     if runs == 1:
         results = [_run(*args, seeds[0], method, progress, also)]
     else:
         workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
         results = _parallel_runs(args, seeds, method, max(1, workers), progress, also)
-    found = {mm: _best(constraints, align, k, mm, sigma, [r[mm] for r in results], seeds) for mm in also}
-    return replace(_best(constraints, align, k, m, sigma, [r[m] for r in results], seeds), earlier=found)
+    found = {mm: _best(constraints, align, plan, mm, [r[mm] for r in results], seeds) for mm in also}
+    return replace(_best(constraints, align, plan, m, [r[m] for r in results], seeds), earlier=found)
 
 
-def _best(constraints, align, k, m, sigma, results, seeds) -> Generalization:
-    """A^(r): the first of the least-error runs."""
+def _best(constraints, align, plan, m, results, seeds) -> Generalization:
+    """A^(r): the first of the least-error runs. k and sigma: scalars when equal at every level."""
     errors = [r[1] for r in results]
     best = int(np.argmin(errors))
     labels, err, levels, merges = results[best]
+    k = [int(x) for x in plan.k[:m]]
+    sigma = [float(x) for x in plan.sigma[:m]]
     return Generalization(constraints.items, labels, labels[align], float(err), int(labels.max()) + 1,
-                          k, m, sigma, levels, merges, tuple(float(e) for e in errors), seeds[best])
+                          k[0] if len(set(k)) == 1 else tuple(k), m,
+                          sigma[0] if len(set(sigma)) == 1 else tuple(sigma), levels, merges,
+                          tuple(float(e) for e in errors), seeds[best])
 
 
 def release_records(data: SetData, result: Generalization) -> list[list[int]]:
