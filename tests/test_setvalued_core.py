@@ -245,6 +245,14 @@ def test_enumeration_matches_itertools(l):
     assert [tuple(d.item_labels[row].tolist()) for row in rare.itemsets] == [x for x in keys if counts[x] <= 2]
 
 
+def test_single_items_are_drawn_uniformly_from_the_items_present():
+    d = from_iterables([[0, 1]] * 50 + [[2]] + [[3, 4]] * 3)
+    s = sample_itemsets(d, 1, 5000, random_state=1)
+    counts = np.bincount(s.itemsets[:, 0], minlength=5)
+    assert chisquare(counts).pvalue > 1e-3  # item 0 is in 50 records, item 2 in one: same share
+    assert s.supports.tolist() == d.item_counts[s.itemsets[:, 0]].tolist()
+
+
 def test_support_cap_changes_only_the_reported_supports():
     d = from_iterables(random_records(6, n=60, m=9))
     pairs = build_pair_index(d, budget=60)

@@ -14,8 +14,8 @@ l-subset of it. Then
   exactly one of them per x is accepted, so accepted draws are i.i.d. uniform on Omega^l
   (acceptance |Omega^l| / Z). A rejection stops at the first supporter below u, which
   for a frequent x is found after a few steps of the intersection; an accepted x has its
-  support counted by the same walk. For l = 2 with a pair index the distinct pairs are
-  known and drawn directly.
+  support counted by the same walk. The distinct items (l = 1), and with a pair index the
+  distinct pairs (l = 2), are known and drawn directly.
 * ``"mcmc"``: the independence Metropolis-Hastings chain of Algorithm 1 with target
   pi uniform: move S -> C with probability min(1, pi(C)Q(S) / (pi(S)Q(C)))
   = min(1, supp(S)/supp(C)). (Algorithm 1 proposes a uniform record, giving
@@ -240,6 +240,8 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
             prop.arrays(), l, size_limits(data)[l])
     if method == "rejection":
         cap = 0 if support_cap is None else int(support_cap)
+        if l == 1:
+            return _distinct_items(data, int(n_samples), rng, cap)
         if l == 2 and pairs is not None:
             return _distinct_pairs(pairs, int(n_samples), rng, cap)
         n, proposals = 0, 0
@@ -251,6 +253,16 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
         return ItemsetSample(out_items, out_supp, l, method, proposals, n_samples / proposals, 0, math.nan)
     return _mcmc(args, l, int(n_samples), rng, int(thin), max_burn_in, data.n_records,
                  out_items, out_supp)
+
+
+def _distinct_items(data: SetData, n_samples: int, rng, cap: int) -> ItemsetSample:
+    """i.i.d. uniform draws from the items that occur (the distinct 1-itemsets)."""
+    present = np.flatnonzero(data.item_counts > 0)
+    pick = present[rng.integers(0, len(present), size=n_samples)]
+    supports = data.item_counts[pick].astype(np.int64)
+    if cap > 0:
+        np.minimum(supports, cap, out=supports)
+    return ItemsetSample(pick.astype(np.int32)[:, None], supports, 1, "rejection", n_samples, 1.0, 0, math.nan)
 
 
 def _distinct_pairs(pairs: PairIndex, n_samples: int, rng, cap: int) -> ItemsetSample:
