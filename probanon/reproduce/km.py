@@ -212,7 +212,9 @@ def partition_sizes(partition, areas, indptr, indices) -> dict:
 
 
 def _itemset_count(sizes: np.ndarray, m: int) -> int:
-    return int(sum(sum(math.comb(int(n), l) for n in sizes) for l in range(1, m + 1)))
+    """sum over records of sum_{l <= m} C(|D_u|, l): the checker's enumeration work."""
+    values, counts = np.unique(sizes, return_counts=True)
+    return int(sum(int(c) * sum(math.comb(int(n), l) for l in range(1, m + 1)) for n, c in zip(values, counts)))
 
 
 def _uniqueness(data, ls, n, rng) -> list:
