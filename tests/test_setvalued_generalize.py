@@ -304,3 +304,17 @@ def test_per_level_k_and_sigma(cdr_dir, tmp_path, capsys):
                  "--sigma", "0.9", "-o", str(tmp_path / "bad.txt"), "--quiet"]) == 2
     assert not (tmp_path / "bad.txt").exists()
     capsys.readouterr()
+
+
+def test_release_replaces_items_by_their_parts(cdr_dir):
+    data = read_fimi(cdr_dir / "records.txt")
+    c = constraints_from_coordinates(cdr_dir / "towers.csv")
+    res = anonymize(data, 10, 2, 0.95, c, random_state=5)
+    part = res.data_partition
+    expect = [sorted({int(part[i]) for i in data.record(u)}) for u in range(data.n_records)]
+    assert release_records(data, res) == expect
+    from probanon.setvalued import release_data
+
+    rel = release_data(data, res)
+    for p in range(res.n_parts):
+        assert rel.records_of(p).tolist() == [u for u, r in enumerate(expect) if p in r]

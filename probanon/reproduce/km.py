@@ -59,7 +59,7 @@ from ..setvalued import (
     check_release,
     estimate_uniqueness,
     from_iterables,
-    release_records,
+    release_data,
     sample_size,
     uniqueness_sample_size,
 )
@@ -198,15 +198,13 @@ def _cdr(s: dict, users: int, rng):
     return cdr, data, cons
 
 
-def partition_sizes(partition, areas, indptr, indices) -> dict:
+def partition_sizes(partition, areas, holders) -> dict:
     """Partition sizes in km^2 (areas in m^2): the paper's (Fig. 6: area of each part weighted by
-    the number of records holding one of its towers), area-weighted and plain mean."""
+    ``holders``, the number of records holding one of its towers), area-weighted and plain mean."""
     part = np.asarray(partition, dtype=np.int64)
     n_parts = int(part.max()) + 1
     area = np.bincount(part, weights=areas, minlength=n_parts) / 1e6
-    rec = np.repeat(np.arange(len(indptr) - 1), np.diff(indptr))
-    pairs = np.unique(rec * n_parts + part[indices])
-    holders = np.bincount(pairs % n_parts, minlength=n_parts).astype(float)
+    holders = np.asarray(holders, dtype=float)
     return dict(individual_weighted=float((area * holders).sum() / holders.sum()),
                 area_weighted=float((area ** 2).sum() / area.sum()), mean=float(area.mean()))
 
@@ -231,7 +229,7 @@ def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
     users = block["users"]
     cdr, data, cons = _cdr(s, users, rng)
     sizes = np.diff(cdr.indptr)
-    original = partition_sizes(np.arange(len(cdr.towers)), cons.areas, cdr.indptr, cdr.indices)
+    original = partition_sizes(np.arange(len(cdr.towers)), cons.areas, np.bincount(cdr.indices, minlength=len(cdr.towers)))
     u_orig = _uniqueness(data, s["uniqueness_l"], s["uniqueness_samples"], rng)
     bar.update()
     records = None
@@ -244,9 +242,10 @@ def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
             seconds = time.perf_counter() - t0
             for m in s["m"]:
                 g = full if m == top else full.earlier[m]
+                released = release_data(data, g)
                 row = dict(users=users, k=k, sigma=sigma, m=m, n_parts=g.n_parts, err_m=g.err, seconds=seconds,
                            sampled_fractions=[lv.fraction for lv in g.levels], satisfied=g.satisfied,
-                           **partition_sizes(g.partition, cons.areas, cdr.indptr, cdr.indices))
+                           **partition_sizes(g.partition, cons.areas, released.item_counts))
                 if _itemset_count(sizes, m) <= s["check_limit"]:
                     if records is None:
                         records = [cdr.indices[a:b].astype(str).tolist() for a, b in zip(cdr.indptr[:-1], cdr.indptr[1:])]
@@ -254,8 +253,8 @@ def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
                     row.update(check_fractions=list(chk.fractions), check_passes=chk.satisfies(sigma))
                 else:
                     row.update(check_fractions=None, check_passes=None)
-                row["uniqueness_released"] = (_uniqueness(from_iterables(release_records(data, g)), s["uniqueness_l"],
-                                                          s["uniqueness_samples"], rng) if m == top else None)
+                row["uniqueness_released"] = (_uniqueness(released, s["uniqueness_l"], s["uniqueness_samples"], rng)
+                                              if m == top else None)
                 paper = PAPER_FIG3.get((m, sigma)) if k == 20 else None
                 row["paper_parts"], row["paper_err_m"] = paper if paper else (None, None)
                 rows.append(row)

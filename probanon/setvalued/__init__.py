@@ -17,7 +17,7 @@ from .data import (
     read_pairs,
 )
 from .enumeration import Enumeration, enumerate_distinct, enumerate_itemsets
-from .generalize import Generalization, LevelReport, anonymize, release_records
+from .generalize import Generalization, LevelReport, anonymize, release_data, release_records
 from .sample_size import (
     SampleSize,
     SampleSizePlan,
@@ -63,6 +63,7 @@ __all__ = [
     "part_index",
     "read_fimi",
     "read_pairs",
+    "release_data",
     "release_records",
     "sample_itemsets",
     "sample_size",

@@ -49,7 +49,8 @@ def cmd_anonymize(args) -> int:
     from tqdm import tqdm
 
     from .data import load_records
-    from .generalize import anonymize, release_records
+    from .cdr import _fimi_bytes
+    from .generalize import anonymize, release_data
     from .sample_size import sample_size_plan
 
     if args.m < 1:
@@ -67,7 +68,8 @@ def cmd_anonymize(args) -> int:
         bad = next(lv for lv in result.levels if not lv.satisfied)
         raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
                          f"{bad.k}-anonymous; nothing written")
-    lines = "".join(" ".join(map(str, r)) + "\n" for r in release_records(data, result))
+    released = release_data(data, result)
+    lines = _fimi_bytes(released.record_indptr, released.record_items).tobytes().decode("ascii")
     spec = {"partition": result.mapping(), "err": result.err, "parts": result.n_parts,
             "k": result.k, "m": result.m, "sigma": result.sigma, "seed": result.seed,
             "levels": [{"l": lv.l, "k": lv.k, "sigma": lv.sigma, "method": lv.method, "gamma": lv.gamma,

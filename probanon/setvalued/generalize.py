@@ -49,7 +49,7 @@ from .._validation import check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
 from . import gencheck
 from .constraints import GeneralizationConstraints, partition_error
-from .data import SetData, by_decreasing_size, size_limits
+from .data import SetData, _transpose, by_decreasing_size, size_limits
 from .enumeration import enumerate_distinct
 from .pairs import DEFAULT_BUDGET, build_pair_index, no_pair_index
 from .passcache import PassCache
@@ -586,7 +586,37 @@ def _best(constraints, align, plan, m, results, seeds) -> Generalization:
                           tuple(float(e) for e in errors), seeds[best])
 
 
+@numba.njit(cache=True)
+def _released_csr(indptr, items, part, n_parts):
+    """Distinct sorted part ids of every record (CSR)."""
+    stamp = np.full(n_parts, -1, dtype=np.int64)
+    out_indptr = np.zeros(len(indptr), dtype=np.int64)
+    out = np.empty(len(items), dtype=np.int32)
+    o = 0
+    for u in range(len(indptr) - 1):
+        start = o
+        for j in range(indptr[u], indptr[u + 1]):
+            q = part[items[j]]
+            if stamp[q] != u:
+                stamp[q] = u
+                out[o] = q
+                o += 1
+        out[start:o].sort()
+        out_indptr[u + 1] = o
+    return out_indptr, out[:o].copy()
+
+
+def release_data(data: SetData, result: Generalization) -> SetData:
+    """<R, D> as :class:`SetData`: record u holds the (distinct, sorted) part ids of its items;
+    item i of the release is part i (0..n_parts - 1)."""
+    part = np.asarray(result.data_partition, dtype=np.int32)
+    indptr, parts = _released_csr(data.record_indptr, data.record_items, part, result.n_parts)
+    rec = np.repeat(np.arange(data.n_records, dtype=np.int32), np.diff(indptr))
+    item_indptr, item_records = _transpose(rec, parts, result.n_parts)
+    return SetData(indptr, parts, item_indptr, item_records, np.arange(result.n_parts), data.record_labels)
+
+
 def release_records(data: SetData, result: Generalization) -> list[list[int]]:
-    """<R, D>: every record with its items replaced by their (distinct, sorted) part ids."""
-    part = result.data_partition
-    return [sorted(set(part[data.record(u)].tolist())) for u in range(data.n_records)]
+    """<R, D> as lists: every record with its items replaced by their (distinct, sorted) part ids."""
+    released = release_data(data, result)
+    return [released.record(u).tolist() for u in range(released.n_records)]
