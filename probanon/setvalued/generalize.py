@@ -26,12 +26,19 @@ the leaves below the parent node. The error of a candidate is ``partition_error`
 and the merge minimising it (equivalently, its increase) is taken; ties go to the lowest part id.
 
 Deterministic phase (sigma = 1, Section V-C): for l <= ``exact_upto`` every distinct l-itemset
-is enumerated (in a random order per run) and each failing one is merged until it passes; since
-merging never lowers a support (monotonicity of k-anonymity [24]: R(P u Q) ⊇ R(P)), one pass
-leaves all of them k-anonymous.
+of support < k is enumerated (:mod:`.enumeration`; by smallest item, the items in a random order
+per run, each item's itemsets shuffled; the others pass whatever the partition) and each failing
+one is merged until it passes; since merging never lowers a support (monotonicity of
+k-anonymity [24]: R(P u Q) ⊇ R(P)), one pass leaves all of them k-anonymous.
+
+k and sigma may vary with the level (k_l, sigma_l; gamma(sigma_l) draws at level l). The check
+of line 10 is :func:`.gencheck.first_failure`. For speed the records are renumbered by
+decreasing size (:func:`.data.by_decreasing_size`) and the sampler uses a pair index
+(:mod:`.pairs`); neither changes what is computed.
 
 Amplification A^(r): r independent runs (seeds drawn from ``random_state``), in separate
-processes when r > 1; the run with the least err is returned (Theorem 4).
+processes when r > 1 (forked, sharing the data); the run with the least err is returned
+(Theorem 4).
 """
 
 from __future__ import annotations
