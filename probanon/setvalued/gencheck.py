@@ -92,8 +92,13 @@ def _candidates_pass(ctx, n, buf, singles, ns, s, k):
 @numba.njit(cache=True, nogil=True)
 def passes(ctx, items, supp, k, buf, singles):
     """supp({R(i) : i in items}) >= k; ``supp`` = supp(items) in the data, or -1 if unknown."""
+    return _passes(ctx, items, parts_of(ctx[3], items, buf), supp, k, buf, singles)
+
+
+@numba.njit(cache=True, nogil=True)
+def _passes(ctx, items, n, supp, k, buf, singles):
+    """:func:`passes` with the n parts of the items already in buf[:n]."""
     first, last, records, part_of_item, n_data, _, _, pairs, _, _, _, limits = ctx
-    n = parts_of(part_of_item, items, buf)
     ns = 0
     for j in range(items.shape[0]):  # items are sorted, so are the singles
         if n_data[part_of_item[items[j]]] == 1:
@@ -132,9 +137,9 @@ def first_failure(ctx, itemsets, supports, k, start, keys, lens):
         n = parts_of(ctx[3], itemsets[s], buf)
         if cache_contains(keys, lens, buf, n):
             continue
-        if not passes(ctx, itemsets[s], supports[s], k, buf, singles):
+        if not _passes(ctx, itemsets[s], n, supports[s], k, buf, singles):
             return s, added
-        added += cache_insert(keys, lens, buf, n)  # buf still holds the parts
+        added += cache_insert(keys, lens, buf, n)
     return itemsets.shape[0], added
 
 
