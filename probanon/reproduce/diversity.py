@@ -87,7 +87,7 @@ from ..diversity.attack import (
     worst_case_releases,
 )
 from ..report import Report
-from .surveys import _axes_figure, _clean, _fmt, _Output, _write, matches
+from .surveys import _axes_figure, _finish, _fmt, _Output, matches
 
 SEED = 2016  # the CLI's default --seed
 
@@ -602,10 +602,5 @@ def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False,
     results.update({
         "statements": [dict(source=src, statement=t, holds=h, detail=d) for src, t, h, d in statements],
         "runtime_seconds": elapsed,
-        "files": sorted(["diversity.html", "diversity.txt", "diversity.json"] + [f"{n}.png" for n, _, _ in figures]),
     })
-    results = _clean(results)
-    text = out.text()
-    _write(output_dir, report, text, results, stem="diversity")
-    results["text"] = text
-    return results
+    return _finish(output_dir, report, out, results, figures, "diversity")

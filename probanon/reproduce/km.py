@@ -70,7 +70,7 @@ from ..setvalued.constraints import (
 )
 from ..setvalued.data import by_decreasing_size, from_pairs
 from ..setvalued.pairs import build_pair_index
-from .surveys import _axes_figure, _clean, _fmt, _Output, _write, matches
+from .surveys import _axes_figure, _finish, _fmt, _Output, matches
 
 SEED = 2016  # the CLI's default --seed
 
@@ -386,10 +386,5 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
                f"({len(rows) - len(checked)} too large to enumerate)",
                f"{'QUICK MODE; ' if quick else ''}{elapsed:.1f} s"]
     out.heading("Summary", "\n".join(summary))
-    results.update({"runtime_seconds": elapsed,
-                    "files": sorted(["km.html", "km.txt", "km.json"] + [f"{n}.png" for n, _, _ in figures])})
-    results = _clean(results)
-    text = out.text()
-    _write(output_dir, report, text, results, stem="km")
-    results["text"] = text
-    return results
+    results["runtime_seconds"] = elapsed
+    return _finish(output_dir, report, out, results, figures, "km")

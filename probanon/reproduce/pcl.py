@@ -45,7 +45,7 @@ from ..errors import InputError, ProbanonError
 from ..microagg import MDAV, PCL
 from ..microagg.base import group_means
 from ..report import Report, line_figure
-from .surveys import _clean, _fmt, _Output, _write, matches
+from .surveys import _finish, _fmt, _Output, matches
 
 import matplotlib.pyplot as plt  # noqa: E402  (after probanon.report chose the Agg backend)
 
@@ -448,11 +448,6 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
         "statements": [dict(source=src, statement=t, holds=h, detail=d) for src, t, h, d in statements],
         "notes": notes,
         "runtime_seconds": elapsed,
-        "files": sorted(["pcl.html", "pcl.txt", "pcl.json", "pcl_fig3_partitions.npz"]
-                        + [f"{n}.png" for n, _, _ in figures]),
     })
-    results = _clean(results)
-    text = out.text()
-    _write(output_dir, report, text, results, stem="pcl", extra={"pcl_fig3_partitions.npz": partitions.getvalue()})
-    results["text"] = text
-    return results
+    return _finish(output_dir, report, out, results, figures, "pcl",
+                   extra={"pcl_fig3_partitions.npz": partitions.getvalue()})

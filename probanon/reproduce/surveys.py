@@ -802,6 +802,20 @@ def _distortion(out: _Output, data: dict, quick: bool, bar) -> tuple[dict, list,
 # --------------------------------------------------------------------------- output
 
 
+def _finish(output_dir: Path, report: Report, out, results: dict, figures, stem: str,
+            extra: dict | None = None) -> dict:
+    """Common end of a reproduction: list the files in ``results``, clean it for JSON, write
+    everything (:func:`_write`) and return it with the printed ``"text"``."""
+    extra = extra or {}
+    results["files"] = sorted([f"{stem}.html", f"{stem}.txt", f"{stem}.json", *extra]
+                              + [f"{n}.png" for n, _, _ in figures])
+    results = _clean(results)
+    text = out.text()
+    _write(output_dir, report, text, results, stem=stem, extra=extra)
+    results["text"] = text  # the printed comparison; the CLI prints it, the library stays quiet
+    return results
+
+
 def _write(output_dir: Path, report: Report, text: str, results: dict, stem: str = "surveys",
            extra: dict | None = None) -> None:
     """Write the PNGs, <stem>.html, <stem>.txt, <stem>.json and the ``extra`` files
@@ -911,10 +925,5 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
                     "notes_matched": nm, "notes_total": nt},
         "notes": notes,
         "runtime_seconds": elapsed,
-        "files": sorted(["surveys.html", "surveys.txt", "surveys.json"] + [f"{n}.png" for n, _, _ in figures]),
     })
-    results = _clean(results)
-    text = out.text()
-    _write(output_dir, report, text, results)
-    results["text"] = text  # the printed comparison; the CLI prints it, the library stays quiet
-    return results
+    return _finish(output_dir, report, out, results, figures, "surveys")

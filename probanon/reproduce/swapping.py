@@ -49,7 +49,7 @@ from ..data import quasi_identifiers, read_table
 from ..errors import InputError
 from ..report import Report
 from ..swapping import correlation_difference_runs, ir_swap, mdav_id, mdav_swap_informed, pearson_correlations
-from .surveys import _axes_figure, _clean, _fmt, _Output, _write, matches
+from .surveys import _axes_figure, _finish, _fmt, _Output, matches
 
 SEED = 2016  # the CLI's default --seed
 
@@ -603,10 +603,5 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
                        for src, t, h, d, hp in statements],
         "notes": notes,
         "runtime_seconds": elapsed,
-        "files": sorted(["swapping.html", "swapping.txt", "swapping.json"] + [f"{n}.png" for n, _, _ in figures]),
     })
-    results = _clean(results)
-    text = out.text()
-    _write(output_dir, report, text, results, stem="swapping")
-    results["text"] = text
-    return results
+    return _finish(output_dir, report, out, results, figures, "swapping")
