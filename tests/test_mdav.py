@@ -234,6 +234,10 @@ def test_engines_agree_gaussian_and_ties(keep):
         both_engines(zscore(T), k, keep)
     # thousands of exact ties: more candidates than the kernel's per-chunk lists hold
     both_engines(rng.integers(0, 3, size=(5000, 2)).astype(float), 7, keep)
+    # large groups (the kernel keeps the k + 1 smallest in a heap and sorts the candidates):
+    # more candidates than a chunk list, distance ties broken by coordinates and row
+    both_engines(rng.normal(size=(30000, 2)), 4000, keep)
+    both_engines(rng.integers(0, 6, size=(6000, 2)).astype(float), 700, keep)
 
 
 @pytest.mark.parametrize("name", ["census", "tarragona", "eia"])
