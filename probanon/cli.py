@@ -34,7 +34,7 @@ def _method(args):
     if args.method == "vmdav":
         return cls(args.k, gamma=args.gamma)
     if args.method == "pcl":
-        return cls(args.k, random_state=args.seed)
+        return cls(args.k, init=args.init, random_state=args.seed)
     return cls(args.k)
 
 
@@ -171,6 +171,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=0,
                    help="seed of PCL's iterated local search (default 0; MDAV, V-MDAV and ranking are deterministic)")
     m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
+    m.add_argument("--init", choices=("auto", "mdav", "pca"), default="auto",
+                   help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
+                        "(both for groups of >= 256 records, keeping the better; default)")
     m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
     m.set_defaults(func=cmd_microaggregate)
 

@@ -202,3 +202,20 @@ def test_estimator_keeps_its_parameters():
 
     m = MDAV(k=3.0).fit(np.random.default_rng(0).normal(size=(20, 2)))
     assert m.get_params()["k"] == 3.0 and m.k_ == 3
+
+
+@pytest.mark.parametrize("init", ["mdav", "pca", "auto"])
+def test_pcl_with_each_start(tmp_path, capsys, init):
+    df, path = _table(tmp_path, n=1200)
+    out, func = tmp_path / "out.csv", tmp_path / "f.json"
+    cols = ["age", "income"]
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "300", "--method", "pcl", "--init", init,
+                 "--columns", ",".join(cols), "--function", str(func)]) == 0
+    rel = pd.read_csv(out)
+    assert rel.groupby(cols).size().min() >= 300
+    assert json.loads(func.read_text())["kind"] == "power-diagram"
+    with pytest.raises(SystemExit) as bad:
+        main(["microaggregate", str(path), "-o", str(tmp_path / "x.csv"), "-k", "300", "--method", "pcl",
+              "--init", "kmeans"])
+    assert bad.value.code != 0 and "--init" in capsys.readouterr().err
+    assert not (tmp_path / "x.csv").exists()

@@ -161,3 +161,44 @@ def test_casc_information_loss_targets(name, request):
         # optimum splits between cells (no function of the quasi-identifiers can)
         wrong = p.function_.assign(X) != p.labels_
         assert wrong.sum() == p.function_mismatches_ and duplicated[wrong].all()
+
+
+def test_principal_bisection_gives_exact_sizes_and_cuts_along_the_long_axis():
+    from probanon.microagg.bisection import principal_bisection
+
+    rng = np.random.default_rng(10)
+    # 1-D: the cells are the consecutive runs of the sorted values, of the requested sizes
+    x = rng.normal(size=50)
+    sizes = [7, 7, 7, 7, 7, 15]
+    labels = principal_bisection(x[:, None], sizes)
+    np.testing.assert_array_equal(np.bincount(labels), sizes)
+    runs = labels[np.argsort(x)]
+    assert (np.diff(runs) != 0).sum() == len(sizes) - 1  # each cell one interval
+    # 2-D, long along x: the first cut is x at the 60% quantile (cells 0-2 against 3-4)
+    Z = rng.normal(size=(1000, 2)) * [10.0, 1.0]
+    labels = principal_bisection(Z, [200] * 5)
+    np.testing.assert_array_equal(np.bincount(labels), [200] * 5)
+    left = np.isin(labels, [0, 1, 2])
+    assert Z[left, 0].max() < Z[~left, 0].min() or Z[~left, 0].max() < Z[left, 0].min()
+    assert left.sum() == 600
+    with pytest.raises(ValueError):
+        principal_bisection(Z, [500, 400])
+
+
+def test_pcl_keeps_the_better_of_its_starts():
+    Z = np.random.default_rng(11).normal(size=(8192, 2)) @ [[1.0, 0.5], [0.0, 0.8]]
+    fits = {init: PCL(512, init=init).fit(Z) for init in ("mdav", "pca", "auto")}
+    assert fits["mdav"].start_ == "mdav" and fits["pca"].start_ == "pca"
+    S = (Z - Z.mean(0)) / Z.std(0)  # PCL compares its starts on z-scores
+    costs = {init: sse(S, f.labels_) for init, f in fits.items()}
+    assert costs["auto"] == pytest.approx(min(costs["mdav"], costs["pca"]), rel=1e-12)
+    assert fits["auto"].start_ == min(("mdav", "pca"), key=costs.get)
+    for f in fits.values():
+        assert (np.bincount(f.labels_) == 512).all()
+        np.testing.assert_array_equal(f.function_.assign(Z), f.labels_)
+    # a sequence of starts is the same as "auto" here; small cells start from MDAV alone
+    np.testing.assert_array_equal(PCL(512, init=["pca", "mdav"]).fit(Z).labels_, fits["auto"].labels_)
+    assert PCL(5, init="auto").fit(Z[:300]).start_ == "mdav"
+    for bad in ("kmeans", [], ["mdav", "x"], 3):
+        with pytest.raises(ParameterError):
+            PCL(512, init=bad).fit(Z)
