@@ -111,6 +111,20 @@ def test_fill_deficits_reaches_the_optimal_exact_sizes(seed):
     assert (cost[np.arange(9), labels] <= cost.min(1) + 1e-12).all()
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_fill_deficits_matches_the_transportation_optimum_on_long_paths(seed):
+    # 8 cells of exactly 50 from the nearest-centre assignment of 400 points: many steps move
+    # points along chains of cells; the cost must equal HiGHS's transportation optimum
+    rng = np.random.default_rng(seed)
+    Z, C = rng.normal(size=(400, 2)), rng.normal(size=(8, 2)) * 0.8
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
+    labels, offsets = fill_deficits(D, D.argmin(1), np.full(8, 50), np.zeros(8))
+    assert (np.bincount(labels, minlength=8) == 50).all()
+    assert D[np.arange(400), labels].sum() == pytest.approx(transport_assign(Z, C, 50).cost, rel=1e-9)
+    cost = D + offsets[None, :]
+    assert (cost[np.arange(400), labels] <= cost.min(1) + 1e-12).all()
+
+
 def test_strict_offsets_cancel_an_improving_exchange_and_reproduce_the_labels():
     rng = np.random.default_rng(8)
     Z = rng.normal(size=(60, 2))
