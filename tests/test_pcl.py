@@ -96,33 +96,24 @@ def test_iterated_local_search_never_increases_sse_keeps_sizes_and_is_seeded():
     assert sse(Z, a) < sse(Z, start)  # the kicks escape the local minimum of the moves
 
 
-@pytest.mark.parametrize("seed", range(5))
-def test_fill_deficits_reaches_the_optimal_exact_sizes(seed):
+FILL_CASES = [(seed, 9, 3, "brute force") for seed in range(5)] + [(seed, 400, 8, "HiGHS") for seed in range(3)]
+
+
+@pytest.mark.parametrize("seed, n, Q, reference", FILL_CASES)
+def test_fill_deficits_reaches_the_optimal_exact_sizes(seed, n, Q, reference):
     # the nearest-centre assignment is optimal for its own sizes; successive shortest paths
-    # must end at the brute-force optimum with every cell of exactly 3 (n = 9, |Q| = 3)
+    # must end at the optimum with every cell of exactly n/Q: the brute-force one (n = 9,
+    # |Q| = 3) or HiGHS's transportation LP (n = 400, |Q| = 8: points move along chains of cells)
     rng = np.random.default_rng(seed)
-    Z, C = rng.normal(size=(9, 2)), rng.normal(size=(3, 2)) * 0.3
+    Z, C = rng.normal(size=(n, 2)), rng.normal(size=(Q, 2)) * (0.3 if Q == 3 else 0.8)
     D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
-    labels, offsets = fill_deficits(D, D.argmin(1), np.full(3, 3), np.zeros(3))
-    assert (np.bincount(labels, minlength=3) == 3).all()
-    assert D[np.arange(9), labels].sum() == pytest.approx(brute_best(Z, C, 3), rel=1e-12)
+    labels, offsets = fill_deficits(D, D.argmin(1), np.full(Q, n // Q), np.zeros(Q))
+    assert (np.bincount(labels, minlength=Q) == n // Q).all()
+    best = brute_best(Z, C, n // Q) if reference == "brute force" else transport_assign(Z, C, n // Q).cost
+    assert D[np.arange(n), labels].sum() == pytest.approx(best, rel=1e-12 if reference == "brute force" else 1e-9)
     # the returned offsets are potentials of the labels: no point prefers another cell
     cost = D + offsets[None, :]
-    assert (cost[np.arange(9), labels] <= cost.min(1) + 1e-12).all()
-
-
-@pytest.mark.parametrize("seed", range(3))
-def test_fill_deficits_matches_the_transportation_optimum_on_long_paths(seed):
-    # 8 cells of exactly 50 from the nearest-centre assignment of 400 points: many steps move
-    # points along chains of cells; the cost must equal HiGHS's transportation optimum
-    rng = np.random.default_rng(seed)
-    Z, C = rng.normal(size=(400, 2)), rng.normal(size=(8, 2)) * 0.8
-    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
-    labels, offsets = fill_deficits(D, D.argmin(1), np.full(8, 50), np.zeros(8))
-    assert (np.bincount(labels, minlength=8) == 50).all()
-    assert D[np.arange(400), labels].sum() == pytest.approx(transport_assign(Z, C, 50).cost, rel=1e-9)
-    cost = D + offsets[None, :]
-    assert (cost[np.arange(400), labels] <= cost.min(1) + 1e-12).all()
+    assert (cost[np.arange(n), labels] <= cost.min(1) + 1e-12).all()
 
 
 def test_strict_offsets_cancel_an_improving_exchange_and_reproduce_the_labels():
