@@ -27,7 +27,7 @@ import numba
 import numpy as np
 
 from .data import SetData
-from .support import NO_LIMIT, _gallop, span_count_unless_below
+from .support import NO_LIMIT, _gallop, _tally, span_count_unless_below
 
 DEFAULT_BUDGET = 1 << 27  # record entries in the pair lists (int32: 512 MiB)
 MAX_ITEMS = 4096  # the m x m matrices take 2 * 4 m^2 bytes (128 MiB at 4096 items)
@@ -176,9 +176,7 @@ def count_unless_below(record_indptr, record_items, item_indptr, item_records, p
             if records[lo2] != v:
                 continue
         if covered or _contains(record_items, record_indptr[v], record_indptr[v + 1], items):
-            if v < u:
-                return -1
-            count += 1
-            if cap > 0 and count >= cap:
+            count = _tally(v, u, count)
+            if count < 0 or (cap > 0 and count >= cap):
                 return count
     return count

@@ -111,6 +111,13 @@ def span_intersection_count(first, last, values, rows, k):
 NO_LIMIT = np.iinfo(np.int32).max
 
 
+@numba.njit(cache=True, inline="always")
+def _tally(record, u, count):
+    """One more common record: -1 if it lies below ``u`` (an earlier supporter), else count + 1.
+    The caller stops at -1 or when the count reaches its cap."""
+    return -1 if record < u else count + 1
+
+
 @numba.njit(cache=True, nogil=True)
 def span_count_unless_below(first, last, values, rows, u, k, limit):
     """-1 if the intersection of the lists holds a value < ``u``; otherwise its size, or
@@ -146,10 +153,8 @@ def span_count_unless_below(first, last, values, rows, u, k, limit):
                 ok = False
                 break
         if ok:
-            if x < u:
-                return -1
-            count += 1
-            if k > 0 and count >= k:
+            count = _tally(x, u, count)
+            if count < 0 or (k > 0 and count >= k):
                 return count
     return count
 
