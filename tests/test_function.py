@@ -18,7 +18,7 @@ from hypothesis.extra.numpy import arrays
 
 from probanon.data import Standardizer
 from probanon.errors import InputError, SpecificationError
-from probanon.microagg import MDAV, VMDAV, IndividualRanking, MicroaggregationFunction, function_from_json
+from probanon.microagg import MDAV, PCL, VMDAV, IndividualRanking, MicroaggregationFunction, function_from_json
 
 from helpers import DATA, FAST
 from helpers import continuous_problem as continuous
@@ -537,3 +537,80 @@ def test_ranking_and_vmdav_transform(tarragona):
         np.testing.assert_array_equal(est.transform(tarragona), est.function_.transform(tarragona))
     ir = IndividualRanking(3)
     np.testing.assert_array_equal(ir.fit_transform(tarragona), ir.transform(tarragona))
+
+
+# ------------------------------------------------------- DataFrames by column name (issue 13.5)
+
+
+def _frame_and_function(estimator, n=300):
+    """A 3-column frame of distinct continuous records, and ``estimator`` fitted on it."""
+    rng = np.random.default_rng(13)
+    frame = pd.DataFrame(rng.normal(size=(n, 3)) * [1.0, 10.0, 100.0] + [0.0, 50.0, -20.0], columns=["a", "b", "c"])
+    return frame, estimator.fit(frame)
+
+
+ESTIMATORS = [lambda: MDAV(5, keep_duplicates=True), lambda: VMDAV(5), lambda: PCL(5, kicks=0),
+              lambda: IndividualRanking(5)]
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_function_reads_a_frame_by_column_name(make):
+    frame, est = _frame_and_function(make())
+    f = est.function_
+    assert est.feature_names_in_ == ["a", "b", "c"] and f.columns == ["a", "b", "c"]
+    cells = f.assign(frame.to_numpy())  # positional, in the fitted order
+    other = frame[["c", "a", "b"]].assign(extra=np.arange(len(frame)) * 1e6, note="x")
+    # the same records with shuffled columns and two extra ones get the same cells ...
+    np.testing.assert_array_equal(f.assign(other), cells)
+    np.testing.assert_array_equal(f.transform(other), f.transform(frame.to_numpy()))
+    np.testing.assert_array_equal(est.transform(other), est.transform(frame))
+    # ... which positional reading of the shuffled values would not give
+    assert not np.array_equal(f.assign(other[["c", "a", "b"]].to_numpy()), cells)
+    # a loaded function keeps its names and reads by them too
+    np.testing.assert_array_equal(function_from_json(f.to_json()).assign(other), cells)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_a_series_is_one_record(make):
+    frame, est = _frame_and_function(make())
+    f = est.function_
+    cells = f.assign(frame.to_numpy())
+    for i in (0, 7, 123):
+        record = frame.iloc[i][["b", "c", "a"]]  # index gives the names, in any order
+        np.testing.assert_array_equal(f.assign(record), cells[i:i + 1])
+        np.testing.assert_array_equal(est.transform(record), f.transform(frame.to_numpy()[i:i + 1]))
+    row = pd.Series({"c": 1.0, "z": "text", "a": 0.5, "b": 50.0})  # an extra text field is ignored
+    np.testing.assert_array_equal(f.assign(row), f.assign(np.array([[0.5, 50.0, 1.0]])))
+
+
+def test_a_missing_or_repeated_column_is_named():
+    frame, est = _frame_and_function(MDAV(5))
+    f = est.function_
+    with pytest.raises(InputError, match="lack the function's column 'b'"):
+        f.assign(frame[["a", "c"]].assign(d=1.0))
+    with pytest.raises(InputError, match="lack the function's column 'c'"):
+        est.transform(frame[["a", "b"]])
+    with pytest.raises(InputError, match="lack the function's column 'a'"):
+        f.assign(pd.Series({"b": 1.0, "c": 2.0}))
+    twice = pd.concat([frame, frame[["a"]]], axis=1)
+    with pytest.raises(InputError, match="2 copies of the function's column 'a'"):
+        f.assign(twice)
+    with pytest.raises(InputError, match="not numbers"):
+        f.assign(pd.Series({"a": "x", "b": 1.0, "c": 2.0}))
+
+
+def test_a_function_without_names_reads_frames_by_position():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    est = MDAV(5, keep_duplicates=True).fit(X)
+    assert est.function_.columns is None and not hasattr(est, "feature_names_in_")
+    frame = pd.DataFrame(X, columns=["z", "y", "x"])  # names unknown to the function: position
+    np.testing.assert_array_equal(est.function_.assign(frame), est.labels_)
+    np.testing.assert_array_equal(est.function_.assign(pd.Series(X[9], index=["p", "q", "r"])), est.labels_[9:10])
+    with pytest.raises(InputError, match="records have 4 columns, the function expects 3"):
+        est.function_.assign(frame.assign(w=1.0))
+    # a refit on an array forgets the names of an earlier fit on a frame
+    est.fit(frame)
+    assert est.function_.columns == ["z", "y", "x"]
+    est.fit(X)
+    assert est.function_.columns is None and not hasattr(est, "feature_names_in_")

@@ -33,6 +33,10 @@ class Microaggregator(ParamsMixin):
     (Z standardised, X the original values)."""
 
     def _validate_input(self, X):
+        """The quasi-identifier matrix; a DataFrame gives its numeric columns, whose names
+        are recorded in ``feature_names_in_`` (scikit-learn's convention; absent after a fit
+        on an array, so a refit never keeps stale names)."""
+        self.__dict__.pop("feature_names_in_", None)
         if isinstance(X, pd.DataFrame):
             cols = select_columns(X)
             self.feature_names_in_ = list(cols)
@@ -70,10 +74,11 @@ class Microaggregator(ParamsMixin):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
     def transform(self, X) -> np.ndarray:
-        """Records replaced by the centroid of the cell the fitted function assigns them to."""
+        """Records replaced by the centroid of the cell the fitted function assigns them to.
+        Fitted on a DataFrame, the function carries its names (``feature_names_in_``) and
+        reads a DataFrame by name (extra columns ignored, a missing one an InputError); a
+        Series is one record (see :meth:`MicroaggregationFunction.assign`)."""
         self._check_fitted()
-        if isinstance(X, pd.DataFrame) and hasattr(self, "feature_names_in_"):
-            X = X[self.feature_names_in_]
         return self.function_.transform(X)
 
     def fit_transform(self, X, y=None) -> np.ndarray:

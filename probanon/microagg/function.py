@@ -22,6 +22,8 @@ Three forms, one JSON format (``to_json`` / :func:`function_from_json`):
     group takes everything above). The cell is the tuple of per-column groups.
 
 Centroids are published in original units; standardisation parameters travel with the rule.
+A function fitted on a DataFrame records its column names and reads DataFrames (and Series,
+one record each) by name; see :meth:`MicroaggregationFunction.assign`.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from dataclasses import dataclass, field
 
 import numba
 import numpy as np
+import pandas as pd
 from numba import njit, prange
 
 from .._validation import check_matrix, read_json_document
@@ -148,8 +151,28 @@ class MicroaggregationFunction:
     meta: dict = field(default_factory=dict)
 
     # -- applying the rule ------------------------------------------------------------
+    def _records(self, X) -> np.ndarray:
+        """X as a float matrix whose columns are the function's, in its order.
+
+        A DataFrame is read BY NAME when the function has ``columns``: those columns are
+        looked up (in the function's order), others are ignored, a missing one is an
+        :class:`InputError` naming it. A function without names (fitted on an array) reads
+        a DataFrame by position, which must then have exactly the function's width. A
+        Series is ONE record (its index gives the names). Arrays are always positional."""
+        names = self.columns
+        if isinstance(X, pd.Series):
+            if names is not None:
+                X = X.loc[_named(X.index, names, "record")]
+            try:
+                X = np.asarray(X, dtype=np.float64).reshape(1, -1)
+            except (TypeError, ValueError):
+                raise InputError("the record contains values that are not numbers") from None
+        elif isinstance(X, pd.DataFrame) and names is not None:
+            X = X[_named(X.columns, names, "records")]
+        return check_matrix(X, name="records")
+
     def _standardised(self, X) -> np.ndarray:
-        X = check_matrix(X, name="records")
+        X = self._records(X)
         if X.shape[1] != self.standardizer.mean_.size:
             raise InputError(
                 f"records have {X.shape[1]} columns, the function expects {self.standardizer.mean_.size}"
@@ -158,9 +181,10 @@ class MicroaggregationFunction:
 
     def assign(self, X) -> np.ndarray:
         """Cell of each record (row of X, original units): shape (n,), or (n, d) for
-        "intervals" (one group per column)."""
+        "intervals" (one group per column). A DataFrame is read by column name when the
+        function has ``columns``, a Series is one record (n = 1); see :meth:`_records`."""
         if self.kind == "intervals":
-            return assign_intervals(X, self.rule["upper"])
+            return assign_intervals(self._records(X), self.rule["upper"])
         Z = self._standardised(X)
         if self.kind == "ordered-balls":
             return _assign_balls(Z, self.rule["references"], self.rule["radius2"], self.rule["boundary"])
@@ -211,6 +235,18 @@ class MicroaggregationFunction:
     @classmethod
     def from_json(cls, text_or_path) -> "MicroaggregationFunction":
         return function_from_json(text_or_path)
+
+
+def _named(available, names, what: str) -> list:
+    """``names`` after checking each is in ``available`` exactly once (else an InputError
+    naming the first missing or repeated one)."""
+    present = list(available)
+    for name in names:
+        count = present.count(name)
+        if count != 1:
+            problem = "lack" if count == 0 else f"have {count} copies of"
+            raise InputError(f"the {what} {problem} the function's column {name!r}")
+    return list(names)
 
 
 TIE_RULES = {
