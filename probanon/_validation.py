@@ -52,7 +52,7 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
     Accepts NumPy arrays, pandas DataFrames (all columns must be numeric) and
     nested sequences. Raises :class:`InputError` on text, NaN or infinity.
     """
-    labels = None
+    labels, frame = None, X
     if isinstance(X, pd.DataFrame):
         bad = [c for c in X.columns if not is_numeric_column(X[c])]
         if bad:
@@ -75,8 +75,16 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
     if not np.isfinite(X).all():
         row, col = np.argwhere(~np.isfinite(X))[0]
         col = repr(labels[col]) if labels is not None else col
-        raise InputError(f"{name} has a missing or infinite value (row {row}, column {col})")
+        raise InputError(f"{name} has a missing or infinite value ({row_label(frame, row)}, column {col})")
     return np.ascontiguousarray(X)
+
+
+def row_label(frame, position: int) -> str:
+    """How a message names the record at ``position``: its file line (``line 7``) when the
+    frame was read from a file that records it (``attrs["first_line"]``, see
+    :func:`probanon.data.read_table`), else ``row <position>`` (counted from 0)."""
+    first = getattr(frame, "attrs", {}).get("first_line")
+    return f"line {first + int(position)}" if first is not None else f"row {int(position)}"
 
 
 def is_numeric_column(series: pd.Series) -> bool:
@@ -84,12 +92,27 @@ def is_numeric_column(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
+MAX_SEED = 2**63 - 1  #: seeds are stored as int64 (JSON, NumPy arrays): 0 <= seed <= MAX_SEED
+
+
+def check_seed(seed, name: str = "seed") -> int | None:
+    """Return ``seed`` (None or an integer in 0..2**63 - 1) as an int; :class:`ParameterError`
+    for a negative, oversized, boolean or non-integer seed."""
+    if seed is None:
+        return None
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, numbers.Integral):
+        raise ParameterError(f"{name} must be an integer, got {seed!r}")
+    if not 0 <= int(seed) <= MAX_SEED:
+        raise ParameterError(f"{name} must be between 0 and 2**63 - 1, got {seed}")
+    return int(seed)
+
+
 def check_random_state(random_state) -> np.random.Generator:
-    """Turn ``None``, an int or a Generator into a :class:`numpy.random.Generator`."""
+    """Turn ``None``, an int (0..2**63 - 1) or a Generator into a :class:`numpy.random.Generator`."""
     if isinstance(random_state, np.random.Generator):
         return random_state
     if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(random_state)
+        return np.random.default_rng(check_seed(random_state, "random_state"))
     raise ParameterError(f"random_state must be None, an int or a numpy Generator, got {random_state!r}")
 
 

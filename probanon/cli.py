@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -16,12 +17,23 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
-from .data import quasi_identifiers, read_table, released_frame, synthetic_survey, write_outputs, write_table
+from .cliargs import (
+    Parser,
+    add_input,
+    add_output,
+    add_release_options,
+    positive_int,
+    prepare_outputs,
+    seed,
+    write_release,
+)
+from .data import csv_options, quasi_identifiers, read_table, synthetic_survey, write_outputs
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
 from .microagg import METHODS, function_from_json
+from .release import assign_roles, column_list, columns_with, make_release, read_link, shuffle_stream
 from .reproduce import cli as reproduce_cli
 from .survey import cli as survey_cli
 from .swapping import cli as swapping_cli
@@ -38,21 +50,35 @@ def _method(args):
     return cls(args.k)
 
 
+METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual ranking", "pcl": "PCL"}
+
+
+def _roles(args, frame: pd.DataFrame, keys=None) -> dict:
+    """The role of every column from ``--keys`` (or ``keys``), ``--confidential``, ``--drop`` and
+    ``--keep-other``."""
+    return assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential,
+                        args.drop, args.keep_other)
+
+
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
-    X, columns = quasi_identifiers(frame, args.columns)
+    roles = _roles(args, frame)
+    X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
     model = _method(args)
     released = model.fit_transform(X)
-    out = released_frame(frame, columns, released)
     report = utility_report(X, released)
-    outputs = {args.output: out}
+    name = METHOD_NAMES[args.method]
+    release = make_release(frame, roles, replaced=dict(zip(columns, released.T)),
+                           actions={"key": f"key: replaced by its {name} group mean"},
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+    extra = {}
     if args.function:
         model.function_.columns = columns
-        outputs[args.function] = model.function_.to_json(indent=1)
-    write_outputs(outputs)
+        extra[args.function] = model.function_.to_json(indent=1)
+    write_release(args, release, extra)
     print(
-        f"{args.method}: {len(out)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(out, columns)}, information loss = {report.information_loss:.2f}%",
+        f"{args.method}: {len(frame)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
+        f"k achieved = {k_achieved(release.data, columns)}, information loss = {report.information_loss:.2f}%",
         file=sys.stderr,
     )
     return 0
@@ -61,29 +87,73 @@ def cmd_microaggregate(args) -> int:
 def cmd_apply(args) -> int:
     function = function_from_json(args.function)
     frame = read_table(args.input)
-    columns = function.columns or args.columns
-    X, columns = quasi_identifiers(frame, columns)
+    keys = column_list(args.keys)
+    if function.columns and keys and keys != list(function.columns):
+        raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
+    roles = _roles(args, frame, keys=function.columns or keys)
+    X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
     labels = function.assign(X)
     if labels.ndim == 1:
         values = np.asarray(function.centroids)[labels]
     else:
         values = np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
-    out = released_frame(frame, columns, values)
-    if labels.ndim == 1:
-        out["cell"] = labels
-    write_table(out, args.output)
+    release = make_release(frame, roles, replaced=dict(zip(columns, values.T)),
+                           added={"cell": labels} if labels.ndim == 1 else None,
+                           actions={"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"},
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+    write_release(args, release)
     return 0
+
+
+def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -> pd.DataFrame:
+    """``released`` reordered so that its row i is the release of ``original``'s row i, by
+    ``--link``, ``--id`` or, checked, ``--by-position``."""
+    given = [name for name, v in (("--link", args.link), ("--id", args.id), ("--by-position", args.by_position)) if v]
+    if len(given) != 1:
+        raise InputError("say how the records of the two files match: --link FILE, --id COLUMN or --by-position"
+                         if not given else f"give one of {', '.join(given)}, not several")
+    if args.link:
+        position = read_link(args.link, len(original), len(released))
+        return released.iloc[position].reset_index(drop=True)
+    if len(original) != len(released):
+        raise InputError(f"the tables have different numbers of records ({len(original)} and {len(released)})")
+    if args.id:
+        for name, table in (("original", original), ("released", released)):
+            if args.id not in table.columns:
+                raise InputError(f"the {name} table has no column {args.id!r} (--id)")
+            if table[args.id].isna().any() or table[args.id].duplicated().any():
+                raise InputError(f"column {args.id!r} does not identify the records of the {name} table "
+                                 "(missing or repeated values)")
+        index = pd.Index(released[args.id])
+        position = index.get_indexer(original[args.id])
+        if (position < 0).any():
+            raise InputError(f"the id {original[args.id].iloc[int(np.argmax(position < 0))]!r} of the original "
+                             "is not in the release")
+        return released.iloc[position].reset_index(drop=True)
+    common = [c for c in original.columns if c in released.columns and c not in keys]
+    if not common:
+        raise InputError("--by-position cannot check that the files are aligned: they share no column "
+                         "besides the keys (use --link or --id)")
+    for c in common:
+        a, b = original[c].reset_index(drop=True), released[c].reset_index(drop=True)
+        if not (a.equals(b) or (a.astype(str) == b.astype(str)).all()):
+            row = int(np.argmax((a.astype(str) != b.astype(str)).to_numpy()))
+            raise InputError(f"--by-position: the files are not aligned (column {c!r} differs at record {row + 1}); "
+                             "a shuffled release needs --link or --id")
+    return released
 
 
 def cmd_evaluate(args) -> int:
     original = read_table(args.original)
     released = read_table(args.released)
-    if len(original) != len(released):
-        raise InputError(f"the tables have different numbers of records ({len(original)} and {len(released)})")
-    X, columns = quasi_identifiers(original, args.columns)
+    keys = column_list(args.keys)
+    if not keys:
+        raise InputError("name the quasi-identifiers with --keys")
+    X, columns = quasi_identifiers(original, keys)
     missing = [c for c in columns if c not in released.columns]
     if missing:
         raise InputError(f"released table has no column {missing[0]!r}")
+    released = _aligned(args, original, released, columns)
     Y, _ = quasi_identifiers(released, columns)
     result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns)).to_dict()
     result["k_achieved"] = k_achieved(released, columns)
@@ -92,25 +162,33 @@ def cmd_evaluate(args) -> int:
 
         result["record_linkage"] = record_linkage(X, Y)
         result["interval_disclosure"] = interval_disclosure(X, Y)
+    holds = None if args.k is None else result["k_achieved"] >= args.k
+    if holds is not None:
+        result["k"], result["holds"] = args.k, holds
     if args.json:
         print(json.dumps(result, allow_nan=False))
     else:
         print(f"records:            {result['n_records']}")
         print(f"quasi-identifiers:  {', '.join(columns)}")
         print(f"information loss:   {result['information_loss']:.4f} %")
-        print(f"k achieved:         {result['k_achieved']}")
+        print(f"k achieved:         {result['k_achieved']}"
+              + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
         if result["correlation_difference_max"] is not None:
             print(f"max |corr diff|:    {result['correlation_difference_max']:.4f}")
         if args.risk:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
-    return 0
+    return 1 if holds is False else 0
+
+
+DEMO_FILES = ("index.html", "il_vs_k.png", "risk_vs_k.png", "release_mdav_k5.csv", "function_mdav_k5.json",
+              "evaluation_mdav_k5.json")
 
 
 def cmd_demo(args) -> int:
     from tqdm import tqdm
 
-    from .metrics import information_loss
+    from .metrics import information_loss, record_linkage
     from .report import Report, line_figure
 
     out_dir = Path(args.output_dir)
@@ -118,58 +196,82 @@ def cmd_demo(args) -> int:
     qi = ["age", "income", "household", "hours"]
     X = data[qi].to_numpy(float)
     ks = [2, 3, 4, 5, 7, 10, 15, 20]
-    methods = {"MDAV": "mdav", "V-MDAV": "vmdav", "individual ranking": "ranking", "PCL": "pcl"}
-    rows, series = [], {}
+    methods = {"MDAV": "mdav", "V-MDAV": "vmdav", "PCL": "pcl", "individual ranking": "ranking"}
+    rows, il_series, risk_series = [], {}, {}
     for label, name in tqdm(methods.items(), desc="methods", disable=args.quiet):
-        ils = []
+        ils, risks = [], []
         for k in ks:
             model = METHODS[name](k, random_state=args.seed) if name == "pcl" else METHODS[name](k)
             released = model.fit_transform(X)
-            il = information_loss(X, released)
-            ils.append(il)
-            rows.append({"method": label, "k": k, "information loss %": il,
-                         "k achieved": k_achieved(pd.DataFrame(released)) if name != "ranking" else "per column"})
-        series[label] = (ks, ils)
+            ils.append(information_loss(X, released))
+            risks.append(record_linkage(X, released))
+            achieved = k_achieved(pd.DataFrame(released))
+            rows.append({"method": label, "k": k, "k-anonymous": "yes" if achieved >= k else "NO",
+                         "k achieved": achieved, "information loss %": ils[-1],
+                         "record linkage": risks[-1]})
+        risk_series[label] = (ks, risks)
+        if name != "ranking":  # not k-anonymous: its IL is not comparable with the others'
+            il_series[label] = (ks, ils)
     main = METHODS["mdav"](5)
-    release = released_frame(data, qi, main.fit_transform(data[qi]))
-    evaluation = utility_report(data[qi], release[qi]).to_dict()
-    evaluation["k_achieved"] = k_achieved(release, qi)
+    roles = assign_roles(data.columns, qi, ["health_spending", "savings"], ["id"])
+    release = make_release(data, roles, replaced=dict(zip(qi, main.fit_transform(data[qi]).T)),
+                           random_state=shuffle_stream(args.seed))
+    evaluation = utility_report(data[qi], data[qi].assign(**dict(zip(qi, main.transform(data[qi]).T)))).to_dict()
+    evaluation["k_achieved"] = k_achieved(release.data, qi)
+    evaluation["record_linkage"] = record_linkage(X, main.transform(data[qi]))
     out_dir.mkdir(parents=True, exist_ok=True)
     write_outputs({
-        out_dir / "release_mdav_k5.csv": release,
+        out_dir / "release_mdav_k5.csv": release.data,
         out_dir / "function_mdav_k5.json": main.function_.to_json(indent=1),
         out_dir / "evaluation_mdav_k5.json": json.dumps(evaluation, indent=2, allow_nan=False),
     })
 
     rep = Report("probanon demo: microaggregation of a synthetic survey")
     rep.text("Data", f"{len(data)} synthetic records (seed {args.seed}); quasi-identifiers: {', '.join(qi)}; "
-             "confidential: health_spending, savings. Information loss IL = 100 SSE/SST on z-scored data.")
-    rep.figure("il_vs_k", line_figure(series, "k", "information loss (%)", "Information loss against k"),
-               "Information loss against k for MDAV, V-MDAV and individual ranking")
+             "confidential: health_spending, savings; direct identifier: id (removed from the release). "
+             "Information loss IL = 100 SSE/SST on z-scored data; record linkage = expected share of records "
+             "an intruder who knows every original quasi-identifier re-identifies by nearest neighbour.")
+    rep.figure("il_vs_k", line_figure(il_series, "k", "information loss (%)",
+                                      "Information loss against k (k-anonymous methods)"),
+               "Information loss against k for MDAV, V-MDAV and PCL (each group of at least k records)")
+    rep.figure("risk_vs_k", line_figure(risk_series, "k", "record linkage (share re-identified)",
+                                        "Disclosure risk against k"),
+               "Record linkage against k, with individual ranking, whose low information loss comes from "
+               "not being k-anonymous: each column is ranked alone, so records stay close to their originals "
+               "and are re-identified far more often")
+    mean_il = {label: float(np.mean(ils)) for label, (_, ils) in il_series.items()}
+    best = min(mean_il, key=mean_il.get)
+    ranking_k = sorted({r["k achieved"] for r in rows if r["method"] == "individual ranking"})
+    rep.text("Risk beside utility", f"Individual ranking is not k-anonymous (k achieved: "
+             f"{', '.join(map(str, ranking_k))} for k = {ks[0]}..{ks[-1]}): it is listed for its risk only, never "
+             f"as a method to choose. Among the k-anonymous methods {best} has the lowest mean information loss "
+             f"({mean_il[best]:.2f}% over these k).")
     rep.table(rows)
     rep.text("Release at k = 5 (MDAV)", f"k achieved = {evaluation['k_achieved']}, IL = "
-             f"{evaluation['information_loss']:.2f}%, max |correlation difference| = "
-             f"{evaluation['correlation_difference_max']:.4f}. Files: release_mdav_k5.csv, "
-             "function_mdav_k5.json (the publishable microaggregation function), evaluation_mdav_k5.json.")
+             f"{evaluation['information_loss']:.2f}%, record linkage = {evaluation['record_linkage']:.4f}, "
+             f"max |correlation difference| = {evaluation['correlation_difference_max']:.4f}. Records in random "
+             "order, id removed. Files: release_mdav_k5.csv, function_mdav_k5.json (the publishable "
+             "microaggregation function), evaluation_mdav_k5.json.")
     path = rep.write(out_dir)
     print(f"report written to {path}", file=sys.stderr)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="probanon", description="Probabilistic anonymity for microdata.")
+    p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.")
     p.add_argument("--version", action="version", version=f"probanon {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids")
-    m.add_argument("input")
-    m.add_argument("-o", "--output", required=True)
-    m.add_argument("-k", type=int, required=True, help="minimum group size")
+    add_input(m, "input")
+    add_output(m, "-o", "--output", required=True, table=True)
+    m.add_argument("-k", type=positive_int, required=True, help="minimum group size")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
-    m.add_argument("--columns", help="comma-separated quasi-identifier columns (default: all numeric)")
-    m.add_argument("--function", metavar="FUNC.json", help="also write the fitted, publishable function")
-    m.add_argument("--seed", type=int, default=0,
-                   help="seed of PCL's iterated local search (default 0; MDAV, V-MDAV and ranking are deterministic)")
+    add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    add_output(m, "--function", metavar="FUNC.json", help="also write the fitted, publishable function")
+    m.add_argument("--seed", type=seed, default=None,
+                   help="seed of the record order and of PCL's local search (default: fresh entropy; a "
+                        "given seed makes the release reproducible: keep it secret, it undoes the order)")
     m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
     m.add_argument("--init", choices=("auto", "mdav", "pca"), default="auto",
                    help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
@@ -178,25 +280,33 @@ def build_parser() -> argparse.ArgumentParser:
     m.set_defaults(func=cmd_microaggregate)
 
     a = sub.add_parser("apply", help="apply a published function to records")
-    a.add_argument("function", metavar="FUNC.json")
-    a.add_argument("input")
-    a.add_argument("-o", "--output", required=True)
-    a.add_argument("--columns", help="quasi-identifier columns if the function does not name them")
+    add_input(a, "function", metavar="FUNC.json", table=False)
+    add_input(a, "input")
+    add_output(a, "-o", "--output", required=True, table=True)
+    add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
+    a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     a.set_defaults(func=cmd_apply)
 
-    e = sub.add_parser("evaluate", help="utility and anonymity of a release")
-    e.add_argument("original")
-    e.add_argument("released")
-    e.add_argument("--columns")
+    e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)")
+    add_input(e, "original")
+    add_input(e, "released")
+    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
+                   help="comma-separated quasi-identifier columns")
+    match = e.add_mutually_exclusive_group()
+    add_input(match, "--link", metavar="FILE", help="link file written by the release command (--link)")
+    match.add_argument("--id", metavar="COLUMN", help="a column identifying the records in both files")
+    match.add_argument("--by-position", action="store_true",
+                       help="row i of one file is row i of the other (checked: the non-key columns must agree)")
+    e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")
     e.add_argument("--risk", action="store_true",
                    help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
 
     d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report")
-    d.add_argument("--output-dir", default="report")
-    d.add_argument("--records", type=int, default=2000)
-    d.add_argument("--seed", type=int, default=2026)
+    add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES)
+    d.add_argument("--records", type=positive_int, default=2000)
+    d.add_argument("--seed", type=seed, default=2026)
     d.add_argument("--quiet", action="store_true")
     d.set_defaults(func=cmd_demo)
 
@@ -211,14 +321,19 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    k = getattr(args, "k", None)
-    if k is not None and min(k if isinstance(k, tuple) else (k,)) < 1:
-        parser.exit(2, f"probanon: error: k must be >= 1, got {args.k}\n")
     try:
-        return args.func(args)
+        try:
+            args.outputs = prepare_outputs(args)  # every output checked before any work
+            with csv_options(getattr(args, "sep", None), getattr(args, "encoding", None)):
+                return args.func(args)
+        finally:
+            sys.stdout.flush()
     except ProbanonError as exc:
         print(f"probanon: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader of stdout went away (| head): end quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except KeyboardInterrupt:
         print("probanon: interrupted", file=sys.stderr)
         return 130

@@ -1,72 +1,106 @@
 """Loading tables, choosing quasi-identifier columns, z-scoring.
 
-Tables are read by file extension (``.csv``, ``.parquet``/``.pq``). Z-scoring uses the
+Tables are read by file extension (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``). Z-scoring uses the
 population standard deviation (ddof = 0); a constant column gets scale 1, so it is
 centred but otherwise kept as is and never divides by zero.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from ._validation import check_matrix, is_numeric_column
+from ._validation import check_matrix, is_numeric_column, row_label
 from .errors import InputError, ParameterError
 
-READERS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+from .outputs import TABLE_FORMATS, table_format, write_outputs  # noqa: F401  (write_outputs: the one writer)
+
+READERS = TABLE_FORMATS  # ending -> "csv" | "parquet" (kept for callers of the old name)
+
+#: CSV reading options of the running command (``--sep``, ``--encoding``): every ``read_table``
+#: of a command uses them unless told otherwise (set by the CLI with :func:`csv_options`)
+_CSV_OPTIONS: contextvars.ContextVar = contextvars.ContextVar("csv_options", default={})
+SEPARATORS = ",;\t|"
 
 
-def read_table(path) -> pd.DataFrame:
-    """Read a CSV or Parquet file, chosen by extension, into a DataFrame."""
+@contextlib.contextmanager
+def csv_options(sep=None, encoding=None):
+    """Within the block, :func:`read_table` reads CSV with this separator and encoding."""
+    token = _CSV_OPTIONS.set({"sep": sep, "encoding": encoding})
+    try:
+        yield
+    finally:
+        _CSV_OPTIONS.reset(token)
+
+
+def read_table(path, sep=None, encoding=None) -> pd.DataFrame:
+    """Read a CSV (``.csv``, gzip-compressed ``.csv.gz``) or Parquet file into a DataFrame.
+
+    CSV: separator ``sep`` (default ``,``) and ``encoding`` (default UTF-8). Refused with a one-line
+    :class:`InputError`: a missing or empty file, no records, duplicate column names, text that is
+    not in the encoding; when no column is numeric and the file looks separated by another
+    character, the message names it. Row positions in later messages are file line numbers: the
+    frame carries ``attrs["first_line"]`` (the line of its first record, 2 for a CSV with a header).
+    """
     path = Path(path)
-    kind = READERS.get(path.suffix.lower())
-    if kind is None:
-        raise InputError(f"{path}: unknown file type {path.suffix!r} (use .csv or .parquet)")
+    kind = table_format(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
+    options = _CSV_OPTIONS.get()
+    sep = sep or options.get("sep") or ","
+    encoding = encoding or options.get("encoding") or "utf-8"
     try:
-        frame = pd.read_csv(path) if kind == "csv" else pd.read_parquet(path)
+        if kind == "csv":
+            header = pd.read_csv(path, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str)
+            names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
+            frame = pd.read_csv(path, sep=sep, encoding=encoding)
+        else:
+            frame = pd.read_parquet(path)
+            names = [str(c) for c in frame.columns]
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the file is empty") from None
-    except Exception as exc:  # parser errors of pandas/pyarrow
+    except UnicodeDecodeError:
+        raise InputError(f"{path}: is not {encoding} text (give --encoding, e.g. --encoding latin-1)") from None
+    except LookupError:
+        raise InputError(f"unknown encoding {encoding!r}") from None
+    except Exception as exc:  # parser errors of pandas/pyarrow, a corrupt gzip stream
         raise InputError(f"{path}: cannot be read as {kind} ({str(exc).splitlines()[0]})") from None
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise InputError(f"{path}: the column name {name!r} appears twice")
+        seen.add(name)
     if frame.shape[0] == 0:
         raise InputError(f"{path}: the table has no records")
+    if kind == "csv":
+        if not any(is_numeric_column(frame[c]) for c in frame.columns):
+            _refuse_other_separator(path, sep, encoding, frame.shape[1])
+        frame.attrs["first_line"] = 2
     return frame
 
 
-def write_outputs(outputs: dict) -> None:
-    """Write every output or none: ``outputs`` maps a path to a DataFrame (CSV or Parquet by
-    extension) or to text. All are written to temporary files first, then renamed; any
-    failure removes the temporaries and raises :class:`InputError` with one line."""
-    staged = []
-    path = None
+def _refuse_other_separator(path: Path, sep: str, encoding: str, n_columns: int) -> None:
+    """No numeric column was found: if another separator splits the header into more columns,
+    the user probably needs ``--sep``; say which."""
+    import csv
+    import gzip
+
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
     try:
-        for path, content in outputs.items():
-            path = Path(path)
-            if isinstance(content, pd.DataFrame):
-                kind = READERS.get(path.suffix.lower())
-                if kind is None:
-                    raise InputError(f"{path}: unknown output type {path.suffix!r} (use .csv or .parquet)")
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            staged.append((tmp, path))
-            if isinstance(content, pd.DataFrame):
-                content.to_csv(tmp, index=False) if kind == "csv" else content.to_parquet(tmp, index=False)
-            else:
-                tmp.write_text(content)
-        for tmp, path in staged:
-            os.replace(tmp, path)
-    except OSError as exc:
-        raise InputError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        for tmp, _ in staged:
-            if tmp.exists():
-                tmp.unlink()
+        with opener(path, "rt", encoding=encoding, errors="replace") as fh:
+            sample = fh.read(65536)
+        found = csv.Sniffer().sniff(sample, delimiters=SEPARATORS).delimiter
+    except (csv.Error, OSError, EOFError):
+        return
+    if found != sep and len(sample.splitlines()[0].split(found)) > n_columns:
+        raise InputError(f"{path}: no numeric column with separator {sep!r}; the file looks "
+                         f"{found!r}-separated: give --sep {found!r}")
 
 
 def write_table(frame: pd.DataFrame, path) -> None:
@@ -116,8 +150,9 @@ def _reject_text_in_numbers(series: pd.Series) -> None:
     values = series.dropna()
     numbers = pd.to_numeric(values, errors="coerce")
     if numbers.notna().mean() >= 0.5 and numbers.isna().any():
-        row = numbers.index[numbers.isna()][0]
-        raise InputError(f"column {series.name!r} has text in a numeric column (row {row}: {values[row]!r})")
+        label = numbers.index[numbers.isna()][0]
+        where = row_label(series, series.index.get_loc(label))
+        raise InputError(f"column {series.name!r} has text in a numeric column ({where}: {values[label]!r})")
 
 
 def quasi_identifiers(frame: pd.DataFrame, columns=None) -> tuple[np.ndarray, list[str]]:

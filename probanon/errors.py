@@ -5,19 +5,20 @@ Every error raised on bad input derives from :class:`ProbanonError`, so callers
 """
 
 
-class ProbanonError(Exception):
-    """Base class of every error probanon raises on purpose."""
+class ProbanonError(ValueError):
+    """Base class of every error probanon raises on purpose (a ``ValueError``, as in
+    scikit-learn: bad input is a bad value)."""
 
 
-class InputError(ProbanonError, ValueError):
+class InputError(ProbanonError):
     """The input data cannot be used (empty, NaN/inf, text in numeric columns...)."""
 
 
-class ParameterError(ProbanonError, ValueError):
+class ParameterError(ProbanonError):
     """A parameter is out of range (k < 1, k > n, unknown method...)."""
 
 
-class SpecificationError(ProbanonError, ValueError):
+class SpecificationError(ProbanonError):
     """A published specification (JSON) is malformed, inconsistent or tampered with."""
 
 

@@ -264,7 +264,7 @@ def test_cli_round_trip(tmp_path, capsys, method):
     df, path = _census_like(tmp_path)
     out, groups = tmp_path / "out.csv", tmp_path / "groups.csv"
     argv = ["swap", str(path), "-o", str(out), "-k", "4", "--method", method, "--confidential", "tax,savings",
-            "--columns", "age,income,tax,savings", "--seed", "7", "--groups", str(groups)]
+            "--keys", "age,income", "--keep-other", "--keep-order", "--seed", "7", "--groups", str(groups)]
     assert main(argv) == 0
     assert "mean |correlation difference|" in capsys.readouterr().err
     rel, g = pd.read_csv(out), pd.read_csv(groups)
@@ -283,16 +283,17 @@ def test_cli_round_trip(tmp_path, capsys, method):
             for idx in g.groupby(f"group_{c}").groups.values():
                 assert sorted(rel.loc[idx, c]) == sorted(df.loc[idx, c])
     again = tmp_path / "again.csv"
-    assert main([str(again) if a == str(out) else a for a in argv]) == 0
+    assert main([str(again) if a == str(out) else a for a in argv] + ["--force"]) == 0  # groups.csv again
     pd.testing.assert_frame_equal(pd.read_csv(again), rel)  # same seed, same release
-    assert main([str(again) if a == str(out) else ("8" if a == "7" else a) for a in argv]) == 0
+    assert main([str(again) if a == str(out) else ("8" if a == "7" else a) for a in argv] + ["--force"]) == 0
     assert not pd.read_csv(again).equals(rel)
 
 
 def test_cli_mdav_id_releases_group_means(tmp_path, capsys):
     df, path = _census_like(tmp_path)
     out = tmp_path / "out.csv"
-    assert main(["swap", str(path), "-o", str(out), "-k", "5", "--method", "mdav-id", "--columns", "age,income"]) == 0
+    assert main(["swap", str(path), "-o", str(out), "-k", "5", "--method", "mdav-id", "--columns", "age,income",
+                 "--keep-other", "--keep-order"]) == 0
     rel = pd.read_csv(out)
     assert rel.groupby(["age", "income"]).size().min() >= 5
     pd.testing.assert_series_equal(rel["tax"], df["tax"])
@@ -300,22 +301,20 @@ def test_cli_mdav_id_releases_group_means(tmp_path, capsys):
 
 def test_cli_errors(tmp_path, capsys):
     df, path = _census_like(tmp_path)
-    base = ["swap", str(path), "-o", "OUT", "--method", "ir-swap"]
+    base = ["swap", str(path), "-o", "OUT", "--method", "ir-swap", "--keys", "age,income", "--keep-other"]
     _bad(tmp_path, capsys, base + ["-k", "3", "--confidential", "nope"], "confidential column 'nope' is not in the table")
     _bad(tmp_path, capsys, base + ["-k", "41", "--confidential", "tax"], "larger than the number of records")
     _bad(tmp_path, capsys, base + ["-k", "3"], "ir-swap needs --confidential")
-    _bad(tmp_path, capsys, base + ["-k", "3", "--confidential", "id"], "not among the attributes used")
-    _bad(tmp_path, capsys, base + ["-k", "3", "--columns", "age,tax", "--confidential", "savings"],
-         "not among the attributes used")
+    _bad(tmp_path, capsys, base + ["-k", "3", "--confidential", "age"], "both key and confidential")
     nan = df.copy()
     nan.loc[4, "tax"] = np.nan
     nan.to_csv(tmp_path / "nan.csv", index=False)
     _bad(tmp_path, capsys, ["swap", str(tmp_path / "nan.csv"), "-o", "OUT", "-k", "3", "--method", "ir-swap",
-                            "--confidential", "tax"], "missing or infinite")
+                            "--confidential", "tax", "--keys", "age", "--keep-other"], "missing or infinite")
     (tmp_path / "empty.csv").write_text("")
     _bad(tmp_path, capsys, ["swap", str(tmp_path / "empty.csv"), "-o", "OUT", "-k", "3", "--method", "ir-swap",
                             "--confidential", "tax"], "empty")
     with pytest.raises(SystemExit) as e:
         main(["swap", str(path), "-o", str(tmp_path / "out.csv"), "-k", "0", "--method", "ir-swap", "--confidential", "tax"])
     assert e.value.code == 2 and not (tmp_path / "out.csv").exists()
-    assert capsys.readouterr().err.strip() == "probanon: error: k must be >= 1, got 0"
+    assert capsys.readouterr().err.strip().startswith("probanon: error: argument -k: expected a positive integer")

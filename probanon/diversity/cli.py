@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
+from ..cliargs import add_input, add_output
 from ..data import read_table, write_outputs
 from .distribution import check_margin, read_distribution
 from .planning import M_RULES, METHODS, pareto_front, plan_diversity
@@ -31,10 +32,16 @@ def cmd_release(args) -> int:
     plan = load_plan(args.plan)
     sample = read_table(args.sample)
     released = release_counts(plan, sample, args.sensitive, allow_fewer=args.allow_fewer)
-    write_outputs({args.output: released})
+    args.outputs.write({args.output: released})
     s = release_summary(plan, released)
+    sensitive = args.sensitive or plan.sensitive_column
+    fate = {c: ("quasi-identifier: generalised to its class" if c in plan.qi_columns else
+                "sensitive: counted per class" if c == sensitive else "not released") for c in sample.columns}
+    width = max(len(str(c)) for c in fate)
     print(f"released {s['records']} records in {s['non_empty_classes']} of {s['classes']} classes; "
-          f"distinct l achieved = {s['l_achieved']} (plan: l = {s['l']}, N = {plan.n_samples})", file=sys.stderr)
+          f"distinct l achieved = {s['l_achieved']} (plan: l = {s['l']}, N = {plan.n_samples}); counts only, "
+          "no record-level data; columns:\n" + "\n".join(f"  {str(c):<{width}}  {a}" for c, a in fate.items()),
+          file=sys.stderr)
     return 0
 
 
@@ -70,9 +77,9 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_plan)
 
     r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan")
-    r.add_argument("plan", metavar="PLAN")
-    r.add_argument("sample", metavar="SAMPLE")
-    r.add_argument("-o", "--output", required=True)
+    add_input(r, "plan", metavar="PLAN", table=False)
+    add_input(r, "sample", metavar="SAMPLE")
+    add_output(r, "-o", "--output", required=True, table=True)
     r.add_argument("--sensitive", help="the sample's sensitive column (default: the plan's)")
     r.add_argument("--allow-fewer", action="store_true",
                    help="release even with fewer records than the plan's N (no guarantee)")

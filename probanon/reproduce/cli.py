@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..cliargs import add_output, seed
+
 
 def _surveys(**kwargs) -> dict:
     from .surveys import reproduce_surveys  # lazy: pulls in matplotlib
@@ -52,13 +54,14 @@ def add_parser(sub) -> None:
                         "swapping: probabilistic k-anonymity by swapping, Tables VI-XI (paper 2, Sec. V); "
                         "diversity: (l, delta)-diversity, N values, Figs. 1-2 and the linkage attack (paper 4); "
                         "km: probabilistic k^m-anonymity, gamma, Example 1 and a synthetic CDR grid (paper 5)")
-    r.add_argument("--output-dir", default="report", help="directory for the HTML page, PNG figures, text and JSON")
+    add_output(r, "--output-dir", default="report", folder=lambda args: [f"{args.paper}.{e}" for e in ("html", "txt", "json")],
+               help="directory for the HTML page, PNG figures, text and JSON (existing ones: --force)")
     r.add_argument("--data-dir", default=None,
                    help="directory holding casc/census.csv (surveys), adult/adult.csv (pcl) or casc/census.csv and "
                         "casc/eia.csv (swapping); not used by diversity or km (synthetic settings) "
                         "(default: ../shared/data beside the repository)")
     r.add_argument("--quick", action="store_true",
                    help="fewer records, grid points or runs (about 10 s; not comparable with the paper)")
-    r.add_argument("--seed", type=int, default=2016,
+    r.add_argument("--seed", type=seed, default=2016,
                    help="seed of the simulations, synthetic data, jitter and permutations")
     r.set_defaults(func=cmd_reproduce)

@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
 import pandas as pd
 
-from ..data import quasi_identifiers, read_table, write_outputs
+from ..cliargs import add_input, add_output, add_release_options, positive_int, seed, write_release
+from ..data import quasi_identifiers, read_table
+from ..release import assign_roles, columns_with, make_release, shuffle_stream
 from ..errors import InputError, ParameterError
 from .correlation import correlation_differences
 from .groups import METHODS
 from .release import released_table, swap
-
-
-def _confidential(arg, frame: pd.DataFrame, columns: list) -> list:
-    names = [c.strip() for c in (arg or "").split(",") if c.strip()]
-    for c in names:
-        if c not in frame.columns:
-            raise InputError(f"confidential column {c!r} is not in the table")
-        if c not in columns:
-            raise InputError(f"confidential column {c!r} is not among the attributes used (--columns)")
-    if len(set(names)) != len(names):
-        raise InputError("a confidential column is named twice")
-    return names
 
 
 def _groups_frame(result, columns: list) -> pd.DataFrame:
@@ -34,19 +25,32 @@ def _groups_frame(result, columns: list) -> pd.DataFrame:
     return pd.DataFrame({f"group_{columns[cols[0]]}": g.labels[:, t] for t, cols in enumerate(g.columns)})
 
 
+ACTIONS = {"mdav-id": "replaced by its MDAV group mean", "mdav-swap": "swapped within MDAV groups",
+           "mdav-swap-informed": "swapped within MDAV groups", "ir-swap": "swapped within rank blocks"}
+
+
 def cmd_swap(args) -> int:
     frame = read_table(args.input)
-    X, columns = quasi_identifiers(frame, args.columns)
-    confidential = _confidential(args.confidential, frame, columns)
+    roles = assign_roles(frame.columns, args.keys, args.confidential, args.drop, args.keep_other)
+    confidential = columns_with(roles, "confidential")
     if not confidential and args.method != "mdav-id":
         raise ParameterError(f"{args.method} needs --confidential")
+    used = [c for c, r in roles.items() if r in ("key", "confidential")]
+    X, columns = quasi_identifiers(frame, used)
     positions = [columns.index(c) for c in confidential]
     result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
                   standardize=not args.raw_distances)
-    outputs = {args.output: released_table(frame, columns, result)}
+    values = released_table(frame[columns], columns, result)
+    changed = [c for c in columns if not np.array_equal(values[c].to_numpy(), frame[c].to_numpy())]
+    actions = {c: f"{roles[c]}: {ACTIONS[args.method]}" for c in changed}
+    actions.update({c: f"{roles[c]}: kept unchanged" for c in columns if c not in changed})
+    release = make_release(frame, roles, replaced={c: values[c] for c in changed}, actions=actions,
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+    extra = {}
     if args.groups:
-        outputs[args.groups] = _groups_frame(result, columns)
-    write_outputs(outputs)
+        order = np.argsort(release.link["released_row"].to_numpy())  # groups in released order
+        extra[args.groups] = _groups_frame(result, columns).iloc[order].reset_index(drop=True)
+    write_release(args, release, extra)
     sizes = [result.groups.sizes(t) for t in range(result.groups.n_partitions)]
     line = (f"{args.method}: {len(frame)} records, {len(columns)} attributes ({len(confidential)} confidential), "
             f"k = {result.groups.k}, {len(sizes)} partition(s), group sizes {min(s.min() for s in sizes)}.."
@@ -63,20 +67,23 @@ def cmd_swap(args) -> int:
 
 def add_parser(sub) -> None:
     s = sub.add_parser("swap", help="probabilistic k-anonymity by swapping inside groups (MDAV-SWAP, IR-SWAP)")
-    s.add_argument("input")
-    s.add_argument("-o", "--output", required=True)
-    s.add_argument("-k", type=int, required=True, help="minimum group size (re-identification probability <= 1/k)")
+    add_input(s, "input")
+    add_output(s, "-o", "--output", required=True, table=True)
+    s.add_argument("-k", type=positive_int, required=True,
+                   help="minimum group size (re-identification by the values' tuple <= 1/k)")
     s.add_argument("--method", choices=METHODS, required=True,
-                   help="mdav-swap: MDAV on the non-confidential attributes, their tuples permuted (uninformed "
+                   help="mdav-swap: MDAV on the keys, their tuples permuted (uninformed "
                         "intruder); mdav-swap-informed: per confidential attribute, MDAV on all the others, that "
                         "attribute permuted; ir-swap: per confidential attribute, blocks of k consecutive values "
-                        "permuted; mdav-id: MDAV on every attribute, group means (classical k-anonymity)")
-    s.add_argument("--confidential", help="comma-separated confidential columns (required except for mdav-id)")
-    s.add_argument("--columns", help="comma-separated attributes used (default: all numeric); others are copied")
-    s.add_argument("--seed", type=int, default=None,
-                   help="seed of the permutations (default: fresh entropy). Keep it secret: whoever knows the "
-                        "seed and the groups can undo the swap")
+                        "permuted; mdav-id: MDAV on every key and confidential attribute, group means "
+                        "(classical k-anonymity)")
+    add_release_options(s, keys_help="key (quasi-identifier) columns",
+                        confidential_help="confidential columns (required except for mdav-id)")
+    s.add_argument("--seed", type=seed, default=None,
+                   help="seed of the permutations and the record order (default: fresh entropy). Keep it secret: "
+                        "whoever knows the seed and the groups can undo the swap")
     s.add_argument("--raw-distances", action="store_true",
                    help="MDAV on raw values instead of z-scores (how the paper's experiments were run)")
-    s.add_argument("--groups", metavar="GROUPS.csv", help="also write the group labels of every partition")
+    add_output(s, "--groups", metavar="GROUPS.csv", table=True,
+               help="also write the group labels of every partition (released order; private, like --link)")
     s.set_defaults(func=cmd_swap)

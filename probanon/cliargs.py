@@ -1,0 +1,137 @@
+"""Arguments every ``probanon`` subcommand shares, declared once.
+
+A subcommand declares its files with :func:`add_input` and :func:`add_output`; ``probanon``'s
+``main`` then checks every output against every input (:class:`probanon.outputs.Outputs`) before
+the command does any work, and hands the command ``args.outputs`` to write with. Tables read by
+a command take ``--sep`` and ``--encoding``; outputs take ``--force``; release commands take the
+variable roles and the record-order options (:func:`add_release_options`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from ._validation import MAX_SEED
+from .outputs import Outputs, check_output_folder
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``."""
+
+    def error(self, message):
+        self.exit(2, f"probanon: error: {message} (see '{self.prog} --help')\n")
+
+
+@dataclass(frozen=True)
+class _Output:
+    dest: str
+    table: bool = False
+    derived: tuple = ()  # functions path -> another output path written beside it
+    folder: Callable | None = None  # for a folder: args -> names of the files written into it
+
+
+def _register(p, key: str, value) -> None:
+    p.set_defaults(**{key: (*(p.get_default(key) or ()), value)})
+
+
+def add_input(p, name: str, *, table: bool = True, **kwargs):
+    """A file the command reads (positional ``name`` or an option); ``table``: a CSV/Parquet
+    table, so ``--sep`` and ``--encoding`` apply."""
+    action = p.add_argument(name, **kwargs)
+    _register(p, "_inputs", action.dest)
+    if table and not p.get_default("_csv_options"):
+        p.set_defaults(_csv_options=True)
+        p.add_argument("--sep", default=None, metavar="CHAR",
+                       help="CSV separator (default ','); when no numeric column is found the message "
+                            "names the separator the file seems to use")
+        p.add_argument("--encoding", default=None, help="CSV text encoding (default utf-8), e.g. latin-1")
+    return action
+
+
+def add_output(p, *flags, table: bool = False, derived=(), folder: Callable | None = None, **kwargs):
+    """A file (or, with ``folder``, a folder) the command writes; adds ``--force`` once."""
+    action = p.add_argument(*flags, **kwargs)
+    _register(p, "_outputs", _Output(action.dest, table, tuple(derived), folder))
+    if p.get_default("force") is None:
+        p.add_argument("--force", action="store_true", default=False,
+                       help="overwrite existing output files (an input is never overwritten)")
+    return action
+
+
+def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
+                        confidential_help: str = "confidential columns (kept unchanged)") -> None:
+    """Variable roles (every column must have one), record order and the private link file."""
+    p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", help=f"comma-separated {keys_help}")
+    p.add_argument("--confidential", metavar="COLS", help=f"comma-separated {confidential_help}")
+    p.add_argument("--drop", metavar="COLS", help="comma-separated direct identifiers (removed from the release)")
+    p.add_argument("--keep-other", action="store_true",
+                   help="publish the columns without a role unchanged (default: refuse to run, listing them)")
+    p.add_argument("--keep-order", action="store_true",
+                   help="keep the input's record order (default: a random order, seeded by --seed)")
+    add_output(p, "--link", metavar="FILE", table=True,
+               help="also write the private link file original_row -> released_row (never publish it)")
+
+
+def seed(text: str) -> int:
+    """argparse type of ``--seed``: an integer in 0..2**63 - 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer seed, got {text!r}") from None
+    if not 0 <= value <= MAX_SEED:
+        raise argparse.ArgumentTypeError(f"the seed must be between 0 and 2**63 - 1, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def prepare_outputs(args) -> Outputs:
+    """Check every output of the parsed command before any work (see the module docstring)."""
+    inputs = []
+    for dest in getattr(args, "_inputs", ()):
+        value = getattr(args, dest, None)
+        inputs.extend(value if isinstance(value, list) else [value])
+    force = bool(getattr(args, "force", False))
+    outputs = Outputs(inputs=inputs, force=force)
+    for spec in getattr(args, "_outputs", ()):
+        value = getattr(args, spec.dest, None)
+        if value is None:
+            continue
+        if spec.folder is not None:
+            check_output_folder(value, spec.folder(args), force)
+            continue
+        outputs.add(value, table=spec.table)
+        for derive in spec.derived:
+            outputs.add(derive(value))
+    return outputs
+
+
+def write_release(args, release, extra: dict | None = None) -> None:
+    """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
+    command's checked outputs, then print what happened to every column."""
+    contents = {args.output: release.data, **(extra or {})}
+    if args.link:
+        contents[args.link] = release.link
+    args.outputs.write(contents)
+    order = "input order kept" if args.keep_order else "records in random order"
+    print(f"wrote {args.output} ({len(release.data)} records, {order}"
+          + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
+          + release.summary(), file=sys.stderr)
+
+
+def progress_note(message: str, quiet: bool = False) -> None:
+    """A first line on stderr before slow work (JIT compilation, a long first step)."""
+    if not quiet:
+        print(message, file=sys.stderr, flush=True)

@@ -1,0 +1,165 @@
+"""What goes out with a release: variable roles, record order, the private link file.
+
+**Roles** (as sdcMicro's ``keyVars`` / ``numVars`` / removed direct identifiers, and ARX's
+attribute types). Every column of the table has exactly one role:
+
+``key``           a quasi-identifier: masked by the method (microaggregated, swapped...);
+``confidential``  kept, as the method defines (copied unchanged, or swapped by ``swap``);
+``drop``          a direct identifier: removed from the release;
+``other``         passed through unchanged, only when asked for (``keep_other=True``,
+                  ``--keep-other``): a column nobody assigned is an error naming it, never
+                  published silently.
+
+**Order**: the records are written in a random order (a seeded permutation; ``keep_order=True``
+keeps the input order), so that the row position links no released record to its original; no
+index column is written. The permutation is returned as a **link** table (``original_row``,
+``released_row``: record numbers counted from 1, the first record after the header being 1) for
+the office's own evaluation (``--link FILE``); it is as secret as the original data and never
+goes out with the release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ._validation import check_random_state, check_seed
+from .errors import InputError
+
+ROLES = ("key", "confidential", "drop", "other")
+
+
+def column_list(columns) -> list[str]:
+    """A list of column names from a list or a comma-separated string (None: empty)."""
+    if columns is None:
+        return []
+    if isinstance(columns, str):
+        return [c.strip() for c in columns.split(",") if c.strip()]
+    return [str(c) for c in columns]
+
+
+def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False) -> dict:
+    """The role of every column of the table ({column: role}, in table order).
+
+    ``keys``, ``confidential``, ``drop``: lists or comma-separated strings. Every named column
+    must be in the table and have one role; keys are required. Columns not named are an
+    :class:`InputError` listing them, unless ``keep_other`` (then their role is ``"other"``).
+    """
+    table_columns = [str(c) for c in table_columns]
+    named = {"key": column_list(keys), "confidential": column_list(confidential), "drop": column_list(drop)}
+    if not named["key"]:
+        raise InputError("no key variables: name the quasi-identifiers with --keys")
+    roles: dict = {}
+    for role, columns in named.items():
+        for c in columns:
+            if c not in table_columns:
+                raise InputError(f"{role} column {c!r} is not in the table")
+            if c in roles:
+                same = "twice as " + role if roles[c] == role else f"both {roles[c]} and {role}"
+                raise InputError(f"column {c!r} is named {same}")
+            roles[c] = role
+    unassigned = [c for c in table_columns if c not in roles]
+    if unassigned and not keep_other:
+        shown = ", ".join(unassigned[:12]) + (f" (+{len(unassigned) - 12} more)" if len(unassigned) > 12 else "")
+        raise InputError(f"columns without a role: {shown}; name them with --keys, --confidential or --drop, "
+                         "or give --keep-other to publish them unchanged")
+    return {c: roles.get(c, "other") for c in table_columns}
+
+
+def columns_with(roles: dict, role: str) -> list[str]:
+    """The columns of ``role``, in table order."""
+    return [c for c, r in roles.items() if r == role]
+
+
+def shuffle_stream(seed) -> np.random.Generator:
+    """The generator of the record order: independent of the method's stream drawn from the same
+    seed (a spawned child of ``SeedSequence(seed)``); fresh entropy when ``seed`` is None."""
+    seed = check_seed(seed)
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+
+
+@dataclass
+class Release:
+    """A release ready to write: ``data`` (the published records, in released order),
+    ``link`` (private: ``original_row`` -> ``released_row``, from 1) and ``actions``
+    ({column: what happened to it}, every input column and every added one)."""
+
+    data: pd.DataFrame
+    link: pd.DataFrame
+    actions: dict = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line per column: what the release did with it."""
+        width = max((len(c) for c in self.actions), default=0)
+        return "\n".join(f"  {c:<{width}}  {a}" for c, a in self.actions.items())
+
+
+ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
+           "drop": "direct identifier: removed", "other": "other: passed through unchanged"}
+
+
+def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None, added: dict | None = None,
+                 actions: dict | None = None, *, keep_order: bool = False, random_state=None) -> Release:
+    """Apply the roles to ``frame`` and put the records in a random order.
+
+    ``replaced``: {column: new values} (the masked keys, swapped confidential columns);
+    ``added``: {column: values} appended at the end (e.g. the cell index); ``actions``: text per
+    role or per column overriding :data:`ACTIONS` in the summary. ``drop`` columns are removed.
+    The order is a permutation drawn from ``random_state`` (seed or Generator), or the input's
+    with ``keep_order``.
+    """
+    replaced, added, actions = replaced or {}, added or {}, actions or {}
+    out = {}
+    described = {}
+    for c, role in roles.items():
+        described[c] = actions.get(c) or actions.get(role) or ACTIONS[role]
+        if role == "drop":
+            continue
+        out[c] = np.asarray(replaced[c]) if c in replaced else frame[c].to_numpy()
+    for c, values in added.items():
+        if c in out:
+            raise InputError(f"the release would have two columns {c!r}; rename that column of the input")
+        out[c] = np.asarray(values)
+        described[c] = actions.get(c, "added")
+    order, link = record_order(len(frame), keep_order=keep_order, random_state=random_state)
+    data = pd.DataFrame(out).iloc[order].reset_index(drop=True)
+    return Release(data=data, link=link, actions=described)
+
+
+def record_order(n: int, *, keep_order: bool = False, random_state=None) -> tuple[np.ndarray, pd.DataFrame]:
+    """The released order of ``n`` records (released record r is original record ``order[r]``;
+    a permutation drawn from ``random_state``, the identity with ``keep_order``) and its link
+    table (``original_row`` -> ``released_row``, numbered from 1)."""
+    order = np.arange(n) if keep_order else check_random_state(random_state).permutation(n)
+    released_row = np.empty(n, dtype=np.int64)
+    released_row[order] = np.arange(1, n + 1)
+    return order, pd.DataFrame({"original_row": np.arange(1, n + 1), "released_row": released_row})
+
+
+def read_link(path, n_original: int, n_released: int) -> np.ndarray:
+    """Read a link file (``original_row``, ``released_row``) and return, for each original
+    record (position), the position of its released record; checks that it is a one-to-one
+    map between the two tables' records."""
+    from .data import read_table
+
+    link = read_table(path)
+    missing = [c for c in ("original_row", "released_row") if c not in link.columns]
+    if missing:
+        raise InputError(f"{path}: not a link file (no column {missing[0]!r})")
+    if len(link) != n_original or n_original != n_released:
+        raise InputError(f"{path}: links {len(link)} records, the tables have {n_original} and {n_released}")
+    try:
+        orig = link["original_row"].to_numpy(dtype=np.int64) - 1
+        rel = link["released_row"].to_numpy(dtype=np.int64) - 1
+    except (TypeError, ValueError):
+        raise InputError(f"{path}: record numbers must be integers") from None
+    for name, values, n in (("original_row", orig, n_original), ("released_row", rel, n_released)):
+        if values.min() < 0 or values.max() >= n or np.unique(values).size != n:
+            raise InputError(f"{path}: {name} is not a numbering of the {n} records (1..{n}, each once)")
+    position = np.empty(n_original, dtype=np.int64)
+    position[orig] = rel
+    return position
