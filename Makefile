@@ -20,7 +20,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
-	$(BIN)/probanon demo --output-dir report
+	$(BIN)/probanon demo --output-dir report --force
 	@echo "open report/index.html"
 
 test: $(VENV)/.installed-test
