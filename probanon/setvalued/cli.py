@@ -45,6 +45,12 @@ def _load_constraints(args, data):
     return None
 
 
+def _first_message(args, text: str) -> None:
+    """A line on stderr before the first numba kernel runs (its first use compiles it)."""
+    if not args.quiet:
+        print(f"{text} (the first run compiles the numba kernels: up to a minute)...", file=sys.stderr, flush=True)
+
+
 def cmd_anonymize(args) -> int:
     from tqdm import tqdm
 
@@ -58,13 +64,20 @@ def cmd_anonymize(args) -> int:
     sample_size_plan(args.sigma, args.k, args.m)  # k_l >= 1, sigma_l in (0, 1], one value or m
     if args.exact_upto < 0:
         raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
+    if args.allow_root_merge and not args.hierarchy:
+        raise ParameterError("--allow-root-merge applies to --hierarchy only")
+    _first_message(args, f"reading {args.input}")
     data = load_records(args.input)
     constraints = _load_constraints(args, data)
     with tqdm(total=args.runs * args.m, desc="anonymize", unit="level", file=sys.stderr,
               disable=args.quiet) as bar:
         result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
-                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar.update)
+                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar.update,
+                           allow_root_merge=args.allow_root_merge)
     if not result.satisfied:
+        if result.hierarchy is not None:
+            raise InputError(f"{result.hierarchy.failure()}; nothing written "
+                             f"(--allow-root-merge lets parts cross the roots)")
         bad = next(lv for lv in result.levels if not lv.satisfied)
         raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
                          f"{bad.k}-anonymous; nothing written")
@@ -75,20 +88,36 @@ def cmd_anonymize(args) -> int:
             "levels": [{"l": lv.l, "k": lv.k, "sigma": lv.sigma, "method": lv.method, "gamma": lv.gamma,
                         "checked": lv.n_checked, "merges": lv.n_merges, "fraction": lv.fraction}
                        for lv in result.levels]}
+    if result.hierarchy is not None:
+        spec["hierarchy"] = result.hierarchy.to_dict()
     out = Path(args.output)
     write_outputs({out: lines, Path(str(out) + ".partition.json"): json.dumps(spec, indent=1) + "\n"})
-    print(f"{result.n_parts} parts, err {result.err:.6g}; wrote {out} and {out}.partition.json",
+    hier = "" if result.hierarchy is None else f" ({result.hierarchy.summary()})"
+    print(f"{result.n_parts} parts, err {result.err:.6g}{hier}; wrote {out} and {out}.partition.json",
           file=sys.stderr)
     return 0
 
 
+def _recorded(spec: dict, key: str, m: int | None, path: str, flag: str):
+    """A value of the partition JSON (a number or one per level), cut to m levels."""
+    value = spec.get(key)
+    if value is None:
+        raise InputError(f"{path} records no {key}; give {flag}")
+    if isinstance(value, list):
+        if m is not None and len(value) < m:
+            raise InputError(f"{path} records {key} for l = 1..{len(value)} only; give {flag} for m = {m}")
+        return tuple(value[:m]) if m is not None else tuple(value)
+    return value
+
+
 def cmd_check(args) -> int:
+    """Exit 0 when every level's fraction reaches its sigma, 1 when one does not, 2 on an error."""
+    from tqdm import tqdm
+
     from .check import check_release
     from .data import load_records
+    from .sample_size import check_sigma
 
-    if args.m < 1:
-        raise ParameterError(f"m must be an integer >= 1, got {args.m}")
-    data = load_records(args.input)
     try:
         spec = json.loads(Path(args.partition).read_text())
         partition = spec["partition"]
@@ -98,28 +127,62 @@ def cmd_check(args) -> int:
         raise InputError(f"cannot read {args.partition}: {exc.strerror or exc}") from None
     except (ValueError, KeyError, TypeError):
         raise InputError(f"{args.partition}: not a partition JSON ({{\"partition\": {{item: part}}}})") from None
-    records = ([str(x) for x in data.item_labels[data.record(u)]] for u in range(data.n_records))
-    result = check_release(records, partition, args.k, args.m)
-    out = result.to_dict()
+    m = args.m if args.m is not None else spec.get("m")
+    if m is None:
+        raise InputError(f"{args.partition} records no m; give -m")
+    if isinstance(m, bool) or not isinstance(m, int) or m < 1:
+        raise ParameterError(f"m must be an integer >= 1, got {m!r}")
+    k = args.k if args.k is not None else _recorded(spec, "k", m, args.partition, "-k")
     if args.sigma is not None:
-        out["sigma"] = args.sigma
-        out["satisfied"] = result.satisfies(args.sigma)
+        sigma, source = args.sigma, "--sigma"
+    else:
+        sigma, source = _recorded(spec, "sigma", m, args.partition, "--sigma"), args.partition
+    sigmas = sigma if isinstance(sigma, tuple) else (sigma,) * m
+    if len(sigmas) != m:
+        raise ParameterError(f"--sigma has {len(sigmas)} values for m = {m} levels")
+    try:
+        sigmas = tuple(check_sigma(x) for x in sigmas)
+    except ParameterError as exc:
+        raise (InputError(f"{args.partition}: {exc}") if source != "--sigma" else exc) from None
+    _first_message(args, f"reading {args.input}")
+    data = load_records(args.input)
+    records = ([str(x) for x in data.item_labels[data.record(u)]] for u in range(data.n_records))
+    with tqdm(total=m * data.n_records, desc="check", unit="record", unit_scale=True, file=sys.stderr,
+              disable=args.quiet) as bar:
+        result = check_release(records, partition, k, m, progress=bar.update)
+    out = result.to_dict()
+    for level, s in zip(out["levels"], sigmas):
+        level["sigma"] = s
+        level["satisfied"] = level["fraction"] >= s
+    out["sigma"] = sigmas[0] if len(set(sigmas)) == 1 else list(sigmas)
+    out["sigma_from"] = source
+    out["satisfied"] = all(level["satisfied"] for level in out["levels"])
     print(json.dumps(out))
-    return 0
+    if not args.quiet:
+        shown = out["sigma"] if len(set(sigmas)) == 1 else ",".join(map(str, sigmas))
+        bad = [lv for lv in out["levels"] if not lv["satisfied"]]
+        verdict = ("holds: every fraction reaches sigma" if not bad else
+                   f"FAILS at l = {bad[0]['l']}: fraction {bad[0]['fraction']:.6g} < sigma {bad[0]['sigma']}")
+        print(f"sigma-k^m-anonymity {verdict} (sigma {shown} from {source})", file=sys.stderr)
+    return 0 if out["satisfied"] else 1
 
 
 def cmd_uniqueness(args) -> int:
+    from tqdm import tqdm
+
     from .._validation import check_random_state
     from .data import load_records
     from .sample_size import estimate_uniqueness
 
     if args.m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {args.m}")
-    data = load_records(args.input)
     rng = check_random_state(args.seed)
+    _first_message(args, f"reading {args.input}")
+    data = load_records(args.input)
     biggest = int(data.record_sizes.max())
     rows = []
-    for l in range(1, min(args.m, biggest) + 1):
+    levels = range(1, min(args.m, biggest) + 1)
+    for l in tqdm(levels, desc="uniqueness", unit="level", file=sys.stderr, disable=args.quiet):
         e = estimate_uniqueness(data, l, epsilon=args.epsilon, delta=args.delta, random_state=rng)
         rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
                      "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
@@ -178,6 +241,8 @@ def add_parser(sub) -> None:
     cons.add_argument("--hierarchy", metavar="F", help="CSV child,parent (full-subtree recoding)")
     cons.add_argument("--adjacency", metavar="F", help="CSV of edges (parts must stay connected)")
     cons.add_argument("--coordinates", metavar="F", help="CSV item,x,y (contiguous Voronoi regions)")
+    a.add_argument("--allow-root-merge", action="store_true",
+                   help="with --hierarchy: let parts cross its roots (as under an implicit common root)")
     a.add_argument("--runs", type=_positive_int, default=1, help="r independent runs, best kept (default 1)")
     a.add_argument("--exact-upto", type=int, default=0, metavar="L",
                    help="enumerate every l-itemset (sigma = 1) for l <= L (default 0)")
@@ -190,9 +255,13 @@ def add_parser(sub) -> None:
     c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")
     c.add_argument("input", help="the ORIGINAL records")
     c.add_argument("partition", help="OUT.partition.json written by anonymize")
-    c.add_argument("-k", type=int, required=True)
-    c.add_argument("-m", type=int, required=True)
-    c.add_argument("--sigma", type=float, default=None, help="also report whether every fraction >= sigma")
+    c.add_argument("-k", type=_values(int), default=None,
+                   help="k, or k_1,...,k_m per level (default: those recorded in the partition JSON)")
+    c.add_argument("-m", type=int, default=None, help="largest itemset size checked (default: the recorded m)")
+    c.add_argument("--sigma", type=_values(float), default=None,
+                   help="sigma, or sigma_1,...,sigma_m (default: those recorded in the partition JSON); "
+                        "exit status 1 when some level's fraction is below its sigma")
+    c.add_argument("--quiet", action="store_true", help="no progress bar and no verdict line on stderr")
     c.set_defaults(func=cmd_check)
 
     u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals")
@@ -201,4 +270,5 @@ def add_parser(sub) -> None:
     u.add_argument("--epsilon", type=float, default=0.01)
     u.add_argument("--delta", type=float, default=0.01)
     u.add_argument("--seed", type=int, default=None)
+    u.add_argument("--quiet", action="store_true", help="no progress bar")
     u.set_defaults(func=cmd_uniqueness)

@@ -19,7 +19,10 @@ Two points the paper leaves open are fixed here (reported in the result):
 Neighbours (paper, Section V): for an adjacency graph or Voronoi cells, part P may merge with
 any part Q holding a graph neighbour of an item of P (P and Q connected => P u Q connected);
 for a hierarchy (horizontal cuts), the neighbour at item j replaces the subtree of j's part by
-the leaves below the parent node. The error of a candidate is ``partition_error`` (Section V-C),
+the leaves below the parent node; a part that is a whole tree of a forest has no neighbour
+(parts never cross roots) unless ``allow_root_merge``, which merges all parts into one as under
+an implicit common root. With a hierarchy the result is also compared with its uniform level
+cuts (:mod:`.cuts`). The error of a candidate is ``partition_error`` (Section V-C),
 
     err(D, D') = sum_i occ_i ||c_i - c_{R(i)}|| / sum_i occ_i,
 
@@ -98,7 +101,9 @@ class Generalization:
     data. ``merges`` lists, in order, the items of every part created by a merge (for replay).
     ``run_errors`` are the errors of all r runs; ``seed`` the seed of the returned run.
     ``earlier[m']`` is the result for a smaller m' asked for with ``also_m`` (same seeds).
-    ``k``/``sigma`` are tuples (k_l)/(sigma_l) when they vary with the level.
+    ``k``/``sigma`` are tuples (k_l)/(sigma_l) when they vary with the level. With a hierarchy,
+    ``hierarchy`` (:class:`.cuts.HierarchyReport`) compares the greedy result with the best
+    uniform level cut and says which is returned (then ``levels`` are those of the returned one).
     """
 
     items: np.ndarray
@@ -114,6 +119,7 @@ class Generalization:
     run_errors: tuple
     seed: int
     earlier: dict = field(default_factory=dict, repr=False)
+    hierarchy: object = field(default=None, repr=False)
 
     @property
     def satisfied(self) -> bool:
@@ -251,8 +257,9 @@ class _RecordIndex:
 class _State:
     """Partition over the constraint items, the data's part index and the merge machinery."""
 
-    def __init__(self, data, constraints, align, k, m, pairs=None):
+    def __init__(self, data, constraints, align, k, m, pairs=None, allow_root_merge=False):
         self.data, self.c, self.align, self.k = data, constraints, align, k
+        self.allow_root_merge = bool(allow_root_merge)
         self.cache = PassCache(m)
         self.pairs = no_pair_index() if pairs is None else pairs.arrays()
         self.scratch = (np.zeros(constraints.n_items, np.int64), np.zeros(constraints.n_items, np.int64),
@@ -329,8 +336,8 @@ class _State:
             v = parent[node]
             while v != -1 and len(self.leaves[v]) == len(self.members[p]):
                 v = parent[v]
-            if v == -1:  # a root: only the all-items part (several roots) remains permitted
-                if self.n_parts > 1:
+            if v == -1:  # p is a whole tree of the forest: parts never cross roots unless allowed,
+                if self.allow_root_merge and self.n_parts > 1:  # then all parts merge into one
                     return [(sorted(self.members), -1)]
                 return []
             return [(sorted({int(self.part[i]) for i in self.leaves[v]}), int(v))]
@@ -352,7 +359,11 @@ class _State:
                     best = (key, parts, node)
         if best is None:
             return False
-        _, parts, node = best
+        self.merge(best[1], best[2])
+        return True
+
+    def merge(self, parts, node) -> None:
+        """Parts ``parts`` (sorted part ids) become one part (id parts[0]), at hierarchy ``node``."""
         rep = parts[0]
         new = sorted(i for q in parts for i in self.members[q])
         self.index.merge(parts, np.asarray(new, dtype=np.int64), self.members.keys())
@@ -365,7 +376,6 @@ class _State:
         if self.hier:
             self.node[rep] = node
         self.merges.append(np.asarray(new, dtype=np.int64))
-        return True
 
     def fix(self, items) -> tuple[bool, int]:
         """Merge until ``items`` is k-anonymous; (success, merges made)."""
@@ -445,13 +455,13 @@ def _exact_failures(state, l, k) -> int:
     return failed
 
 
-def _run(data, constraints, align, plan, exact_upto, pairs, seed, method, progress=None, also=()):
+def _run(data, constraints, align, plan, exact_upto, pairs, root_merge, seed, method, progress=None, also=()):
     """One run of Algorithm 2 with the per-level (sigma_l, k_l, gamma_l) of ``plan``:
     {m': (labels, err, levels, merges)} for m' = m and each m' in ``also`` (the state after
     level m', which is what a run with m = m' and this seed returns)."""
     rng = np.random.default_rng(seed)
     m = len(plan.levels)
-    state = _State(data, constraints, align, int(plan.k[0]), m, pairs)
+    state = _State(data, constraints, align, int(plan.k[0]), m, pairs, root_merge)
     biggest = int(data.record_sizes.max())
     raw, out = [], {}
     for l in range(1, m + 1):
@@ -531,7 +541,7 @@ def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
 def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints | None = None,
               runs: int = 1, exact_upto: int = 0, method: str = "rejection", random_state=None,
               n_jobs: int | None = None, pair_budget: int = DEFAULT_BUDGET, progress=None,
-              also_m=(), bound: str = "two-sided") -> Generalization:
+              also_m=(), bound: str = "two-sided", allow_root_merge: bool = False) -> Generalization:
     """sigma-k^m-anonymity by A^(r) (Algorithm 2, Section V-B), see the module docstring.
 
     ``k`` and ``sigma`` are scalars or per-level vectors (k_l, sigma_l), l = 1..m (Algorithm 2
@@ -547,6 +557,14 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     ``also_m`` (values 1 <= m' < m) adds, in ``result.earlier[m']``, the result for m' from the
     same runs: each run's partition after level m', the best of the r kept (what this function
     returns for m = m' and the same seed, at the cost of one run).
+
+    A hierarchy is respected as given (:mod:`.cuts`): parts never cross its roots unless
+    ``allow_root_merge`` (then the parts below different roots may merge into one, as under an
+    implicit common root). Its uniform level cuts are checked with the test of Algorithm 2 and
+    the best one satisfying sigma is returned when its err is below the greedy's (or the greedy
+    found no sigma-k^m-anonymous partition); ``result.hierarchy`` reports both. When neither
+    satisfies sigma the greedy result is returned with ``satisfied`` False and
+    ``result.hierarchy.failure()`` explains why.
     """
     if not isinstance(data, SetData):
         raise ParameterError("data must be a SetData (see probanon.setvalued.load_records)")
@@ -570,14 +588,27 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
         raise ParameterError(f"also_m must hold values below m = {m}, got {tuple(also_m)!r}")
     sampled = any(g is not None for g in plan.gamma[exact_upto:])
     pairs = build_pair_index(data, int(pair_budget)) if pair_budget and sampled else None
-    args = (data, constraints, align, plan, int(exact_upto), pairs)
+    hier = constraints.kind == "hierarchy"
+    if not isinstance(allow_root_merge, (bool, np.bool_)):
+        raise ParameterError(f"allow_root_merge must be True or False, got {allow_root_merge!r}")
+    if allow_root_merge and not hier:
+        raise ParameterError("allow_root_merge applies to hierarchy constraints only")
+    args = (data, constraints, align, plan, int(exact_upto), pairs, bool(allow_root_merge) and hier)
     if runs == 1:
         results = [_run(*args, seeds[0], method, progress, also)]
     else:
         workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
         results = _parallel_runs(args, seeds, method, max(1, workers), progress, also)
     found = {mm: _best(constraints, align, plan, mm, [r[mm] for r in results], seeds) for mm in also}
-    return replace(_best(constraints, align, plan, m, [r[m] for r in results], seeds), earlier=found)
+    result = _best(constraints, align, plan, m, [r[m] for r in results], seeds)
+    if hier:
+        from .cuts import check_cuts, keep_better
+
+        checks, labels = check_cuts(data, constraints, align, plan, int(exact_upto), pairs, method, seeds[0],
+                                    lambda k: _State(data, constraints, align, k, m, pairs))
+        found = {mm: keep_better(g, checks, labels, constraints, align, allow_root_merge) for mm, g in found.items()}
+        result = keep_better(result, checks, labels, constraints, align, allow_root_merge)
+    return replace(result, earlier=found)
 
 
 def _best(constraints, align, plan, m, results, seeds) -> Generalization:
