@@ -203,15 +203,20 @@ HIERARCHY = "child,parent\nBoston,East\nNY,East\nLA,West\nSF,West\nEast,USA\nWes
 def test_hierarchy(tmp_path):
     p = tmp_path / "h.csv"
     p.write_text(HIERARCHY)
-    c = constraints_from_hierarchy(p, items=["NY", "SF"])
+    c = constraints_from_hierarchy(p, items=["NY", "SF", "LA", "Boston"])
     assert list(c.items) == ["Boston", "NY", "LA", "SF"]
     assert _pairs(c) == {(0, 1), (2, 3)}
     assert is_permitted([0, 1], c) and is_permitted([2], c) and is_permitted([0, 1, 2, 3], c)
     assert not is_permitted([0, 2], c) and not is_permitted([0, 1, 2], c)
     assert hierarchy_cover([0, 2], c).tolist() == [0, 1, 2, 3]
     assert hierarchy_cover([3, 2], c).tolist() == [2, 3]
-    with pytest.raises(InputError, match="'Paris' is not in the hierarchy"):
+    with pytest.raises(InputError, match="'Paris' of the data is not in the hierarchy"):
         constraints_from_hierarchy(p, items=["NY", "Paris"])
+    # issue 13: the other direction too, a leaf that the data do not hold (inner nodes are no items)
+    with pytest.raises(InputError, match="'Boston' of the hierarchy is not in the data"):
+        constraints_from_hierarchy(p, items=["NY", "SF", "LA"])
+    with pytest.raises(InputError, match="'East' of the data is an inner node of the hierarchy"):
+        constraints_from_hierarchy(p, items=["NY", "SF", "LA", "Boston", "East"])
 
 
 @pytest.mark.parametrize("text, message", [
@@ -237,8 +242,11 @@ def test_adjacency(tmp_path):
     assert _pairs(c) == {(0, 1), (1, 2), (2, 3)}
     assert is_contiguous([0, 1, 2], c) and is_permitted([3, 2], c)
     assert not is_contiguous([0, 2], c) and not is_permitted([0, 3], c)
-    with pytest.raises(InputError, match="'t9' is not in the adjacency graph"):
+    with pytest.raises(InputError, match="'t9' of the data is not in the adjacency graph"):
         constraints_from_adjacency(p, items=["t1", "t9"])
+    with pytest.raises(InputError, match="'t3' of the adjacency graph is not in the data"):
+        constraints_from_adjacency(p, items=["t1", "t2", "t4"])
+    assert constraints_from_adjacency(p, items=["t4", "t3", "t2", "t1"]).n_items == 4
     with pytest.raises(ParameterError):
         is_contiguous([0, 7], c)
     with pytest.raises(InputError, match="cannot read"):

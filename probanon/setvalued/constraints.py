@@ -100,10 +100,17 @@ def _csr_from_pairs(a: np.ndarray, b: np.ndarray, n: int) -> tuple[np.ndarray, n
     return indptr, cols.astype(np.int32)
 
 
-def _check_items(items, known: dict, what: str) -> None:
+def _check_items(items, known: dict, what: str, inner=()) -> None:
+    """The items of the data and those of the constraints (``known``) must be the same: an item
+    on one side only is an :class:`InputError` naming it (``inner``: inner hierarchy nodes)."""
+    data = {str(i) for i in items}
     for item in items:
         if str(item) not in known:
-            raise InputError(f"item {item!r} is not in the {what}")
+            where = "is an inner node of" if str(item) in inner else "is not in"
+            raise InputError(f"item {str(item)!r} of the data {where} the {what}")
+    for label in known:
+        if label not in data:
+            raise InputError(f"item {label!r} of the {what} is not in the data")
 
 
 def _aligned_coordinates(coordinates, labels: np.ndarray) -> np.ndarray:
@@ -127,7 +134,8 @@ def constraints_from_hierarchy(source, items=None, coordinates=None) -> Generali
     """Constraints from a hierarchy, a CSV (or DataFrame) with columns ``child,parent``.
 
     The items are the leaves (children that are never a parent). ``items`` (optional) are the items
-    of the data: each must be a leaf, else :class:`InputError`. A node with two parents or a cycle is
+    of the data: they must be exactly the leaves (a data item that is not a leaf, or a leaf that is
+    not in the data, is an :class:`InputError` naming it). A node with two parents or a cycle is
     an error. ``coordinates`` (optional, aligned with the leaves in order of first appearance or a
     mapping label -> (x, y)) give the positions used by :func:`partition_error`.
     """
@@ -155,7 +163,7 @@ def constraints_from_hierarchy(source, items=None, coordinates=None) -> Generali
             raise InputError(f"the hierarchy has a cycle through {labels[start]!r}")
     n = len(leaves)
     if items is not None:
-        _check_items(items, {lab: 0 for lab in leaves}, "hierarchy")
+        _check_items(items, {lab: 0 for lab in leaves}, "hierarchy", set(inner))
     leaf_parent = parent[:n]
     order = np.argsort(leaf_parent, kind="stable")
     groups = np.split(order, np.flatnonzero(np.diff(leaf_parent[order])) + 1)
@@ -206,8 +214,8 @@ def hierarchy_cover(part, constraints: GeneralizationConstraints) -> np.ndarray:
 def constraints_from_adjacency(source, items=None, coordinates=None) -> GeneralizationConstraints:
     """Constraints from an adjacency graph, a CSV (or DataFrame) whose first two columns are the
     endpoints of one undirected edge a row (a header row is expected). The items are the endpoints
-    in order of first appearance; ``items`` (optional, the items of the data) must all occur in the
-    graph. ``coordinates`` as in :func:`constraints_from_hierarchy`."""
+    in order of first appearance; ``items`` (optional, the items of the data) must be exactly the
+    endpoints (an item on one side only is an :class:`InputError` naming it). ``coordinates`` as in :func:`constraints_from_hierarchy`."""
     frame = _read_two_columns(source, "adjacency graph", None)
     ends = frame.to_numpy()
     labels = np.array(list(dict.fromkeys(ends.ravel())), dtype=object)

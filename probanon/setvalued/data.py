@@ -227,32 +227,41 @@ def from_iterables(records) -> SetData:
 def read_fimi(path) -> SetData:
     """Read FIMI text: one record per line, items separated by whitespace.
 
-    A blank line is an empty record and an :class:`InputError`; the final newline
-    is optional. Integer item names are sorted numerically, others lexically.
+    A blank line inside the file is an empty record and an :class:`InputError`; blank lines at
+    the end are ignored, as is a missing final newline. A comma is refused (the file is then a
+    CSV, not FIMI). Integer item names are sorted numerically, others lexically. Errors name
+    the line of the file.
     """
     path = Path(path)
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     codes: dict = {}
     rec_parts, item_parts = [], []
-    u = 0
+    u, line_no, blank = 0, 0, None  # records, lines read, first blank line not yet followed by a record
     try:
         with open(path, encoding="utf-8") as fh:
             while True:
                 lines = fh.readlines(_FIMI_CHUNK * 64)
                 if not lines:
                     break
-                sizes = np.empty(len(lines), dtype=np.int64)
+                sizes: list[int] = []
                 chunk: list[int] = []
-                for j, line in enumerate(lines):
+                for line in lines:
+                    line_no += 1
                     tokens = line.split()
                     if not tokens:
-                        raise InputError(f"{path}: line {u + j + 1} is an empty record")
-                    sizes[j] = len(tokens)
+                        blank = line_no if blank is None else blank
+                        continue
+                    if blank is not None:
+                        raise InputError(f"{path}: line {blank} is an empty record")
+                    if "," in line:
+                        raise InputError(f"{path}: line {line_no} has a comma; FIMI items are separated by "
+                                         f"whitespace (a table of (record, item) pairs needs a .csv name)")
+                    sizes.append(len(tokens))
                     chunk.extend(codes.setdefault(t, len(codes)) for t in tokens)
-                rec_parts.append(np.repeat(np.arange(u, u + len(lines), dtype=np.int32), sizes))
+                rec_parts.append(np.repeat(np.arange(u, u + len(sizes), dtype=np.int32), sizes))
                 item_parts.append(np.asarray(chunk, dtype=np.int32))
-                u += len(lines)
+                u += len(sizes)
     except UnicodeDecodeError:
         raise InputError(f"{path}: is not UTF-8 text") from None
     if u == 0:
