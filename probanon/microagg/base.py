@@ -28,9 +28,14 @@ def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) 
     return np.column_stack([np.bincount(labels, weights=w * X[:, j], minlength=n_groups) for j in range(X.shape[1])]) / total[:, None]
 
 
+def _quiet(stage: str, done: int, total: int) -> None:
+    """The default progress callback: says nothing."""
+
+
 class Microaggregator(ParamsMixin):
-    """Base class: subclasses implement ``_partition(Z, X) -> (labels, function kind, rule)``
-    (Z standardised, X the original values)."""
+    """Base class: subclasses implement ``_partition(Z, X, progress) -> (labels, function
+    kind, rule)`` (Z standardised, X the original values, ``progress`` a callable, see
+    :meth:`fit`)."""
 
     def _validate_input(self, X):
         """The quasi-identifier matrix; a DataFrame gives its numeric columns, whose names
@@ -43,13 +48,20 @@ class Microaggregator(ParamsMixin):
             X = X[cols]
         return check_matrix(X, name="data")
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, progress=None):
+        """Partition the records of X (array or DataFrame; see the module docstring).
+
+        ``progress``, if given, is called as ``progress(stage, done, total)``: ``stage`` a
+        short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
+        that stage done; a new label starts a new stage. It is called at least once before the
+        work starts (and before any numba compilation), so a caller can show a first message;
+        without it the fit prints nothing."""
         X = self._validate_input(X)
         self.k_ = check_k(self.k, X.shape[0])  # the parameter itself stays as given
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
         Z = np.ascontiguousarray(self.standardizer_.transform(X))
-        labels, kind, rule = self._partition(Z, X)
+        labels, kind, rule = self._partition(Z, X, _quiet if progress is None else progress)
         self.labels_ = labels
         if kind == "intervals":
             self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1)[:, 0] for j in range(X.shape[1])]
@@ -81,9 +93,9 @@ class Microaggregator(ParamsMixin):
         self._check_fitted()
         return self.function_.transform(X)
 
-    def fit_transform(self, X, y=None) -> np.ndarray:
+    def fit_transform(self, X, y=None, *, progress=None) -> np.ndarray:
         """Fit, then return every fitted record replaced by its group centroid."""
-        self.fit(X)
+        self.fit(X, progress=progress)
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]

@@ -107,8 +107,10 @@ class MDAV(Microaggregator):
         self.k = k
         self.keep_duplicates = keep_duplicates
 
-    def _partition(self, Z, X):
+    def _partition(self, Z, X, progress):
+        progress("MDAV", 0, 1)  # one numba kernel: no finer steps
         part = mdav_partition(Z, self.k_, self.keep_duplicates)
+        progress("MDAV", 1, 1)
         self.partition_ = part
         balls = part.references[:-1]
         d = Z.shape[1]

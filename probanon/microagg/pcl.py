@@ -41,6 +41,7 @@ import numpy as np
 
 from .._validation import check_random_state
 from ..errors import ParameterError
+from . import memory
 from .base import Microaggregator, group_means
 from .bisection import principal_bisection
 from .function import _assign_power
@@ -55,10 +56,15 @@ def _sse(Z, labels, Q) -> float:
     return float(((Z - group_means(Z, labels, Q)[labels]) ** 2).sum())
 
 
-def _alternate(Z, labels, k, Q, max_iter, neighbours):
+def _quiet(stage, done, total):
+    """The default progress callback: says nothing."""
+
+
+def _alternate(Z, labels, k, Q, max_iter, neighbours, progress=_quiet):
     """Exact-gain moves/swaps <-> exact assignment, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
-    for _ in range(max_iter):
+    for step in range(max_iter):
+        progress("local search", step, max_iter)
         moved = local_search(Z, best, k, neighbours=neighbours)
         r = transport_assign(Z, group_means(Z, moved, Q), k)
         sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, r.labels, Q), r.labels)], key=lambda t: t[0])
@@ -66,14 +72,16 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours):
             best, best_sse = labels, sse
         else:
             break
+    progress("local search", max_iter, max_iter)
     return best, best_sse
 
 
-def _lloyd(Z, labels, k, Q, max_iter, speed):
+def _lloyd(Z, labels, k, Q, max_iter, speed, progress=_quiet):
     """Exact assignment <-> (damped) centroid update, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
     centers = group_means(Z, labels, Q)
-    for _ in range(max_iter):
+    for step in range(max_iter):
+        progress("Lloyd", step, max_iter)
         r = transport_assign(Z, centers, k)
         sse = _sse(Z, r.labels, Q)
         centers = speed * group_means(Z, r.labels, Q) + (1.0 - speed) * centers
@@ -81,6 +89,7 @@ def _lloyd(Z, labels, k, Q, max_iter, speed):
             best, best_sse = r.labels, sse
         elif speed == 1.0:
             break
+    progress("Lloyd", max_iter, max_iter)
     return best
 
 
@@ -92,7 +101,7 @@ SMOOTH_MIN_K = 256  # cells at least this large: Levenberg-Marquardt offsets (Ap
 OVER_RELAXED = 1.8
 
 
-def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10):
+def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_quiet):
     """Large cells: offsets by LM for the MDAV sizes (to within 0.5% of a cell, at most
     ``lm_iter`` steps from the previous exact offsets), exact sizes by successive shortest
     paths, centroid updates with speed s until the SSE has not fallen by 0.02% for
@@ -103,7 +112,8 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10):
     centers = group_means(Z, start, Q)
     offsets = np.zeros(Q)
     best, best_sse, best_centers, stale = start, _sse(Z, start, Q), centers, 0
-    for _ in range(max_iter):
+    for step in range(max_iter):
+        progress("offsets", step, max_iter)
         D = squared_distances(Z, centers)
         offsets = lm_offsets(D, targets, offsets, tolerance=tolerance, max_iter=lm_iter)
         exact = fill_deficits(D, _assign(D, offsets)[0], targets, offsets)
@@ -118,9 +128,12 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10):
         if stale >= patience:
             break
         centers = centers + speed * (means - centers)
+    progress("offsets", max_iter, max_iter)
     if best is start:
         return None
+    progress("publish", 0, 1)
     strict = strict_offsets(Z, best_centers, best, best_offsets)
+    progress("publish", 1, 1)
     if strict is None:  # ties that no margin separates: publish the potentials of fill_deficits
         return best, best_centers, best_offsets
     return strict[0], best_centers, strict[1]
@@ -143,26 +156,31 @@ def _starts(init, k):
     return names
 
 
-def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng):
+def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_quiet):
     """PCL from one starting partition: (labels, centers, offsets)."""
     Q = int(start.max()) + 1
     if k >= SMOOTH_MIN_K:
-        smooth = _pcl_smooth(Z, start, OVER_RELAXED if speed is None else speed, max_iter)
+        smooth = _pcl_smooth(Z, start, OVER_RELAXED if speed is None else speed, max_iter, progress=progress)
         if smooth is not None:
             return smooth
     speed = 1.0 if speed is None else min(1.0, speed)
     kicks = min(50 * Q, 10_000) if kicks is None else kicks
-    labels = _alternate(Z, _lloyd(Z, start, k, Q, max_iter, speed), k, Q, max_iter, neighbours)[0]
+    labels = _lloyd(Z, start, k, Q, max_iter, speed, progress)
+    labels = _alternate(Z, labels, k, Q, max_iter, neighbours, progress)[0]
+    progress("kicks", 0, kicks)  # one numba call: no finer steps without changing its random stream
     labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours)
-    labels = _alternate(Z, labels, k, Q, max_iter, neighbours)[0]
+    progress("kicks", kicks, kicks)
+    labels = _alternate(Z, labels, k, Q, max_iter, neighbours, progress)[0]
+    progress("publish", 0, 1)
     centers = group_means(Z, labels, Q)  # step 4: publishable power diagram
     r = transport_assign(Z, centers, k)
     strict = strict_offsets(Z, centers, r.labels, r.offsets)
+    progress("publish", 1, 1)
     return (r.labels, centers, r.offsets) if strict is None else (strict[0], centers, strict[1])
 
 
 def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None,
-                  init="auto"):
+                  init="auto", progress=None):
     """PCL on standardised data Z: returns (labels, centers, offsets, start) in z units.
 
     From each start that ``init`` names (see :func:`_starts`): MDAV's partition, or the
@@ -170,21 +188,29 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     cells, all of k records but the last); then the steps of the module docstring (small
     cells: steps 2 and 3, ``kicks`` rounds of iterated local search, default
     min(50 |Q|, 10000), seeded by ``random_state``, and steps 3 and 4 again). The result of
-    lowest SSE is returned, with the name of its start."""
+    lowest SSE is returned, with the name of its start.
+
+    ``progress(stage, done, total)``, if given, is called before each start (stage "mdav
+    start" or "pca start", before any numba compilation) and along each start's stages
+    ("Lloyd", "local search", "kicks", "offsets", "publish"), with ``done`` of ``total``
+    units of that stage; a stage that converges early ends with done == total."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     names = _starts(init, k)
+    progress = _quiet if progress is None else progress
     n = Z.shape[0]
     Q = n // k
     if Q == 1:
+        progress("publish", 1, 1)
         return np.zeros(n, dtype=np.int64), Z.mean(axis=0, keepdims=True), np.zeros(1), names[0]
     rng = check_random_state(random_state)
     best = None
-    for name in names:
+    for number, name in enumerate(names):
+        progress(f"{name} start", number, len(names))
         if name == "mdav":
             start = mdav_partition(Z, k).labels
         else:
             start = principal_bisection(Z, np.r_[np.full(Q - 1, k), n - (Q - 1) * k])
-        result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng)
+        result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress)
         sse = _sse(Z, result[0], Q)
         if best is None or sse < best[0]:
             best = (sse, *result, name)
@@ -203,6 +229,11 @@ class PCL(Microaggregator):
     the number of iterated-local-search kicks for cells of < 256 records (None:
     min(50 |Q|, 10000); 0 turns it off); ``random_state`` seeds those kicks (the large-cell
     path is deterministic). Fitted ``start_``: the start that gave the result.
+
+    ``fit(X, progress=None)``: ``progress(stage, done, total)`` follows the run (see
+    :func:`pcl_partition`; first called before any numba compilation). Until PCL works in
+    O(n d) memory, a fit whose estimated peak memory exceeds half of the available memory is
+    refused with a :class:`ParameterError` before any work (:mod:`.memory`).
     """
 
     _param_names = ("k", "init", "speed", "kicks", "random_state")
@@ -214,7 +245,7 @@ class PCL(Microaggregator):
         self.kicks = kicks
         self.random_state = random_state
 
-    def _partition(self, Z, X):
+    def _partition(self, Z, X, progress):
         _starts(self.init, self.k_)
         if self.speed is not None and not 0.0 < float(self.speed) < 2.0:
             raise ParameterError(f"speed must be in (0, 2), got {self.speed!r}")
@@ -222,8 +253,9 @@ class PCL(Microaggregator):
                                        or self.kicks < 0):
             raise ParameterError(f"kicks must be a non-negative integer, got {self.kicks!r}")
         rng = check_random_state(self.random_state)
+        memory.check_pcl_memory(Z.shape[0], self.k_)
         speed = None if self.speed is None else float(self.speed)
         labels, centers, offsets, self.start_ = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks,
-                                                             random_state=rng, init=self.init)
+                                                             random_state=rng, init=self.init, progress=progress)
         self.function_mismatches_ = int((_assign_power(Z, centers, offsets) != labels).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}

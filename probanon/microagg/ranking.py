@@ -157,11 +157,13 @@ class IndividualRanking(Microaggregator):
         self.k = k
         self.keep_ties = keep_ties
 
-    def _partition(self, Z, X):
+    def _partition(self, Z, X, progress):
+        progress("individual ranking", 0, 1)
         labels = individual_ranking_partition(X, self.k_, keep_ties=self.keep_ties)
         upper = []
         for j in range(X.shape[1]):  # largest value of each group, in one pass per column
             top = np.full(labels[:, j].max() + 1, -np.inf)
             np.maximum.at(top, labels[:, j], X[:, j])
             upper.append(top)
+        progress("individual ranking", 1, 1)
         return labels, "intervals", {"upper": upper}

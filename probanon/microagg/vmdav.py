@@ -58,7 +58,7 @@ def _check_gamma(gamma) -> float:
     return gamma
 
 
-def vmdav_partition(Z, k, gamma: float = 0.2) -> np.ndarray:
+def vmdav_partition(Z, k, gamma: float = 0.2, progress=None) -> np.ndarray:
     """Partition the rows of ``Z`` with V-MDAV (Solanas & Martinez-Balleste, 2006).
 
     Parameters
@@ -69,6 +69,9 @@ def vmdav_partition(Z, k, gamma: float = 0.2) -> np.ndarray:
         Minimum group size, ``1 <= k <= n`` (:class:`ParameterError` otherwise).
     gamma : float, default 0.2
         Extension gain, ``gamma >= 0`` and finite (:class:`ParameterError` otherwise).
+    progress : callable, optional
+        Called as ``progress("V-MDAV", assigned, n)`` before the first group and after each
+        group (records assigned so far, of n).
 
     Returns
     -------
@@ -122,6 +125,8 @@ def vmdav_partition(Z, k, gamma: float = 0.2) -> np.ndarray:
     A = np.ascontiguousarray(Z.T)  # d x m, compacted unassigned records
     extend = gamma > 0 and k >= 2
     g = 0
+    if progress is not None:
+        progress("V-MDAV", 0, n)
     while idx.size >= k:
         m = idx.size
         c = A.mean(axis=1)
@@ -160,6 +165,8 @@ def vmdav_partition(Z, k, gamma: float = 0.2) -> np.ndarray:
         keep = ~in_g
         idx = idx[keep]
         A = np.ascontiguousarray(A[:, keep])
+        if progress is not None:
+            progress("V-MDAV", n - idx.size, n)
 
     if idx.size:
         assigned = labels >= 0
@@ -170,6 +177,8 @@ def vmdav_partition(Z, k, gamma: float = 0.2) -> np.ndarray:
             dist[~assigned] = np.inf
             new[i] = labels[int(np.argmin(dist))]
         labels = new
+        if progress is not None:
+            progress("V-MDAV", n, n)
     return labels
 
 
@@ -187,7 +196,7 @@ class VMDAV(Microaggregator):
         self.k = k
         self.gamma = gamma
 
-    def _partition(self, Z, X):
-        labels = vmdav_partition(Z, self.k_, self.gamma)
+    def _partition(self, Z, X, progress):
+        labels = vmdav_partition(Z, self.k_, self.gamma, progress=progress)
         centers = group_means(Z, labels, int(labels.max()) + 1)
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.zeros(len(centers))}
