@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-import numpy as np
-
 from ..data import quasi_identifiers, read_table, released_frame, write_outputs, write_table
-from ..errors import InputError, ParameterError
-from .anonymity import check_participations, required_anonymity, table_failure
+from ..errors import ParameterError
+from .anonymity import required_anonymity, table_failure
 
 
 def _print(obj) -> None:
@@ -34,12 +32,16 @@ def cmd_plan(args) -> int:
 
 
 def cmd_design(args) -> int:
+    from ..progress import Progress
     from .design import design
     from .spec import build_spec
 
     frame = read_table(args.population)
     participation = args.participation if args.participation_column is None else args.participation_column
-    d = design(frame, args.k, participation, args.risk, columns=args.columns)
+    note = (f"survey design: {len(frame)} records into cells of k = {args.k} or more "
+            "(the numerical kernels compile on first use: up to a minute)")
+    with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
+        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress)
     spec = build_spec(d, participation_column=args.participation_column)
     write_outputs({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
@@ -50,12 +52,20 @@ def cmd_design(args) -> int:
 
 
 def cmd_verify(args) -> int:
-    from .spec import verify
+    """Exit 0: valid (and, with --digest, the very specification published); 1: well-formed
+    but not the published one or its guarantee fails; 2: malformed, unreadable or altered."""
+    from .spec import GuaranteeError, verify
 
-    v = verify(args.spec)
+    try:
+        v = verify(args.spec, expected_digest=args.digest)
+    except GuaranteeError as exc:
+        print(f"NOT valid: {exc}")
+        print(f"digest: {exc.digest}")
+        return 1
     g = v.guarantee
-    print(f"valid: {len(v.spec['cells'])} cells, k = {g['k']}, every cell fails with probability "
-          f"<= {g['risk']} (digest {v.spec['digest'][:19]}...)")
+    print(f"valid: {len(v.spec['cells'])} cells, k = {g['k']}, every cell fails with probability <= {g['risk']}")
+    print(f"digest: {v.digest}" + (" (equal to the digest given)" if v.digest_confirmed else
+                                   " (not compared: pass the digest published elsewhere with --digest)"))
     return 0
 
 
@@ -73,27 +83,15 @@ def cmd_assign(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from .simulation import simulate_cells
+    """Refuses (exit 2) a population that is not the one the specification declares."""
+    from .simulation import simulate_spec
     from .spec import verify
 
     if args.runs < 1:
         raise ParameterError(f"runs must be >= 1, got {args.runs}")
     v = verify(args.spec)
-    g = v.guarantee
     frame = read_table(args.population)
-    X, _ = quasi_identifiers(frame, v.function.columns)
-    cells = v.function.assign(X)
-    model = g["participation"]
-    if model["model"] == "constant":
-        pis = np.full(len(frame), model["pi"])
-    else:
-        column = model.get("column")
-        if column is None or column not in frame.columns:
-            raise InputError(f"the population needs the participation column {column!r} of this specification")
-        pis = check_participations(frame[column].to_numpy(), name=column)
-    sizes = np.bincount(cells, minlength=len(v.function.sizes))
-    groups = [g for g in np.split(pis[np.argsort(cells, kind="stable")], np.cumsum(sizes)[:-1]) if g.size]
-    result = simulate_cells(groups, g["k"], args.runs, random_state=args.seed)
+    result = simulate_spec(v, frame, args.runs, random_state=args.seed)
     _print(result.to_dict())
     return 0
 
@@ -119,10 +117,14 @@ def add_parser(sub) -> None:
     d.add_argument("--risk", type=float, required=True)
     d.add_argument("--columns")
     d.add_argument("-o", "--output", required=True)
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)
 
-    v = ss.add_parser("verify", help="check a published specification")
+    v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)")
     v.add_argument("spec")
+    v.add_argument("--digest", metavar="sha256:HEX",
+                   help="the digest published through another channel (e.g. the invitation letter): "
+                        "the specification must have exactly this digest")
     v.set_defaults(func=cmd_verify)
 
     a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid")

@@ -140,7 +140,7 @@ def _grow(Z, rows, dist, pis, k, log_pbar):
         start = end + 1
 
 
-def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
+def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float, progress=None):
     """MDAV-like partition with groups grown until Algorithm A holds on their pi_j (our
     construction for the paper's uneven participation, Sec. V: the "predefined order" is
     the key order around the group's reference record)."""
@@ -169,6 +169,8 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
             break  # everything left becomes the last cell
         labels[ordered[:size]] = len(refs)
         refs.append(ref_row), rad2.append(dist[size - 1]), bnds.append(ordered[size - 1])
+        if progress is not None:
+            progress(size)
         remaining = np.sort(rest)
         if use_r:  # s: farthest from r among the remaining records (first row on ties)
             d = np.zeros(remaining.size)
@@ -179,16 +181,22 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float):
         use_r = not use_r
     labels[remaining] = len(refs)
     refs.append(-1), rad2.append(np.inf), bnds.append(-1)
+    if progress is not None:
+        progress(remaining.size)
     return labels, np.array(refs), np.array(rad2), np.array(bnds)
 
 
-def design(population, k: int, participation, risk: float, columns=None) -> SurveyDesign:
+def design(population, k: int, participation, risk: float, columns=None, progress=None) -> SurveyDesign:
     """Design the microaggregation function for a survey (paper 1).
 
     ``population``: the model population's quasi-identifiers (DataFrame or array);
     ``participation``: a constant pi in (0, 1], or one pi_j per population record (array,
     or the name of a population column); ``risk``: the acceptable cell failure pbar, so each
-    cell is k-anonymous with probability >= 1 - pbar. Returns a :class:`SurveyDesign`.
+    cell is k-anonymous with probability >= 1 - pbar. ``progress``: None or a callback
+    ``progress(n)``, called with 0 once the inputs are checked (before the numerical kernels
+    run, or compile on first use), then with the number of population records placed in cells
+    (N in all; per-record participation reports cell by cell, constant participation at once
+    after MDAV). Returns a :class:`SurveyDesign`.
     """
     k = check_k(k)
     risk = check_risk(risk)
@@ -205,22 +213,30 @@ def design(population, k: int, participation, risk: float, columns=None) -> Surv
         cols = None
         X = check_matrix(population, name="population")
     N = X.shape[0]
-    std = Standardizer.fit(X)
-    Z = np.ascontiguousarray(std.transform(X))
     constant = not isinstance(participation, (np.ndarray, list, tuple, pd.Series))
     if constant:
         pi = check_participation(participation)
         pis = np.full(N, pi)
-        size = safe_cell_size(k, pi, risk, N)
-        n_min = required_anonymity(k, pi, risk).n
-        part = mdav_partition(Z, size, keep_duplicates=True)
-        labels, refs, rad2, bnds = part.labels, part.references, part.radius2, part.boundary
     else:
         pis = check_participations(participation)
         if pis.size != N:
             raise ParameterError(f"{pis.size} participation probabilities for {N} population records")
         pi = None
-        labels, refs, rad2, bnds = _per_record_partition(Z, pis, k, risk)
+    if N < k:  # n_min >= k: no cell can be safe (said before any kernel runs)
+        raise DesignError(f"the population has {N} records but a cell needs at least k = {k}")
+    if progress is not None:
+        progress(0)
+    std = Standardizer.fit(X)
+    Z = np.ascontiguousarray(std.transform(X))
+    if constant:
+        size = safe_cell_size(k, pi, risk, N)
+        n_min = required_anonymity(k, pi, risk).n
+        part = mdav_partition(Z, size, keep_duplicates=True)
+        labels, refs, rad2, bnds = part.labels, part.references, part.radius2, part.boundary
+        if progress is not None:
+            progress(N)
+    else:
+        labels, refs, rad2, bnds = _per_record_partition(Z, pis, k, risk, progress)
         size = 0
     n_cells = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_cells)

@@ -44,13 +44,20 @@ import numbers
 from dataclasses import asdict, dataclass
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from .._validation import check_confidence, check_k, check_random_state, check_runs
-from ..errors import ParameterError
-from .anonymity import cell_failure, check_participation, table_sizes
+from ..errors import InputError, ParameterError
+from .anonymity import (
+    cell_failure,
+    check_participation,
+    check_participations,
+    table_sizes,
+)
 
 MAX_BATCH_ELEMENTS = 1 << 24  # uniforms drawn at once (~16.8e6 doubles, 134 MB)
+PARTICIPATION_RTOL = 1e-9  # a population's pi_j against a specification's (simulate_spec)
 
 _METRICS = ("cell_failure", "mean_unprotected", "record_failure", "record_failure_participant", "table_failure")
 
@@ -329,3 +336,85 @@ def simulate_table(records: int, k: int, participation: float, risk: float, runs
     its ``predicted_table_failure`` equals :func:`~probanon.survey.anonymity.table_failure`."""
     cells = table_cells(records, k, participation, risk)
     return simulate_cells(cells, k, runs, random_state=random_state, confidence=confidence)
+
+
+# --------------------------------------------------------------------------- a published specification
+
+
+def _spec_population(verified, population) -> list[np.ndarray]:
+    """The participation probabilities of the population's records, one array per cell of the
+    specification, after checking that the population is the one the specification declares:
+    its number of records, the function's columns, the size of every cell the function forms
+    and, for per-record participation, every cell's pi_j. :class:`InputError` names the first
+    difference."""
+    from .._validation import check_matrix
+    from ..data import select_columns
+
+    f, g = verified.function, verified.guarantee
+    model = g["participation"]
+    column = model.get("column") if model["model"] == "per-record" else None
+    if not isinstance(population, pd.DataFrame):
+        if model["model"] == "per-record":
+            raise InputError("a per-record specification needs the population as a table with its participation column")
+        population = pd.DataFrame(check_matrix(population, name="population"))
+    if len(population) != g["records"]:
+        raise InputError(f"the population has {len(population)} records but the specification declares "
+                         f"{g['records']}: not the population it was designed on")
+    width = np.asarray(f.centroids).shape[1]
+    if f.columns is not None:
+        missing = [c for c in f.columns if c not in population.columns]
+        if missing:
+            raise InputError(f"the population has no column {missing[0]!r} of the specification's function "
+                             f"(columns {', '.join(map(str, f.columns))})")
+        columns = list(f.columns)
+    else:
+        columns = select_columns(population.drop(columns=[column] if column in population.columns else []))
+        if len(columns) != width:
+            raise InputError(f"the population has {len(columns)} numeric columns, the specification's function "
+                             f"takes {width} (it does not name them)")
+    X = check_matrix(population[columns], name="population")
+    cells = np.asarray(f.assign(X))
+    declared = np.asarray(f.sizes, dtype=np.int64)
+    found = np.bincount(cells, minlength=declared.size)
+    differ = np.flatnonzero(found != declared)
+    if differ.size:
+        c = int(differ[0])
+        more = f"; {differ.size} cells differ" if differ.size > 1 else ""
+        raise InputError(f"cell {c}: the specification declares {declared[c]} records, the function puts "
+                         f"{found[c]} of this population there{more}: not the population it was designed on")
+    order = np.argsort(cells, kind="stable")
+    if model["model"] == "constant":
+        pis = np.full(len(population), float(model["pi"]))
+    else:
+        if column is None or column not in population.columns:
+            raise InputError(f"the population needs the participation column {column!r} of this specification")
+        pis = check_participations(population[column].to_numpy(), name=column)
+    groups = np.split(pis[order], np.cumsum(declared)[:-1])
+    if model["model"] == "per-record":
+        for c, (group, cell) in enumerate(zip(groups, verified.spec["cells"])):
+            if not np.allclose(np.sort(group), cell["participation"], rtol=PARTICIPATION_RTOL, atol=0.0):
+                raise InputError(f"cell {c}: the participation probabilities of the population's records differ "
+                                 f"from those the specification declares")
+    return groups
+
+
+def simulate_spec(spec, population, runs: int, random_state=None, confidence: float = 0.99) -> SimulationResult:
+    """:func:`simulate_cells` on the population a published specification was designed on.
+
+    ``spec``: a :class:`~probanon.survey.spec.VerifiedSpec`, or a specification (dict, JSON text
+    or path) that is verified first. ``population``: a DataFrame (the function's columns and,
+    for per-record participation, the specification's participation column) or, for constant
+    participation, a matrix. The population must match the specification: the declared number
+    of records, the function's columns, every declared cell size when the function is applied
+    to it, and (per-record) every cell's participation probabilities within a relative
+    ``PARTICIPATION_RTOL``; otherwise :class:`InputError` names the first difference, since the
+    simulation would otherwise check another table than the one the guarantee is about.
+    """
+    from .spec import VerifiedSpec, verify
+
+    runs = check_runs(runs)
+    confidence = check_confidence(confidence)
+    rng = check_random_state(random_state)
+    verified = spec if isinstance(spec, VerifiedSpec) else verify(spec)
+    groups = _spec_population(verified, population)
+    return simulate_cells(groups, verified.guarantee["k"], runs, random_state=rng, confidence=confidence)

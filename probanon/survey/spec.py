@@ -14,6 +14,26 @@ The canonical form is ``json.dumps(spec_without_digest, sort_keys=True,
 separators=(",", ":"), allow_nan=False)`` in UTF-8. :func:`verify` recomputes the digest and
 every cell's failure from its declared size and the guarantee; :func:`assign` maps a
 respondent's own quasi-identifiers to (cell, centroid) without the population.
+
+The digest proves nothing by itself. It is computed from the specification's own content, so
+whoever alters a specification (another function, other cells, a lower risk on paper) simply
+recomputes it and the altered document verifies as well as the original. Only a digest received
+through a second, trusted channel (the invitation letter, the office's web site, a phone call)
+binds the specification to the collector: ``verify(spec, expected_digest=...)``
+(``probanon survey verify SPEC --digest sha256:HEX``) compares the two.
+
+Outcomes of :func:`verify` (and exit statuses of ``probanon survey verify``):
+
+* the specification cannot be checked: unreadable, not JSON, another version, a missing or
+  ill-typed field, a value out of range, a digest field that does not match the content (altered
+  after its digest was computed), redundant fields that contradict each other (cells against the
+  function, sizes against the records, a declared n_min or cell failure against its recomputed
+  value): :class:`~probanon.errors.SpecificationError` (exit 2);
+* the specification is well-formed and self-consistent but its digest differs from the expected
+  one (not the document the collector published), or its guarantee does not hold (a cell whose
+  failure, recomputed by Algorithm A, exceeds the stated risk): :class:`GuaranteeError`, a
+  subclass listing every finding in ``problems`` (exit 1);
+* otherwise a :class:`VerifiedSpec` (exit 0).
 """
 
 from __future__ import annotations
@@ -21,12 +41,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._validation import read_json_document
-from ..errors import SpecificationError
+from ..errors import ParameterError, SpecificationError
 from ..microagg.function import MicroaggregationFunction, function_from_json
 from .anonymity import (
     cell_failure,
@@ -50,6 +71,32 @@ def canonical_bytes(spec: dict) -> bytes:
 
 def digest(spec: dict) -> str:
     return "sha256:" + hashlib.sha256(canonical_bytes(spec)).hexdigest()
+
+
+_DIGEST = re.compile(r"(?:sha256:)?([0-9a-f]{64})", re.IGNORECASE)
+
+
+def parse_digest(text) -> str:
+    """A digest given by hand (``sha256:HEX`` or the 64 hexadecimal digits alone, any case,
+    surrounding blanks ignored) as ``sha256:`` + lower-case hex; :class:`ParameterError` otherwise."""
+    match = _DIGEST.fullmatch(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        shown = repr(text) if not isinstance(text, str) or len(text) <= 80 else repr(text[:77] + "...")
+        raise ParameterError(f"a digest is 'sha256:' followed by 64 hexadecimal digits, got {shown}")
+    return "sha256:" + match.group(1).lower()
+
+
+class GuaranteeError(SpecificationError):
+    """A well-formed, self-consistent specification that fails verification: its digest differs
+    from the expected one, or a cell fails with probability above the stated risk.
+
+    ``problems`` lists every finding (the message joins them); ``digest`` is the specification's
+    own digest."""
+
+    def __init__(self, problems, digest: str):
+        self.problems = tuple(problems)
+        self.digest = digest
+        super().__init__("; ".join(self.problems))
 
 
 def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict:
@@ -85,10 +132,16 @@ class VerifiedSpec:
 
     spec: dict
     function: MicroaggregationFunction
+    digest_confirmed: bool = False  # True when compared with an expected (out-of-band) digest
 
     @property
     def guarantee(self) -> dict:
         return self.spec["guarantee"]
+
+    @property
+    def digest(self) -> str:
+        """The whole digest, ``sha256:`` and 64 hexadecimal digits."""
+        return self.spec["digest"]
 
 
 def load_spec(text_or_path) -> dict:
@@ -106,10 +159,17 @@ def _field(d: dict, key: str, where: str):
     return d[key]
 
 
-def verify(spec_or_path) -> VerifiedSpec:
-    """Check a specification as a respondent would: digest, guarantee, and every cell's
-    failure recomputed by Algorithm A from its declared size. Raises
-    :class:`SpecificationError` with the reason."""
+def verify(spec_or_path, expected_digest=None) -> VerifiedSpec:
+    """Check a specification as a respondent would: its digest, its guarantee, and every cell's
+    failure recomputed by Algorithm A from its declared size.
+
+    ``expected_digest``: the digest published through a second channel (``sha256:HEX`` or the
+    hex alone, any case); without it the digest only shows that the document is internally
+    intact, not that it is the collector's (see the module docstring). Raises
+    :class:`SpecificationError` when the specification cannot be checked (malformed, altered
+    after its digest was computed, self-contradictory) and :class:`GuaranteeError` (a subclass)
+    when it is well-formed but is not the expected document or its guarantee does not hold."""
+    expected = None if expected_digest is None else parse_digest(expected_digest)
     spec = spec_or_path if isinstance(spec_or_path, dict) else load_spec(spec_or_path)
     declared = spec.get("digest")
     if not isinstance(declared, str):
@@ -121,11 +181,19 @@ def verify(spec_or_path) -> VerifiedSpec:
     if declared != actual:
         raise SpecificationError("digest mismatch: the specification was altered after it was published")
     try:
-        return _check_guarantee(spec)
+        function, failing = _check_guarantee(spec)
     except SpecificationError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # includes ParameterError
         raise SpecificationError(f"specification: malformed value ({str(exc).splitlines()[0]})") from None
+    problems = []
+    if expected is not None and actual != expected:
+        problems.append(f"its digest {actual} differs from the expected {expected}: "
+                        "this is not the specification that was published")
+    problems.extend(failing)
+    if problems:
+        raise GuaranteeError(problems, digest=actual)
+    return VerifiedSpec(spec=spec, function=function, digest_confirmed=expected is not None)
 
 
 def _integer(value, what: str) -> int:
@@ -134,7 +202,9 @@ def _integer(value, what: str) -> int:
     return value
 
 
-def _check_guarantee(spec: dict) -> VerifiedSpec:
+def _check_guarantee(spec: dict) -> tuple[MicroaggregationFunction, list[str]]:
+    """The function and the cells whose recomputed failure exceeds the risk; any malformed or
+    self-contradictory field raises :class:`SpecificationError` first."""
     g = _field(spec, "guarantee", "")
     k = _integer(_field(g, "k", "guarantee "), "k")
     risk = check_risk(_field(g, "risk", "guarantee "))
@@ -161,6 +231,7 @@ def _check_guarantee(spec: dict) -> VerifiedSpec:
             raise SpecificationError(f"specification: n_min is {n_min} for this guarantee, not {g['n_min']}")
     elif kind != "per-record":
         raise SpecificationError(f"specification: unknown participation model {kind!r}")
+    failing = []
     for i, (cell, size) in enumerate(zip(cells, sizes)):
         if kind == "constant":
             recomputed = cell_failure(size, k, pi).cell_failure
@@ -175,8 +246,14 @@ def _check_guarantee(spec: dict) -> VerifiedSpec:
         if not math.isclose(recomputed, stated, rel_tol=TOLERANCE, abs_tol=1e-300):
             raise SpecificationError(f"cell {i}: declared failure {stated:.6g} but {size} records give {recomputed:.6g}")
         if recomputed > risk:
-            raise SpecificationError(f"cell {i}: failure {recomputed:.6g} exceeds the guaranteed {risk}")
-    return VerifiedSpec(spec=spec, function=function)
+            failing.append(i)
+    problems = []
+    if failing:
+        worst = max(failing, key=lambda i: cells[i]["failure"])
+        more = f" ({len(failing)} of {len(cells)} cells exceed it)" if len(failing) > 1 else ""
+        problems.append(f"the guarantee does not hold: cell {worst} of {sizes[worst]} records fails with "
+                        f"probability {cells[worst]['failure']:.6g} > the stated risk {risk}{more}")
+    return function, problems
 
 
 def assign(spec_or_verified, records) -> tuple[np.ndarray, np.ndarray]:
