@@ -38,6 +38,13 @@ Definitions, for a class c with counts ``n_c(s)``, size ``n_c`` and the positive
   ``|i - j|/(m - 1)``) gives ``EMD = 1/(m-1) sum_{i=1}^{m} |sum_{j<=i} (P_c(v_j) - P(v_j))|``
   (numeric values). ``distance="auto"`` uses ordered for a numeric sensitive column and equal
   otherwise, as pycanon does. With one sensitive value in the table, t = 0.
+
+Requirements (:func:`diversity_report` with ``k``, ``l`` and ``t``; ``probanon diversity check
+-k K -l L --sense S -t T`` exits 1 when one fails): k-anonymity holds when ``k >= K``;
+l-diversity in the chosen ``sense`` (distinct by default) when ``l_distinct >= L``, when
+``H_min >= ln L`` (entropy, up to ``ENTROPY_TOLERANCE``) or when ``L <= l_recursive`` (recursive,
+which needs ``c``); t-closeness when ``t <= T`` (up to ``T_TOLERANCE``). ``holds`` is True when
+every requirement given holds, None when none was given.
 """
 
 from __future__ import annotations
@@ -56,6 +63,10 @@ from .distribution import _columns
 
 COUNT_TABLE_COLUMNS = ("class", "sensitive", "count")
 DISTANCES = ("auto", "equal", "ordered")
+SENSES = ("distinct", "entropy", "recursive")
+# t <= T is decided up to this absolute rounding of the EMD (a class at exactly T = 2/7 may
+# compute as 2/7 + 1 ulp).
+T_TOLERANCE = 1e-12
 # H_c >= ln l is decided up to this absolute rounding of the entropy sum (a class uniform on l
 # values has H_c = ln l exactly, which floating point may miss by an ulp or two).
 ENTROPY_TOLERANCE = 1e-12
@@ -225,6 +236,28 @@ def emd_per_class(counts: pd.DataFrame, distance: str = "auto") -> np.ndarray:
 
 
 @dataclass(frozen=True)
+class Requirement:
+    """One threshold asked of a release: ``property`` ("k-anonymity", "distinct l-diversity",
+    "entropy l-diversity", "recursive (c, l)-diversity" or "t-closeness") must reach
+    ``required`` (at least it; at most it for t-closeness); ``achieved`` is the table's value."""
+
+    property: str
+    required: float
+    achieved: float
+    holds: bool
+
+    def describe(self) -> str:
+        relation = "<=" if self.property == "t-closeness" else ">="
+        achieved = f"{self.achieved:.4g}" if isinstance(self.achieved, float) else str(self.achieved)
+        return (f"{self.property} {relation} {self.required:g}: {'holds' if self.holds else 'FAILS'} "
+                f"(achieved {achieved})")
+
+    def to_dict(self) -> dict:
+        return {"property": self.property, "required": self.required, "achieved": self.achieved,
+                "holds": self.holds}
+
+
+@dataclass(frozen=True)
 class DiversityReport:
     """Anonymity of a released table (see the module docstring for every definition).
 
@@ -248,6 +281,8 @@ class DiversityReport:
         Largest EMD of a class from the whole table, and the ground distance used.
     l : int or None
         With ``l``: whether the table is distinct / entropy / recursive (c, l)-diverse.
+    requirements : tuple of Requirement
+        The thresholds asked (``k``; ``l`` in the chosen sense; ``t``), in that order.
     per_class : DataFrame
         One row per non-empty class: ``size``, ``distinct``, ``entropy``, ``emd`` (and
         ``l_recursive`` with ``c``); not part of :meth:`to_dict`.
@@ -270,6 +305,17 @@ class DiversityReport:
     entropy_holds: bool | None
     recursive_holds: bool | None
     per_class: pd.DataFrame = field(repr=False, compare=False)
+    requirements: tuple = ()
+
+    @property
+    def holds(self) -> bool | None:
+        """True when every requirement holds, False when one fails, None without requirements."""
+        return None if not self.requirements else all(r.holds for r in self.requirements)
+
+    @property
+    def failed(self) -> list[str]:
+        """The properties whose requirement fails."""
+        return [r.property for r in self.requirements if not r.holds]
 
     def to_dict(self) -> dict:
         """Plain-Python, JSON-serialisable copy (without ``per_class``)."""
@@ -281,11 +327,13 @@ class DiversityReport:
             "t_closeness": self.t_closeness, "distance": self.distance,
             "l": self.l, "distinct_holds": self.distinct_holds, "entropy_holds": self.entropy_holds,
             "recursive_holds": self.recursive_holds,
+            "requirements": [r.to_dict() for r in self.requirements],
+            "holds": self.holds, "failed": self.failed,
         }
 
 
 def diversity_report(table: pd.DataFrame, qi=None, sensitive=None, count=None, c=None, l=None,
-                     distance: str = "auto") -> DiversityReport:
+                     distance: str = "auto", *, k=None, t=None, sense: str = "distinct") -> DiversityReport:
     """k-anonymity, distinct / entropy / recursive (c, l)-diversity and t-closeness of a release.
 
     Parameters
@@ -297,9 +345,15 @@ def diversity_report(table: pd.DataFrame, qi=None, sensitive=None, count=None, c
         Constant of recursive (c, l)-diversity (> 0); gives ``l_recursive``.
     l : int, optional
         Target l (>= 1): gives ``distinct_holds``, ``entropy_holds`` and, with ``c``,
-        ``recursive_holds``.
+        ``recursive_holds``, and a requirement in the sense ``sense``.
     distance : {"auto", "equal", "ordered"}
         Ground distance of t-closeness' EMD ("auto": ordered for numeric sensitive values).
+    k : int, optional
+        Required k-anonymity (>= 1).
+    t : float, optional
+        Required t-closeness: the largest EMD must be at most ``t`` (in [0, 1]).
+    sense : {"distinct", "entropy", "recursive"}
+        The l-diversity the requirement ``l`` is about ("recursive" needs ``c``).
 
     Returns
     -------
@@ -308,6 +362,15 @@ def diversity_report(table: pd.DataFrame, qi=None, sensitive=None, count=None, c
     cf = None if c is None else float(_c_fraction(c))
     if l is not None:
         l = check_k(l, name="l")
+    if k is not None:
+        k = check_k(k, name="k")
+    if t is not None and (isinstance(t, (bool, np.bool_)) or not isinstance(t, numbers.Real)
+                          or not 0.0 <= float(t) <= 1.0):
+        raise ParameterError(f"t (t-closeness) must be a number in [0, 1], got {t!r}")
+    if sense not in SENSES:
+        raise ParameterError(f"sense must be one of {', '.join(SENSES)}, got {sense!r}")
+    if sense == "recursive" and l is not None and cf is None:
+        raise ParameterError("recursive (c, l)-diversity needs c")
     counts = sensitive_counts(table, qi, sensitive, count)
     distance = _distance(counts, distance)
     n = counts.to_numpy(dtype=np.int64)
@@ -323,16 +386,28 @@ def diversity_report(table: pd.DataFrame, qi=None, sensitive=None, count=None, c
         per_class["l_recursive"] = recursive_l_per_class(counts, c)
         l_rec = int(per_class["l_recursive"].min())
     h_min = float(entropy.min())
+    l_holds = {"distinct": None if l is None else bool(distinct.min() >= l),
+               "entropy": None if l is None else bool(h_min >= math.log(l) - ENTROPY_TOLERANCE),
+               "recursive": None if l is None or l_rec is None else bool(l <= l_rec)}
+    achieved_l = {"distinct": int(distinct.min()), "entropy": float(math.exp(h_min)), "recursive": l_rec}
+    requirements = []
+    if k is not None:
+        requirements.append(Requirement("k-anonymity", k, int(sizes.min()), bool(sizes.min() >= k)))
+    if l is not None:
+        name = "recursive (c, l)-diversity" if sense == "recursive" else f"{sense} l-diversity"
+        requirements.append(Requirement(name, l, achieved_l[sense], l_holds[sense]))
+    if t is not None:
+        requirements.append(Requirement("t-closeness", float(t), float(emd.max()),
+                                        bool(emd.max() <= float(t) + T_TOLERANCE)))
     return DiversityReport(
         records=int(sizes.sum()), classes=int(nonempty.sum()), empty_classes=int((~nonempty).sum()),
         sensitive_values=int((n.sum(axis=0) > 0).sum()),
-        k=int(sizes.min()), l_distinct=int(distinct.min()),
-        entropy_min=h_min, l_entropy=float(math.exp(h_min)),
+        k=int(sizes.min()), l_distinct=achieved_l["distinct"],
+        entropy_min=h_min, l_entropy=achieved_l["entropy"],
         c=cf, l_recursive=l_rec,
         t_closeness=float(emd.max()), distance=distance,
         l=l,
-        distinct_holds=None if l is None else bool(distinct.min() >= l),
-        entropy_holds=None if l is None else bool(h_min >= math.log(l) - ENTROPY_TOLERANCE),
-        recursive_holds=None if l is None or l_rec is None else bool(l <= l_rec),
+        distinct_holds=l_holds["distinct"], entropy_holds=l_holds["entropy"], recursive_holds=l_holds["recursive"],
         per_class=per_class,
+        requirements=tuple(requirements),
     )

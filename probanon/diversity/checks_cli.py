@@ -1,11 +1,14 @@
 """``probanon diversity check`` and ``probanon diversity attack``.
 
-``check RELEASED [--qi COLS --sensitive COL [--count COL]] [--c C] [-l L] [--distance D] [--json]``
+``check RELEASED [--qi COLS --sensitive COL [--count COL]] [--c C] [-k K] [-l L [--sense S]] [-t T] [--distance D] [--json]``
     k-anonymity, distinct / entropy / recursive (c, l)-diversity and t-closeness of a released
     table (:func:`probanon.diversity.checks.diversity_report`). Without ``--qi`` RELEASED is a
     count table with columns ``class``, ``sensitive``, ``count`` (as ``diversity release``
     writes it); with ``--qi`` it is microdata, one record per row unless ``--count`` names a
-    column of multiplicities.
+    column of multiplicities. ``-k``, ``-l`` (in the ``--sense`` distinct, entropy or
+    recursive, which needs ``--c``) and ``-t`` are requirements: exit status 0 when every one
+    given holds, 1 when one fails (the failures are listed; ``holds``, ``failed`` and
+    ``requirements`` in the JSON), 2 on an error. Without any, the command only reports (0).
 
 ``attack RELEASE [RELEASE ...] (--target C[,C...] | --qi-value V --plan PLAN [--plan PLAN ...]) [--json]``
     links count tables on one target (:func:`probanon.diversity.attack.linkage_attack`). The
@@ -25,9 +28,9 @@ import json
 
 from .._validation import read_json_document
 from ..data import read_table
-from ..errors import InputError, SpecificationError
+from ..errors import InputError, ParameterError, SpecificationError
 from .attack import linkage_attack
-from .checks import DISTANCES, diversity_report
+from .checks import DISTANCES, SENSES, diversity_report
 
 
 def _print_json(obj) -> None:
@@ -39,12 +42,18 @@ def cmd_check(args) -> int:
         raise InputError("--count applies to microdata: give --qi and --sensitive too")
     if args.qi is not None and args.sensitive is None:
         raise InputError("--qi needs --sensitive")
+    if args.sense is not None and args.l is None:
+        raise ParameterError("--sense says which l-diversity -l requires: give -l too")
+    sense = args.sense or "distinct"
+    if sense == "recursive" and args.c is None:
+        raise ParameterError("--sense recursive needs --c (recursive (c, l)-diversity)")
     table = read_table(args.released)
     report = diversity_report(table, qi=args.qi, sensitive=args.sensitive, count=args.count,
-                              c=args.c, l=args.l, distance=args.distance)
+                              c=args.c, l=args.l, distance=args.distance, k=args.k, t=args.t, sense=sense)
+    status = 1 if report.holds is False else 0
     if args.json:
         _print_json(report.to_dict())
-        return 0
+        return status
     r = report
     print(f"records:            {r.records} in {r.classes} classes"
           + (f" (+{r.empty_classes} empty)" if r.empty_classes else ""))
@@ -54,10 +63,11 @@ def cmd_check(args) -> int:
     if r.c is not None:
         print(f"recursive (c, l):   l = {r.l_recursive} for c = {r.c:g}")
     print(f"t-closeness:        {r.t_closeness:.4f} (EMD, {r.distance} distance)")
-    if r.l is not None:
-        holds = {"distinct": r.distinct_holds, "entropy": r.entropy_holds, "recursive": r.recursive_holds}
-        print(f"l = {r.l}:              " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in holds.items() if v is not None))
-    return 0
+    for requirement in r.requirements:
+        print(f"required:           {requirement.describe()}")
+    if r.holds is not None:
+        print("result:             " + ("every requirement holds" if r.holds else f"FAILS: {', '.join(r.failed)}"))
+    return status
 
 
 def _read_release(path):
@@ -116,7 +126,11 @@ def add_check_commands(subparsers) -> None:
     c.add_argument("--sensitive", help="sensitive column (default 'sensitive' for a count table)")
     c.add_argument("--count", help="microdata: column of record multiplicities")
     c.add_argument("--c", type=float, help="c of recursive (c, l)-diversity: report the largest l")
-    c.add_argument("-l", type=int, help="also say whether the table is l-diverse in each sense")
+    c.add_argument("-k", type=int, help="require k-anonymity of at least K (exit 1 otherwise)")
+    c.add_argument("-l", type=int, help="require l-diversity of at least L in the --sense given (exit 1 otherwise)")
+    c.add_argument("--sense", choices=SENSES, default=None,
+                   help="the l-diversity -l requires: distinct (default), entropy, or recursive (needs --c)")
+    c.add_argument("-t", type=float, help="require t-closeness of at most T, in [0, 1] (exit 1 otherwise)")
     c.add_argument("--distance", choices=DISTANCES, default="auto",
                    help="t-closeness ground distance (auto: ordered for numeric values, else equal)")
     c.add_argument("--json", action="store_true", help="one JSON object on stdout")

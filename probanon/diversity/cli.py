@@ -14,12 +14,23 @@ from .release import load_plan, release_counts, release_summary
 
 
 def cmd_plan(args) -> int:
-    dist = read_distribution(args.distribution, order=args.order, margin=check_margin(args.margin))
-    plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
-                          budget=args.budget, method=args.method, m_rule=args.m_rule)
+    from ..progress import Progress
+
+    dist = read_distribution(args.distribution, order=args.order, margin=check_margin(args.margin),
+                             normalize=args.normalize)
+    if dist.renormalized_from is not None:
+        print(f"diversity plan: the probabilities summed to {dist.renormalized_from!r}; divided by that sum "
+              "(--normalize)", file=sys.stderr)
+    note = (f"diversity plan: {dist.n_qi} QI values x {dist.n_sensitive} sensitive values "
+            "(the numerical kernels compile on first use: up to a minute)")
+    with Progress(note, quiet=args.quiet, desc="plan", unit=" partitions") as progress:
+        plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
+                              budget=args.budget, method=args.method, m_rule=args.m_rule, progress=progress)
     out = plan.to_dict()
     if args.front:
-        front = pareto_front(dist, plan.l, plan.delta, method=args.method, m_rule=args.m_rule)
+        with Progress(None, quiet=args.quiet, desc="Pareto front", unit=" class counts") as progress:
+            front = pareto_front(dist, plan.l, plan.delta, method=args.method, m_rule=args.m_rule,
+                                 progress=progress)
         out["front"] = front.to_dict(orient="records")
     text = json.dumps(out, allow_nan=False)
     if args.output:
@@ -73,6 +84,9 @@ def add_parser(sub) -> None:
     p.add_argument("--m-rule", choices=M_RULES, default="bound",
                    help="m in N: Lemma 4.3's bound (default) or the real class count")
     p.add_argument("--front", action="store_true", help="also list the Pareto front of classes against N")
+    p.add_argument("--normalize", action="store_true",
+                   help="accept probabilities whose sum is within 1e-6 of 1 and divide them by it (say so on stderr)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("-o", "--output", metavar="PLAN.json", help="save the plan")
     p.set_defaults(func=cmd_plan)
 

@@ -20,7 +20,10 @@ masses with the raised threshold ``p + eps``.
 
 Checks (one-line :class:`~probanon.errors.InputError`): finite, non-negative entries summing
 to 1 within ``SUM_TOLERANCE = 1e-9``, no duplicated (q, s) pair, no missing QI value; the
-margin must lie in [0, 1) (:class:`~probanon.errors.ParameterError`).
+margin must lie in [0, 1) (:class:`~probanon.errors.ParameterError`). A pmf whose sum is off by
+more than 1e-9 but at most ``NORMALIZE_TOLERANCE = 1e-6`` (probabilities rounded to six or so
+digits) is divided by its sum when ``normalize=True`` (``--normalize``; the distribution keeps
+the old sum in ``renormalized_from``) and refused otherwise; beyond 1e-6 it is always refused.
 
 The order of the QI values is the order of first appearance unless ``order`` asks for a sort
 (``"sorted"``: by every QI column in turn; a list of column names: by those columns first,
@@ -40,6 +43,7 @@ from .._validation import is_numeric_column
 from ..errors import InputError, ParameterError
 
 SUM_TOLERANCE = 1e-9
+NORMALIZE_TOLERANCE = 1e-6
 KEY_SEPARATOR = "|"
 
 
@@ -65,8 +69,10 @@ def qi_key(values) -> str:
 class JointDistribution:
     """A checked joint pmf ``P(q, s)``: row i is the i-th QI value in the planning order.
 
-    ``margin`` is the total-variation margin eps of an estimate (0 for a known pmf) and
-    ``n_records`` the size of the sample it was estimated from (None otherwise).
+    ``margin`` is the total-variation margin eps of an estimate (0 for a known pmf),
+    ``n_records`` the size of the sample it was estimated from (None otherwise) and
+    ``renormalized_from`` the sum of the probabilities as given when they were divided by it
+    (``normalize=True``; None otherwise).
     """
 
     probabilities: np.ndarray
@@ -76,6 +82,7 @@ class JointDistribution:
     sensitive_column: str = "sensitive"
     margin: float = 0.0
     n_records: int | None = None
+    renormalized_from: float | None = None
 
     @property
     def n_qi(self) -> int:
@@ -130,9 +137,15 @@ def check_margin(margin) -> float:
     return float(margin)
 
 
-def check_pmf(P, name: str = "distribution") -> np.ndarray:
+def check_pmf(P, name: str = "distribution", normalize: bool = False) -> np.ndarray:
     """Return ``P`` as a C-contiguous float64 (|Q|, |S|) array after checking that it is a pmf:
-    finite, non-negative, summing to 1 within ``SUM_TOLERANCE``."""
+    finite, non-negative, summing to 1 within ``SUM_TOLERANCE``; with ``normalize``, a sum
+    within ``NORMALIZE_TOLERANCE`` of 1 is accepted and ``P`` divided by it."""
+    return _check_pmf(P, name, normalize)[0]
+
+
+def _check_pmf(P, name: str, normalize: bool) -> tuple[np.ndarray, float | None]:
+    """:func:`check_pmf` and the sum P was divided by (None when it was not)."""
     try:
         P = np.array(P, dtype=np.float64, copy=True)
     except (TypeError, ValueError):
@@ -148,20 +161,30 @@ def check_pmf(P, name: str = "distribution") -> np.ndarray:
         i, j = np.argwhere(P < 0)[0]
         raise InputError(f"{name} has a negative probability {P[i, j]!r} (QI value {i}, sensitive value {j})")
     total = float(P.sum())
+    renormalized_from = None
     if abs(total - 1.0) > SUM_TOLERANCE:
-        raise InputError(f"{name} probabilities sum to {total!r}, not 1 (tolerance {SUM_TOLERANCE:g})")
+        if abs(total - 1.0) > NORMALIZE_TOLERANCE:
+            raise InputError(f"{name} probabilities sum to {total!r}, not 1 (tolerance {SUM_TOLERANCE:g}; "
+                             f"--normalize renormalizes sums within {NORMALIZE_TOLERANCE:g} of 1 only)")
+        if not normalize:
+            raise InputError(f"{name} probabilities sum to {total!r}, not 1 (tolerance {SUM_TOLERANCE:g}); "
+                             f"it is within {NORMALIZE_TOLERANCE:g} of 1: use --normalize (normalize=True) "
+                             "to divide by the sum")
+        P /= total
+        renormalized_from = total
     P = np.ascontiguousarray(P)
     P.setflags(write=False)
-    return P
+    return P, renormalized_from
 
 
 def distribution_from_array(P, qi_values=None, sensitive_values=None, *, qi_columns=("qi",),
-                            margin: float = 0.0) -> JointDistribution:
+                            margin: float = 0.0, normalize: bool = False) -> JointDistribution:
     """A :class:`JointDistribution` from an array ``P[q, s]``; rows are in QI order.
 
-    ``qi_values`` default to 0..|Q|-1 (one-tuples), ``sensitive_values`` to 0..|S|-1.
+    ``qi_values`` default to 0..|Q|-1 (one-tuples), ``sensitive_values`` to 0..|S|-1;
+    ``normalize``: see :func:`check_pmf`.
     """
-    P = check_pmf(P)
+    P, renormalized_from = _check_pmf(P, "distribution", normalize)
     n_q, n_s = P.shape
     qi_columns = tuple(qi_columns)
     default_qi = qi_values is None
@@ -179,7 +202,8 @@ def distribution_from_array(P, qi_values=None, sensitive_values=None, *, qi_colu
     if not default_qi:
         _check_unique_keys([qi_key(v) for v in qi_values], "QI value")
     _check_unique_keys([value_key(v) for v in sensitive_values], "sensitive value")
-    return JointDistribution(P, qi_values, qi_columns, sensitive_values, margin=check_margin(margin))
+    return JointDistribution(P, qi_values, qi_columns, sensitive_values, margin=check_margin(margin),
+                             renormalized_from=renormalized_from)
 
 
 def _check_unique_keys(keys, what: str) -> None:
@@ -266,12 +290,12 @@ def _table(frame: pd.DataFrame, qi: list, sensitive: str, weights: np.ndarray, o
 
 def distribution_from_frame(frame: pd.DataFrame, qi=None, sensitive: str = "sensitive",
                             probability: str = "probability", *, order=None,
-                            margin: float = 0.0) -> JointDistribution:
+                            margin: float = 0.0, normalize: bool = False) -> JointDistribution:
     """A :class:`JointDistribution` from rows (qi..., sensitive, probability).
 
     ``qi`` defaults to every column other than ``sensitive`` and ``probability``, in table
     order. Pairs (q, s) that do not appear have probability 0; a pair listed twice is an
-    error.
+    error. ``normalize``: see :func:`check_pmf`.
     """
     if not isinstance(frame, pd.DataFrame):
         raise InputError("the distribution must be a DataFrame of (qi..., sensitive, probability)")
@@ -304,7 +328,7 @@ def distribution_from_frame(frame: pd.DataFrame, qi=None, sensitive: str = "sens
         row = int(np.flatnonzero(dup.to_numpy())[0])
         raise InputError(f"the (QI, sensitive) pair of row {row} is listed twice")
     P, qi_values, s_values = _table(frame, qi, sensitive, weights, order)
-    dist = distribution_from_array(P, qi_values, s_values, qi_columns=qi, margin=margin)
+    dist = distribution_from_array(P, qi_values, s_values, qi_columns=qi, margin=margin, normalize=normalize)
     return _with(dist, sensitive_column=sensitive)
 
 
@@ -314,10 +338,11 @@ def _with(dist: JointDistribution, **changes) -> JointDistribution:
     return replace(dist, **changes)
 
 
-def read_distribution(path, *, order=None, margin: float = 0.0) -> JointDistribution:
+def read_distribution(path, *, order=None, margin: float = 0.0, normalize: bool = False) -> JointDistribution:
     """Read a distribution CSV/Parquet: the QI columns, then ``sensitive``, then
     ``probability`` (a column named ``sensitive`` is the sensitive one wherever it stands;
-    without one, the column just before ``probability`` is)."""
+    without one, the column just before ``probability`` is). ``normalize``: see
+    :func:`check_pmf`."""
     from ..data import read_table
 
     frame = read_table(path)
@@ -331,7 +356,7 @@ def read_distribution(path, *, order=None, margin: float = 0.0) -> JointDistribu
             raise InputError(f"{path}: no sensitive column before 'probability'")
         sensitive = frame.columns[pos - 1]
     return distribution_from_frame(frame, sensitive=sensitive, probability="probability", order=order,
-                                   margin=margin)
+                                   margin=margin, normalize=normalize)
 
 
 def estimate_distribution(sample: pd.DataFrame, qi, sensitive: str, *, order=None,

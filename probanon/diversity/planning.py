@@ -127,7 +127,7 @@ def _distribution(distribution) -> JointDistribution:
 
 def _positive_l(dist: JointDistribution, l) -> int:
     l = check_l(l, dist.n_sensitive)
-    positive = int((dist.sensitive_marginal > 0).sum())
+    positive = int((dist.probabilities > 0).any(axis=0).sum())  # P_S(s) > 0, without the kernel
     if positive < l:
         raise ParameterError(f"only {positive} sensitive values have positive probability, fewer than l = {l}")
     return l
@@ -236,7 +236,7 @@ def check_independent(distribution) -> None:
     """Raise :class:`ParameterError` unless ``P(q, s) = P_Q(q) P_S(s)`` within 1e-9."""
     dist = _distribution(distribution)
     P = dist.probabilities
-    deviation = float(np.abs(P - np.outer(dist.qi_marginal, dist.sensitive_marginal)).max())
+    deviation = float(np.abs(P - np.outer(P.sum(axis=1), P.sum(axis=0))).max())
     if deviation > SUM_TOLERANCE:
         raise ParameterError(f"Generalize-Ind needs independent QI and sensitive values; "
                              f"max |P(q,s) - P_Q(q) P_S(s)| = {deviation:.3g} (use the greedy method)")
@@ -297,10 +297,10 @@ def _down(x: float) -> float:
 
 class _Search:
     """Class counts R(p) of one method on one distribution, with a cache of (R, bottleneck)
-    by p. R(p) is non-increasing in p for both methods."""
+    by p. R(p) is non-increasing in p for both methods. ``progress(1)`` after each partition."""
 
-    def __init__(self, dist: JointDistribution, l: int, method: str):
-        self.dist, self.l, self.method = dist, l, method
+    def __init__(self, dist: JointDistribution, l: int, method: str, progress=None):
+        self.dist, self.l, self.method, self.progress = dist, l, method, progress
         self.cache: dict[float, tuple[int, float]] = {}
 
     def partition(self, p: float) -> Generalization:
@@ -310,6 +310,8 @@ class _Search:
         else:
             g = _independent(self.dist, self.l, threshold)
         self.cache[p] = (g.n_classes, g.bottleneck)
+        if self.progress is not None:
+            self.progress(1)
         return g
 
     def count(self, p: float) -> tuple[int, float]:
@@ -415,35 +417,52 @@ def _check_choice(method: str, m_rule: str) -> None:
 
 
 def _prepare(distribution, l, delta, method, m_rule):
+    """The checked arguments; no numerical kernel runs here (see :func:`_start`)."""
     dist = _distribution(distribution)
     l = _positive_l(dist, l)
     delta = check_delta(delta)
     _check_choice(method, m_rule)
     if method == "independent":
         check_independent(dist)
-    search = _Search(dist, l, method)
+    return dist, l, delta
+
+
+def _start(dist: JointDistribution, l: int, method: str, progress, per_partition: bool):
+    """``progress(0)`` (the checks passed, the kernels start), then the search and its largest
+    threshold; ``per_partition``: the search reports ``progress(1)`` per partition."""
+    if progress is not None:
+        progress(0)
+    search = _Search(dist, l, method, progress if per_partition else None)
     top = search.top()
     if top <= 0:
         raise ParameterError(f"no admissible threshold: the margin eps = {dist.margin:g} is not smaller than "
                              f"p_l = {dist.p_l(l):.6g}")
-    return dist, l, delta, search, top
+    return search, top
 
 
 def pareto_front(distribution, l: int, delta: float, *, method: str = "greedy",
-                 m_rule: str = "bound") -> pd.DataFrame:
+                 m_rule: str = "bound", progress=None) -> pd.DataFrame:
     """The trade-off between the number of classes R and the number of samples N.
 
     One row per achievable class count R (decreasing): the largest p whose partition has R
     classes (so the fewest samples for R classes), ``m`` and N (``n_samples_exact`` before
     rounding up). A row whose rounded N is not below that of the row before (fewer classes for
     the same N) is left out, so every row is Pareto-optimal. Costs O(log) partitions per row.
+    ``progress``: None or a callback ``progress(n)``, called with 0 once the arguments are
+    checked (before the kernels run or compile), then with the number of class counts passed
+    (the first row's R in all).
     """
-    dist, l, delta, search, top = _prepare(distribution, l, delta, method, m_rule)
+    dist, l, delta = _prepare(distribution, l, delta, method, m_rule)
+    search, top = _start(dist, l, method, progress, per_partition=False)
     hi_all = _up(top)
     rows = []
     p = _TINY
+    R_before = None
     while p <= top:
         R = search.count(p)[0]
+        if progress is not None and R_before is not None:
+            progress(R_before - R)
+        R_before = R
         p_last = search.last_p(R, p, hi_all)
         p_R = search.snap(p_last)
         exact = _n_exact(p_R, R, l, delta, dist, m_rule)
@@ -452,12 +471,14 @@ def pareto_front(distribution, l: int, delta: float, *, method: str = "greedy",
             rows.append({"classes": R, "p": p_R, "n_samples": N, "n_samples_exact": exact,
                          "m": _m(p_R, R, l, dist, m_rule)})
         p = _up(p_last)
+    if progress is not None and R_before is not None:
+        progress(R_before)
     return pd.DataFrame(rows, columns=["classes", "p", "n_samples", "n_samples_exact", "m"])
 
 
 def plan_diversity(distribution, l: int, delta: float, *, t: int = 1, p: float | None = None,
                    beta: float | None = None, budget: int | None = None, method: str = "greedy",
-                   m_rule: str = "bound") -> DiversityPlan:
+                   m_rule: str = "bound", progress=None) -> DiversityPlan:
     """Plan the mechanism: classes, threshold p and number of samples N (Algorithm 1).
 
     At most one of ``p`` (the threshold itself), ``beta`` (``p = beta (p_l - eps)``, beta in
@@ -465,27 +486,32 @@ def plan_diversity(distribution, l: int, delta: float, *, t: int = 1, p: float |
     them) may be given; with none, the plan has the most classes and, for them, the fewest
     samples. ``t`` is the number of releases that may be linked (Theorem 4.5). ``method`` is
     ``"greedy"`` (Algorithm 2) or ``"independent"`` (Algorithm 3, P = P_Q x P_S); ``m_rule``
-    ``"bound"`` (Lemma 4.3) or ``"classes"`` (the real class count).
+    ``"bound"`` (Lemma 4.3) or ``"classes"`` (the real class count). ``progress``: None or a
+    callback ``progress(n)``, called with 0 once the arguments are checked (before the kernels
+    run or compile), then with 1 after each partition tried (their number is not known ahead).
     """
     given = [name for name, v in (("p", p), ("beta", beta), ("budget", budget)) if v is not None]
     if len(given) > 1:
         raise ParameterError(f"give at most one of p, beta and budget (got {' and '.join(given)})")
     t = check_datasets(t)
-    dist, l, delta, search, top = _prepare(distribution, l, delta, method, m_rule)
-    hi_all = _up(top)
+    dist, l, delta = _prepare(distribution, l, delta, method, m_rule)
     if p is not None:
         p = _check_p(p)
+    if beta is not None and (isinstance(beta, (bool, np.bool_)) or not isinstance(beta, numbers.Real)
+                             or not (0.0 < float(beta) <= 1.0)):
+        raise ParameterError(f"beta must be in (0, 1], got {beta!r}")
+    if budget is not None and (isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Integral)
+                               or budget < 1):
+        raise ParameterError(f"budget must be a positive integer, got {budget!r}")
+    search, top = _start(dist, l, method, progress, per_partition=True)
+    hi_all = _up(top)
+    if p is not None:
         if p > top:
             raise ParameterError(f"p = {p!r} is above the largest admissible threshold p_l - eps = {top:.6g}")
     elif beta is not None:
-        if (isinstance(beta, (bool, np.bool_)) or not isinstance(beta, numbers.Real)
-                or not (0.0 < float(beta) <= 1.0)):
-            raise ParameterError(f"beta must be in (0, 1], got {beta!r}")
         p = float(beta) * (dist.p_l(l) - dist.margin)
         p = min(p, top)
     elif budget is not None:
-        if isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Integral) or budget < 1:
-            raise ParameterError(f"budget must be a positive integer, got {budget!r}")
 
         def within(x: float) -> bool:  # ceil(N) <= budget <=> N <= budget (budget an integer)
             R = search.count(x)[0] if m_rule == "classes" else 0  # the bound needs no partition
