@@ -22,7 +22,7 @@ def cmd_plan(args) -> int:
         print(f"diversity plan: the probabilities summed to {dist.renormalized_from!r}; divided by that sum "
               "(--normalize)", file=sys.stderr)
     note = (f"diversity plan: {dist.n_qi} QI values x {dist.n_sensitive} sensitive values "
-            "(the numerical kernels compile on first use: up to a minute)")
+            "(the first run compiles the numerical kernels: a minute or two)")
     with Progress(note, quiet=args.quiet, desc="plan", unit=" partitions") as progress:
         plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
                               budget=args.budget, method=args.method, m_rule=args.m_rule, progress=progress)

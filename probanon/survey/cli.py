@@ -39,7 +39,7 @@ def cmd_design(args) -> int:
     frame = read_table(args.population)
     participation = args.participation if args.participation_column is None else args.participation_column
     note = (f"survey design: {len(frame)} records into cells of k = {args.k} or more "
-            "(the numerical kernels compile on first use: up to a minute)")
+            "(the first run compiles the numerical kernels: a minute or two)")
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress)
     spec = build_spec(d, participation_column=args.participation_column)
