@@ -161,3 +161,28 @@ def test_level_cuts_keep_shallow_leaves_and_api_checks(tmp_path):
     coded = from_iterables([[0, 1], [2, 3], [0, 1], [2, 3]])
     with pytest.raises(ParameterError, match="hierarchy"):
         anonymize(coded, 2, 1, 1.0, xy, allow_root_merge=True)
+
+
+def test_a_satisfying_cut_with_less_error_replaces_the_greedy_result():
+    from dataclasses import replace
+
+    from probanon.setvalued.cuts import by_first_item, keep_better, level_cut
+    from probanon.setvalued.generalize import align_items
+
+    records = baskets()
+    data = from_iterables(records)
+    c = constraints_from_hierarchy(forest(), items=[str(x) for x in data.item_labels])
+    res = anonymize(data, K, M, 0.9, c, random_state=0)
+    checks = res.hierarchy.cuts
+    labels = [by_first_item(level_cut(c, d)) for d in range(len(checks))]
+    # a satisfied greedy result with more error than the middle level (err 5/119) must give way
+    worse = replace(res, err=0.5, hierarchy=None)
+    kept = keep_better(worse, checks, labels, c, align_items(data, c), False)
+    assert kept.hierarchy.chosen == "cut" and kept.hierarchy.greedy_err == 0.5
+    assert kept.err == pytest.approx(ncp_err(records, cut(1))) and kept.n_parts == ROOTS * MIDDLES
+    mapping = kept.mapping()
+    assert all((mapping[a] == mapping[b]) == (cut(1)[a] == cut(1)[b]) for a in mapping for b in mapping)
+    assert min(fractions(records, mapping, K, M)) >= 0.9
+    # ties go to the greedy result
+    same = replace(res, err=checks[1].err, hierarchy=None)
+    assert keep_better(same, checks, labels, c, align_items(data, c), False).hierarchy.chosen == "greedy"
