@@ -32,6 +32,7 @@ from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
+from .progress import Progress
 from .microagg import METHODS, function_from_json
 from .release import assign_roles, column_list, columns_with, make_release, read_link, shuffle_stream
 from .reproduce import cli as reproduce_cli
@@ -65,9 +66,11 @@ def cmd_microaggregate(args) -> int:
     roles = _roles(args, frame)
     X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
     model = _method(args)
-    released = model.fit_transform(X)
-    report = utility_report(X, released)
     name = METHOD_NAMES[args.method]
+    note = f"{name}: {len(frame):,} records, {len(columns)} keys, k = {args.k}"
+    with Progress(note, quiet=args.quiet, desc=args.method) as progress:
+        released = model.fit_transform(X, progress=progress)
+    report = utility_report(X, released)
     release = make_release(frame, roles, replaced=dict(zip(columns, released.T)),
                            actions={"key": f"key: replaced by its {name} group mean"},
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
@@ -277,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
                         "(both for groups of >= 256 records, keeping the better; default)")
     m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 
     a = sub.add_parser("apply", help="apply a published function to records")

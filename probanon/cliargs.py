@@ -129,9 +129,3 @@ def write_release(args, release, extra: dict | None = None) -> None:
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
-
-
-def progress_note(message: str, quiet: bool = False) -> None:
-    """A first line on stderr before slow work (JIT compilation, a long first step)."""
-    if not quiet:
-        print(message, file=sys.stderr, flush=True)

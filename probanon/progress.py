@@ -2,7 +2,9 @@
 
 Library functions take ``progress=None``: a callback ``progress(n)`` that they call with the
 amount of work done since the last call, first with ``progress(0)`` once their inputs are
-checked and the slow part (numba's first compilation included) begins. :class:`Progress` is
+checked and the slow part (numba's first compilation included) begins. Work in named stages
+(the microaggregation fits) calls ``progress(stage, done, total)`` instead: a new ``stage``
+restarts the bar under that name. :class:`Progress` is
 such a callback that shows nothing before that first call, so an input refused by the checks
 still prints a single error line, and shows the note before any compilation, so nothing sits
 silent.
@@ -23,7 +25,7 @@ class Progress:
         self.note, self.quiet, self.options = note, quiet, bar
         self.bar = None
 
-    def __call__(self, n: int = 1) -> None:
+    def __call__(self, n: int | str = 1, done: int | None = None, total: int | None = None) -> None:
         if self.quiet:
             return
         if self.bar is None:
@@ -32,7 +34,16 @@ class Progress:
             if self.note:
                 print(self.note, file=sys.stderr, flush=True)
             self.bar = tqdm(file=sys.stderr, **self.options)
-        self.bar.update(n)
+            self.stage = None
+        if isinstance(n, str):  # progress(stage, done, total)
+            if n != self.stage:
+                self.stage = n
+                self.bar.set_description(f"{self.options.get('desc') or 'progress'}: {n}", refresh=False)
+                self.bar.reset(total=total)
+            self.bar.n = done
+            self.bar.refresh()
+        else:
+            self.bar.update(n)
 
     def close(self) -> None:
         if self.bar is not None:

@@ -155,7 +155,7 @@ def test_cli_plan(capsys):
 
 
 @pytest.mark.parametrize("argv, fragment", [
-    (["-k", "0", "--participation", "0.5", "--risk", "0.1"], "k must be >= 1"),
+    (["-k", "0", "--participation", "0.5", "--risk", "0.1"], "expected a positive integer, got 0"),
     (["-k", "3", "--participation", "0", "--risk", "0.1"], "participation must be a probability in (0, 1]"),
     (["-k", "3", "--participation", "1.2", "--risk", "0.1"], "participation must be a probability in (0, 1]"),
     (["-k", "3", "--participation", "0.5", "--risk", "0"], "must be in (0, 1)"),
@@ -183,7 +183,7 @@ def test_cli_design_verify_assign_simulate(tmp_path, capsys, census_frame):
     responses = tmp_path / "responses.csv"
     frame.head(50).to_csv(responses, index=False)
     out = tmp_path / "out.csv"
-    assert main(["survey", "assign", str(spec), str(responses), "-o", str(out)]) == 0
+    assert main(["survey", "assign", str(spec), str(responses), "-o", str(out), "--keep-other", "--keep-order"]) == 0
     rel = pd.read_csv(out)
     assert list(rel.columns) == list(frame.columns) + ["cell"]
     pd.testing.assert_series_equal(rel["pi"], frame.head(50)["pi"])

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 
 from .._validation import read_json_document
+from ..cliargs import add_input
 from ..data import read_table
 from ..errors import InputError, ParameterError, SpecificationError
 from .attack import linkage_attack
@@ -121,7 +122,7 @@ def cmd_attack(args) -> int:
 def add_check_commands(subparsers) -> None:
     """Add ``check`` and ``attack`` to the ``probanon diversity`` subcommands."""
     c = subparsers.add_parser("check", help="k-anonymity, l-diversity (distinct, entropy, recursive), t-closeness")
-    c.add_argument("released", help="microdata (with --qi, --sensitive) or a count table class,sensitive,count")
+    add_input(c, "released", help="microdata (with --qi, --sensitive) or a count table class,sensitive,count")
     c.add_argument("--qi", help="comma-separated quasi-identifier columns (microdata)")
     c.add_argument("--sensitive", help="sensitive column (default 'sensitive' for a count table)")
     c.add_argument("--count", help="microdata: column of record multiplicities")
@@ -137,9 +138,9 @@ def add_check_commands(subparsers) -> None:
     c.set_defaults(func=cmd_check)
 
     a = subparsers.add_parser("attack", help="link released count tables on a target (per-class minimum)")
-    a.add_argument("releases", nargs="+", metavar="RELEASE", help="count tables class,sensitive,count")
+    add_input(a, "releases", nargs="+", metavar="RELEASE", help="count tables class,sensitive,count")
     a.add_argument("--target", help="the target's class id: one for all releases or one per release, comma-separated")
     a.add_argument("--qi-value", help="the target's QI value (columns joined by '|'), located with --plan")
-    a.add_argument("--plan", action="append", default=[], help="plan JSON with class_of (once, or once per release)")
+    add_input(a, "--plan", table=False, action="append", default=[], help="plan JSON with class_of (once, or once per release)")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")
     a.set_defaults(func=cmd_attack)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cliargs import add_input, add_output
-from ..data import read_table, write_outputs
+from ..cliargs import add_input, add_output, positive_int
+from ..data import read_table
 from .distribution import check_margin, read_distribution
 from .planning import M_RULES, METHODS, pareto_front, plan_diversity
 from .release import load_plan, release_counts, release_summary
@@ -34,7 +34,7 @@ def cmd_plan(args) -> int:
         out["front"] = front.to_dict(orient="records")
     text = json.dumps(out, allow_nan=False)
     if args.output:
-        write_outputs({args.output: plan.to_json(indent=1)})
+        args.outputs.write({args.output: plan.to_json(indent=1)})
     print(text)
     return 0
 
@@ -65,9 +65,9 @@ def add_parser(sub) -> None:
     dsub = d.add_subparsers(dest="diversity_command", required=True)
 
     p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution")
-    p.add_argument("--distribution", required=True, metavar="FILE",
+    add_input(p, "--distribution", required=True, metavar="FILE",
                    help="CSV/Parquet: the QI columns, then 'sensitive', then 'probability'")
-    p.add_argument("-l", type=int, required=True, help="diversity l (distinct sensitive values per class)")
+    p.add_argument("-l", type=positive_int, required=True, help="diversity l (distinct sensitive values per class)")
     p.add_argument("--delta", type=float, required=True, help="failure probability per release, in (0, 1)")
     p.add_argument("--datasets", type=int, default=1, metavar="T",
                    help="number of releases that may be linked (guarantee (l, T delta), default 1)")
@@ -87,7 +87,7 @@ def add_parser(sub) -> None:
     p.add_argument("--normalize", action="store_true",
                    help="accept probabilities whose sum is within 1e-6 of 1 and divide them by it (say so on stderr)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("-o", "--output", metavar="PLAN.json", help="save the plan")
+    add_output(p, "-o", "--output", metavar="PLAN.json", help="save the plan")
     p.set_defaults(func=cmd_plan)
 
     r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
-from ..data import quasi_identifiers, read_table, released_frame, write_outputs, write_table
+from ..cliargs import add_input, add_output, add_release_options, positive_int, seed
+from ..data import quasi_identifiers, read_table
 from ..errors import ParameterError
 from .anonymity import required_anonymity, table_failure
 
@@ -43,7 +44,7 @@ def cmd_design(args) -> int:
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress)
     spec = build_spec(d, participation_column=args.participation_column)
-    write_outputs({args.output: json.dumps(spec, indent=1, allow_nan=False)})
+    args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
     print(f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
           f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
@@ -70,15 +71,20 @@ def cmd_verify(args) -> int:
 
 
 def cmd_assign(args) -> int:
+    from ..cliargs import write_release
+    from ..release import assign_roles, column_list, make_release, shuffle_stream
     from .spec import assign, verify
 
     v = verify(args.spec)
     frame = read_table(args.responses)
-    X, columns = quasi_identifiers(frame, v.function.columns)
+    keys = list(v.function.columns or column_list(args.keys))
+    roles = assign_roles(frame.columns, keys, args.confidential, args.drop, args.keep_other)
+    X, columns = quasi_identifiers(frame, keys)
     cells, centroids = assign(v, X)
-    out = released_frame(frame, columns, centroids)
-    out["cell"] = cells
-    write_table(out, args.output)
+    release = make_release(frame, roles, replaced=dict(zip(columns, centroids.T)), added={"cell": cells},
+                           actions={"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"},
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+    write_release(args, release)
     return 0
 
 
@@ -101,7 +107,7 @@ def add_parser(sub) -> None:
     ss = s.add_subparsers(dest="survey_command", required=True)
 
     p = ss.add_parser("plan", help="effective anonymity n_min and failure rates")
-    p.add_argument("-k", type=int, required=True)
+    p.add_argument("-k", type=positive_int, required=True)
     p.add_argument("--participation", type=float, required=True, help="participation probability pi in (0, 1]")
     p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
     p.add_argument("--records", type=int, help="records N of the table, for the table failure")
@@ -109,33 +115,36 @@ def add_parser(sub) -> None:
     p.set_defaults(func=cmd_plan)
 
     d = ss.add_parser("design", help="design and publish the microaggregation function")
-    d.add_argument("population")
-    d.add_argument("-k", type=int, required=True)
+    add_input(d, "population")
+    d.add_argument("-k", type=positive_int, required=True)
     g = d.add_mutually_exclusive_group(required=True)
     g.add_argument("--participation", type=float)
     g.add_argument("--participation-column")
     d.add_argument("--risk", type=float, required=True)
     d.add_argument("--columns")
-    d.add_argument("-o", "--output", required=True)
+    add_output(d, "-o", "--output", required=True)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)
 
     v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)")
-    v.add_argument("spec")
+    add_input(v, "spec", table=False)
     v.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest published through another channel (e.g. the invitation letter): "
                         "the specification must have exactly this digest")
     v.set_defaults(func=cmd_verify)
 
     a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid")
-    a.add_argument("spec")
-    a.add_argument("responses")
-    a.add_argument("-o", "--output", required=True)
+    add_input(a, "spec", table=False)
+    add_input(a, "responses")
+    add_output(a, "-o", "--output", required=True, table=True)
+    add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
+                        confidential_help="the answers (kept unchanged)")
+    a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     a.set_defaults(func=cmd_assign)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates")
-    m.add_argument("spec")
-    m.add_argument("population")
-    m.add_argument("--runs", type=int, default=1000)
-    m.add_argument("--seed", type=int, default=None)
+    add_input(m, "spec", table=False)
+    add_input(m, "population")
+    m.add_argument("--runs", type=positive_int, default=1000)
+    m.add_argument("--seed", type=seed, default=None)
     m.set_defaults(func=cmd_simulate)
