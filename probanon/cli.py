@@ -156,6 +156,7 @@ def cmd_evaluate(args) -> int:
     missing = [c for c in columns if c not in released.columns]
     if missing:
         raise InputError(f"released table has no column {missing[0]!r}")
+    quasi_identifiers(released, columns)  # checked in file order, so that a message names the file's line
     released = _aligned(args, original, released, columns)
     Y, _ = quasi_identifiers(released, columns)
     result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns)).to_dict()
@@ -324,7 +325,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # a usage error (one line, see Parser.error), --help or --version
+        return exc.code if isinstance(exc.code, int) else 2
     try:
         try:
             args.outputs = prepare_outputs(args)  # every output checked before any work

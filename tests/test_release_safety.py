@@ -206,3 +206,22 @@ def test_output_folders_checked_before_work(tmp_path, capsys):
         assert main(argv) == 2
         assert "is a file, not a folder" in capsys.readouterr().err
     assert a_file.read_text() == "x"
+
+
+def test_km_release_is_shuffled_and_linked(tmp_path, capsys):
+    rng = np.random.default_rng(2)
+    records = [sorted(set(rng.choice(12, size=rng.integers(1, 4), replace=False).tolist())) for _ in range(80)]
+    src = tmp_path / "records.txt"
+    src.write_text("".join(" ".join(map(str, r)) + "\n" for r in records))
+    out, link = tmp_path / "rel.txt", tmp_path / "link.csv"
+    assert main(["km", "anonymize", str(src), "-k", "2", "-m", "2", "--sigma", "1", "--seed", "3", "-o", str(out),
+                 "--link", str(link), "--quiet"]) == 0
+    assert "never publish" in capsys.readouterr().err
+    partition = json.loads((tmp_path / "rel.txt.partition.json").read_text())["partition"]
+    released = [sorted(map(int, line.split())) for line in out.read_text().splitlines()]
+    expected = [sorted({partition[str(i)] for i in r}) for r in records]
+    position = pd.read_csv(link)["released_row"].to_numpy() - 1
+    assert [released[p] for p in position] == expected  # the link maps every record to its release
+    assert sorted(position) == list(range(len(records))) and list(position) != list(range(len(records)))
+    assert main(["km", "anonymize", str(src), "-k", "2", "-m", "2", "--sigma", "1", "--seed", "3",
+                 "-o", str(src), "--quiet"]) == 2  # never over its input

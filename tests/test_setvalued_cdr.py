@@ -288,7 +288,8 @@ def test_cli_generate_cdr(tmp_path, capsys):
     first = (out / "records.txt").read_bytes()
     assert len(first.decode().splitlines()) == 500
     assert len(pd.read_csv(out / "towers.csv")) == TOWERS
-    assert main(["km", "generate-cdr", "--users", "500", "-o", str(out), "--seed", "5", "--quiet"]) == 0
+    assert main(["km", "generate-cdr", "--users", "500", "-o", str(out), "--seed", "5", "--quiet"]) == 2  # exists
+    assert main(["km", "generate-cdr", "--users", "500", "-o", str(out), "--seed", "5", "--quiet", "--force"]) == 0
     assert (out / "records.txt").read_bytes() == first
     bad = tmp_path / "file"
     bad.write_text("x")
@@ -296,5 +297,4 @@ def test_cli_generate_cdr(tmp_path, capsys):
     assert main(["km", "generate-cdr", "--users", "10", "-o", str(bad), "--quiet"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("probanon: error:") and err.count("\n") == 1
-    with pytest.raises(SystemExit):
-        main(["km", "generate-cdr", "--users", "0", "-o", str(out)])
+    assert main(["km", "generate-cdr", "--users", "0", "-o", str(out)]) == 2

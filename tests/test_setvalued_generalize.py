@@ -105,7 +105,7 @@ def test_every_cli_release_passes_the_checker(cdr_dir, tmp_path, capsys, kind, k
     out = tmp_path / "release.txt"
     records = cdr_dir / "records.txt"
     argv = ["km", "anonymize", str(records), "-k", str(k), "-m", str(m), "--sigma", str(sigma),
-            f"--{kind}", str(cdr_dir / src), "--seed", "4", "-o", str(out), "--quiet", *extra]
+            f"--{kind}", str(cdr_dir / src), "--seed", "4", "-o", str(out), "--quiet", "--keep-order", *extra]
     assert main(argv) == 0
     spec = json.loads((tmp_path / "release.txt.partition.json").read_text())
     assert set(spec) >= {"partition", "err", "parts"}
@@ -203,7 +203,7 @@ def test_uniqueness_command(cdr_dir, capsys):
 # ---------------------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("args,message", [
-    (["-k", "2", "-m", "0", "--sigma", "0.9"], "m must be"),
+    (["-k", "2", "-m", "0", "--sigma", "0.9"], "expected a positive integer, got 0"),
     (["-k", "2", "-m", "2", "--sigma", "0"], "sigma must be in (0, 1]"),
     (["-k", "2", "-m", "2", "--sigma", "1.5"], "sigma must be in (0, 1]"),
 ])

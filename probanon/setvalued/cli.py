@@ -9,9 +9,15 @@ import json
 import sys
 from pathlib import Path
 
-from ..data import write_outputs
+from ..cliargs import add_input, add_output, positive_int, seed
+from ..release import record_order, shuffle_stream
 from ..errors import InputError, ParameterError
 from .cdr import TABLE_II, generate_cdr, write_cdr
+
+
+def _partition_path(out) -> Path:
+    """The partition JSON written beside the released records ``out``."""
+    return Path(str(out) + ".partition.json")
 
 
 def cmd_generate_cdr(args) -> int:
@@ -82,7 +88,8 @@ def cmd_anonymize(args) -> int:
         raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
                          f"{bad.k}-anonymous; nothing written")
     released = release_data(data, result)
-    lines = _fimi_bytes(released.record_indptr, released.record_items).tobytes().decode("ascii")
+    lines = _fimi_bytes(released.record_indptr, released.record_items).tobytes().decode("ascii").splitlines(True)
+    order, link = record_order(len(lines), keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     spec = {"partition": result.mapping(), "err": result.err, "parts": result.n_parts,
             "k": result.k, "m": result.m, "sigma": result.sigma, "seed": result.seed,
             "levels": [{"l": lv.l, "k": lv.k, "sigma": lv.sigma, "method": lv.method, "gamma": lv.gamma,
@@ -91,10 +98,14 @@ def cmd_anonymize(args) -> int:
     if result.hierarchy is not None:
         spec["hierarchy"] = result.hierarchy.to_dict()
     out = Path(args.output)
-    write_outputs({out: lines, Path(str(out) + ".partition.json"): json.dumps(spec, indent=1) + "\n"})
+    contents = {out: "".join(lines[i] for i in order), _partition_path(out): json.dumps(spec, indent=1) + "\n"}
+    if args.link:
+        contents[args.link] = link
+    args.outputs.write(contents)
     hier = "" if result.hierarchy is None else f" ({result.hierarchy.summary()})"
-    print(f"{result.n_parts} parts, err {result.err:.6g}{hier}; wrote {out} and {out}.partition.json",
-          file=sys.stderr)
+    print(f"{result.n_parts} parts, err {result.err:.6g}{hier}; wrote {out} "
+          f"({'input order kept' if args.keep_order else 'records in random order'}) and {out}.partition.json"
+          + (f"; private link file {args.link}: never publish it" if args.link else ""), file=sys.stderr)
     return 0
 
 
@@ -205,59 +216,52 @@ def _values(cast):
     return parse
 
 
-def _positive_int(text: str) -> int:
-    import argparse
-
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
-    return value
-
-
 def add_parser(sub) -> None:
     km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)")
     ksub = km.add_subparsers(dest="km_command", required=True)
 
     g = ksub.add_parser("generate-cdr", help="synthetic call-detail records calibrated to the paper's Table II")
-    g.add_argument("--users", type=_positive_int, default=TABLE_II["users"],
+    g.add_argument("--users", type=positive_int, default=TABLE_II["users"],
                    help=f"number of users (default: the paper's {TABLE_II['users']:,})")
-    g.add_argument("-o", "--output", required=True, metavar="DIR",
-                   help="directory for towers.csv (tower,x,y in metres) and records.txt (FIMI)")
-    g.add_argument("--seed", type=int, default=None, help="random seed (same seed, same data)")
+    add_output(g, "-o", "--output", required=True, metavar="DIR", folder=lambda args: ("towers.csv", "records.txt"),
+               help="directory for towers.csv (tower,x,y in metres) and records.txt (FIMI)")
+    g.add_argument("--seed", type=seed, default=None, help="random seed (same seed, same data)")
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_generate_cdr)
 
     a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)")
-    a.add_argument("input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
+    add_input(a, "input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
     a.add_argument("-k", type=_values(int), required=True,
                    help="k (at least k records per known itemset), or k_1,...,k_m per level")
-    a.add_argument("-m", type=int, required=True, help="largest adversary knowledge (items)")
+    a.add_argument("-m", type=positive_int, required=True, help="largest adversary knowledge (items)")
     a.add_argument("--sigma", type=_values(float), required=True,
                    help="probability sigma in (0, 1], or sigma_1,...,sigma_m per level")
     cons = a.add_mutually_exclusive_group()
-    cons.add_argument("--hierarchy", metavar="F", help="CSV child,parent (full-subtree recoding)")
-    cons.add_argument("--adjacency", metavar="F", help="CSV of edges (parts must stay connected)")
-    cons.add_argument("--coordinates", metavar="F", help="CSV item,x,y (contiguous Voronoi regions)")
+    add_input(cons, "--hierarchy", metavar="F", help="CSV child,parent (full-subtree recoding)")
+    add_input(cons, "--adjacency", metavar="F", help="CSV of edges (parts must stay connected)")
+    add_input(cons, "--coordinates", metavar="F", help="CSV item,x,y (contiguous Voronoi regions)")
     a.add_argument("--allow-root-merge", action="store_true",
                    help="with --hierarchy: let parts cross its roots (as under an implicit common root)")
-    a.add_argument("--runs", type=_positive_int, default=1, help="r independent runs, best kept (default 1)")
+    a.add_argument("--runs", type=positive_int, default=1, help="r independent runs, best kept (default 1)")
     a.add_argument("--exact-upto", type=int, default=0, metavar="L",
                    help="enumerate every l-itemset (sigma = 1) for l <= L (default 0)")
-    a.add_argument("--seed", type=int, default=None, help="random seed (same seed, same release)")
-    a.add_argument("-o", "--output", required=True, metavar="OUT",
-                   help="released records (and OUT.partition.json)")
+    a.add_argument("--seed", type=seed, default=None,
+                   help="random seed of the runs and the record order (same seed, same release; keep it secret)")
+    add_output(a, "-o", "--output", required=True, metavar="OUT", derived=(_partition_path,),
+               help="released records (and OUT.partition.json)")
+    a.add_argument("--keep-order", action="store_true",
+                   help="keep the input's record order (default: a random order, seeded by --seed)")
+    add_output(a, "--link", metavar="FILE", table=True,
+               help="also write the private link file original_row -> released_row (never publish it)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
     a.set_defaults(func=cmd_anonymize)
 
     c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")
-    c.add_argument("input", help="the ORIGINAL records")
-    c.add_argument("partition", help="OUT.partition.json written by anonymize")
+    add_input(c, "input", help="the ORIGINAL records")
+    add_input(c, "partition", table=False, help="OUT.partition.json written by anonymize")
     c.add_argument("-k", type=_values(int), default=None,
                    help="k, or k_1,...,k_m per level (default: those recorded in the partition JSON)")
-    c.add_argument("-m", type=int, default=None, help="largest itemset size checked (default: the recorded m)")
+    c.add_argument("-m", type=positive_int, default=None, help="largest itemset size checked (default: the recorded m)")
     c.add_argument("--sigma", type=_values(float), default=None,
                    help="sigma, or sigma_1,...,sigma_m (default: those recorded in the partition JSON); "
                         "exit status 1 when some level's fraction is below its sigma")
@@ -265,10 +269,10 @@ def add_parser(sub) -> None:
     c.set_defaults(func=cmd_check)
 
     u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals")
-    u.add_argument("input")
-    u.add_argument("-m", type=int, required=True)
+    add_input(u, "input")
+    u.add_argument("-m", type=positive_int, required=True)
     u.add_argument("--epsilon", type=float, default=0.01)
     u.add_argument("--delta", type=float, default=0.01)
-    u.add_argument("--seed", type=int, default=None)
+    u.add_argument("--seed", type=seed, default=None)
     u.add_argument("--quiet", action="store_true", help="no progress bar")
     u.set_defaults(func=cmd_uniqueness)
