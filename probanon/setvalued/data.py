@@ -303,4 +303,9 @@ def load_records(source, **kwargs) -> SetData:
         if suffix in (".csv", ".parquet", ".pq"):
             return read_pairs(source, **kwargs)
         return read_fimi(source)
+    try:
+        iter(source)
+    except TypeError:
+        raise InputError(f"records must be a path, a SetData or an iterable of records, got "
+                         f"{type(source).__name__}") from None
     return from_iterables(source)
