@@ -225,3 +225,17 @@ def test_km_release_is_shuffled_and_linked(tmp_path, capsys):
     assert sorted(position) == list(range(len(records))) and list(position) != list(range(len(records)))
     assert main(["km", "anonymize", str(src), "-k", "2", "-m", "2", "--sigma", "1", "--seed", "3",
                  "-o", str(src), "--quiet"]) == 2  # never over its input
+
+
+def test_microaggregate_says_something_first_and_quiet_silences(tmp_path, capsys):
+    path = tmp_path / "in.csv"
+    _frame(300).to_csv(path, index=False)
+    base = ["microaggregate", str(path), "-k", "5", "--keys", "age,income", "--keep-other", "--method", "pcl",
+            "--seed", "1"]
+    assert main(base + ["-o", str(tmp_path / "a.csv")]) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("PCL: 300 records, 2 keys, k = 5\n")  # before the fit (and any compilation)
+    assert "pcl: " in err and "%|" in err  # then a bar, named by stage
+    assert main(base + ["-o", str(tmp_path / "b.csv"), "--quiet"]) == 0
+    err = capsys.readouterr().err
+    assert "PCL: 300" not in err and "%|" not in err
