@@ -3,15 +3,19 @@ exceeds half of the machine's available memory, before any work.
 
 PCL's exact assignment (:func:`.transport.transport_assign`) and its strict offsets
 (:func:`.potentials.strict_offsets`) build dense n x |Q| arrays (|Q| = floor(n / k) cells), so
-memory grows as n^2 / k: Adult's 48,842 records at k = 5 need about 17 GB. Until PCL works in
+memory grows as n^2 / k: Adult's 48,842 records at k = 5 need about 23 GB (the issue saw
+21.7 GB before it was stopped). Until PCL works in
 O(n d) memory, :func:`check_pcl_memory` stops such a fit with a one-line
 :class:`ParameterError` that names MDAV and V-MDAV (O(n d) memory) and the size limit.
 
 The estimate (:func:`pcl_peak_memory`) is
 
-    bytes = DENSE_BYTES_PER_CELL * n * |Q| + HIGHS_BYTES_PER_VARIABLE * n * min(|Q|, 8)
+    bytes = DENSE_BYTES_PER_CELL * n * |Q| + HIGHS_BYTES_PER_VARIABLE * n * min(|Q|, 32)
 
 with the constants measured below (d = 3; the O(n d) arrays are negligible beside them).
+Against the peak resident memory of whole fits (PCL(5), growth of VmHWM over the RSS before
+the fit): Gaussian n = 5000: 229 MB measured, 428 MB estimated; Gaussian n = 20,000: 3.61 GB
+measured, 4.35 GB estimated; Adult sample n = 10,000: 1.307 GB measured, 1.296 GB estimated.
 :func:`available_memory` is a module-level function so that tests can replace it.
 """
 
@@ -22,19 +26,23 @@ import os
 from ..errors import ParameterError
 
 #: bytes per cell of the n x |Q| arrays alive at once in transport_assign (distances D, the
-#: candidate mask, the argpartition index array, the reduced costs and their temporaries):
-#: tracemalloc peak of one transport_assign call, 35.7 B at n = 5000 and 35.3 B at n = 10,000
-#: (k = 5, d = 3, Gaussian); strict_offsets peaks lower (16.0 B). Whole PCL fits: 35.7 B per
-#: cell by tracemalloc at n = 5000 (k = 5).
-DENSE_BYTES_PER_CELL = 36
+#: candidate mask, the argpartition index array, the reduced costs and their temporaries; in a
+#: second pricing round the previous reduced costs are still alive while the new ones are
+#: built): tracemalloc peak of one transport_assign call, 35.7 B at n = 5000 and 35.3 B at
+#: n = 10,000 (k = 5, d = 3, Gaussian, one round); strict_offsets peaks lower (16.0 B). Whole
+#: PCL(5) fits, tracemalloc peak per cell: 35.7 B (Gaussian n = 5000), 42.2 B (Gaussian
+#: n = 20,000), 43.3 B (Adult's age, education-num, hours-per-week, 10,000 records drawn).
+DENSE_BYTES_PER_CELL = 44
 #: resident bytes per variable of scipy's linprog(method="highs") on the transportation LP
 #: (growth of VmHWM over VmRSS across the call): 1306 B at 40,000 variables (n = 5000, k = 5),
 #: 1297 B at 160,000 (n = 20,000, k = 5), 1324 B at 400,000 (n = 50,000, k = 50); 257 B of
 #: them are scipy's Python-side copies seen by tracemalloc, the rest is HiGHS's own.
 HIGHS_BYTES_PER_VARIABLE = 1300
-#: LP variables per record: transport_assign's candidate cells (column generation added none
-#: on the Gaussian samples measured: 8.00 variables per record at n = 5000 and 20,000)
-LP_CANDIDATES = 8
+#: LP variables per record: transport_assign starts from 8 candidate cells and doubles them
+#: while the LP is infeasible, which tied data cause: 8.00 variables per record on Gaussian
+#: samples (n = 5000, 20,000), but 8 -> 16 -> 32 -> 32.25 on the Adult sample (n = 10,000,
+#: 9953 distinct tuples in all of Adult's 48,842). 32 covers both (capped at |Q|).
+LP_CANDIDATES = 32
 #: a fit may use at most this fraction of the available memory
 MEMORY_FRACTION = 0.5
 
