@@ -42,7 +42,7 @@ import numpy as np
 from .._validation import check_random_state
 from ..errors import ParameterError
 from . import memory
-from .base import Microaggregator, group_means
+from .base import Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
 from .function import _assign_power
 from .local_search import iterated_local_search, local_search
@@ -54,10 +54,6 @@ from .transport import squared_distances, transport_assign
 
 def _sse(Z, labels, Q) -> float:
     return float(((Z - group_means(Z, labels, Q)[labels]) ** 2).sum())
-
-
-def _quiet(stage, done, total):
-    """The default progress callback: says nothing."""
 
 
 def _alternate(Z, labels, k, Q, max_iter, neighbours, progress=_quiet):
