@@ -239,3 +239,21 @@ def test_microaggregate_says_something_first_and_quiet_silences(tmp_path, capsys
     assert main(base + ["-o", str(tmp_path / "b.csv"), "--quiet"]) == 0
     err = capsys.readouterr().err
     assert "PCL: 300" not in err and "%|" not in err
+
+
+def test_eia_identifiers_never_go_out_unassigned(tmp_path, capsys, shared_data):
+    """The issue's case: on EIA the company names and states went out verbatim, and the default
+    "all numeric columns" averaged the utility ids and months."""
+    src = shared_data / "casc" / "eia.csv"
+    keys = "RESREVENUE,RESSALES,COMREVENUE,COMSALES,INDREVENUE,INDSALES,OTHREVENUE,OTHRSALES,TOTREVENUE,TOTSALES"
+    out = tmp_path / "eia.csv"
+    assert main(["microaggregate", str(src), "-o", str(out), "-k", "5", "--keys", keys]) == 2
+    assert "columns without a role: UTILITYID, UTILNAME, STATE, YEAR, MONTH" in capsys.readouterr().err
+    assert main(["microaggregate", str(src), "-o", str(out), "-k", "5"]) == 2  # no default keys
+    assert not out.exists()
+    assert main(["microaggregate", str(src), "-o", str(out), "-k", "5", "--keys", keys,
+                 "--drop", "UTILITYID,UTILNAME", "--confidential", "STATE,YEAR,MONTH", "--seed", "1"]) == 0
+    rel = pd.read_csv(out)
+    assert "UTILNAME" not in rel.columns and "UTILITYID" not in rel.columns
+    original = pd.read_csv(src)
+    assert sorted(rel["MONTH"]) == sorted(original["MONTH"])  # codes kept, never averaged
