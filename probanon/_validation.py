@@ -118,21 +118,23 @@ def check_random_state(random_state) -> np.random.Generator:
 
 def read_json_document(text_or_path, what: str):
     """Parse a JSON document given as text (starting with '{') or as a path; a
-    :class:`SpecificationError` names ``what`` on an unreadable file or invalid JSON."""
+    :class:`SpecificationError` names ``what`` (and the file) on an unreadable file or invalid
+    JSON."""
     import json
 
     from .errors import SpecificationError
 
-    text = text_or_path
+    text, where = text_or_path, ""
     if not (isinstance(text, str) and text.lstrip().startswith("{")):
+        where = f"{text_or_path}: "
         try:
-            with open(text_or_path) as fh:
+            with open(text_or_path, encoding="utf-8") as fh:
                 text = fh.read()
         except OSError as exc:
-            raise SpecificationError(f"cannot read {what}: {exc.strerror}") from None
+            raise SpecificationError(f"{where}cannot read {what} ({exc.strerror or exc})") from None
         except UnicodeDecodeError:
-            raise SpecificationError(f"{what} is not UTF-8 text") from None
+            raise SpecificationError(f"{where}{what} is not UTF-8 text") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SpecificationError(f"{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        raise SpecificationError(f"{where}{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from None

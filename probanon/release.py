@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ._validation import check_random_state, check_seed
+from ._validation import check_random_state, check_seed, row_label
 from .errors import InputError
 
 ROLES = ("key", "confidential", "drop", "other")
@@ -152,14 +152,18 @@ def read_link(path, n_original: int, n_released: int) -> np.ndarray:
         raise InputError(f"{path}: not a link file (no column {missing[0]!r})")
     if len(link) != n_original or n_original != n_released:
         raise InputError(f"{path}: links {len(link)} records, the tables have {n_original} and {n_released}")
-    try:
-        orig = link["original_row"].to_numpy(dtype=np.int64) - 1
-        rel = link["released_row"].to_numpy(dtype=np.int64) - 1
-    except (TypeError, ValueError):
-        raise InputError(f"{path}: record numbers must be integers") from None
-    for name, values, n in (("original_row", orig, n_original), ("released_row", rel, n_released)):
-        if values.min() < 0 or values.max() >= n or np.unique(values).size != n:
+    numbers = []
+    for name, n in (("original_row", n_original), ("released_row", n_released)):
+        values = pd.to_numeric(link[name], errors="coerce").to_numpy(dtype=np.float64)
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():  # checked before any integer cast: NaN, inf and text are one line of ours
+            row = int(np.argmax(bad))
+            raise InputError(f"{path}: {name} must hold record numbers ({row_label(link, row)}: "
+                             f"{link[name].iloc[row]!r})")
+        if values.min() < 1 or values.max() > n or np.unique(values).size != n:
             raise InputError(f"{path}: {name} is not a numbering of the {n} records (1..{n}, each once)")
+        numbers.append(values.astype(np.int64) - 1)
+    orig, rel = numbers
     position = np.empty(n_original, dtype=np.int64)
     position[orig] = rel
     return position

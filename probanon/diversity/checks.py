@@ -57,7 +57,7 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from .._validation import check_k, is_numeric_column
+from .._validation import check_k, is_numeric_column, row_label
 from ..errors import InputError, ParameterError
 from .distribution import _columns
 
@@ -79,13 +79,17 @@ def _weights(frame: pd.DataFrame, count) -> np.ndarray:
         raise InputError(f"count column {count!r} is not in the table")
     column = frame[count]
     if not is_numeric_column(column):
-        raise InputError(f"count column {count!r} is not numeric")
+        text = pd.to_numeric(column, errors="coerce").isna() & column.notna()
+        where = f" ({row_label(frame, int(np.argmax(text)))}: {column[text].iloc[0]!r})" if text.any() else ""
+        raise InputError(f"count column {count!r} is not numeric{where}")
     w = column.to_numpy(dtype=np.float64)
     if not np.isfinite(w).all():
-        raise InputError(f"count column {count!r} has a missing or infinite value (row {int(np.argmax(~np.isfinite(w)))})")
+        raise InputError(f"count column {count!r} has a missing or infinite value "
+                         f"({row_label(frame, int(np.argmax(~np.isfinite(w))))})")
     if (w < 0).any() or (w != np.round(w)).any():
         bad = int(np.argmax((w < 0) | (w != np.round(w))))
-        raise InputError(f"count column {count!r} must hold non-negative integers, got {w[bad]!r} (row {bad})")
+        raise InputError(f"count column {count!r} must hold non-negative integers, got {w[bad]!r} "
+                         f"({row_label(frame, bad)})")
     if w.sum() == 0:
         raise InputError(f"count column {count!r} is zero everywhere (no records)")
     return w.astype(np.int64)
@@ -134,7 +138,8 @@ def sensitive_counts(table: pd.DataFrame, qi=None, sensitive=None, count=None) -
             raise InputError(f"the table is not a count table (no column {missing[0]!r}); "
                              "name the quasi-identifier and sensitive columns")
         if table["class"].isna().any():
-            raise InputError(f"the class column has a missing value (row {int(np.argmax(table['class'].isna()))})")
+            row = int(np.argmax(table["class"].isna().to_numpy()))
+            raise InputError(f"the class column has a missing value ({row_label(table, row)})")
     else:
         if sensitive is None:
             raise InputError("no sensitive column given")
@@ -147,7 +152,8 @@ def sensitive_counts(table: pd.DataFrame, qi=None, sensitive=None, count=None) -
         raise InputError(f"the count column {count!r} is also a quasi-identifier or the sensitive column")
     s_column = table[sensitive]
     if s_column.isna().any():
-        raise InputError(f"sensitive column {sensitive!r} has a missing value (row {int(np.argmax(s_column.isna()))})")
+        raise InputError(f"sensitive column {sensitive!r} has a missing value "
+                         f"({row_label(table, int(np.argmax(s_column.isna())))})")
     weights = _weights(table, count)
 
     if len(qi_columns) == 1:

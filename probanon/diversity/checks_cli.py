@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 
-from .._validation import read_json_document
+import numpy as np
+
+from .._validation import read_json_document, row_label
 from ..cliargs import add_input
 from ..data import read_table
 from ..errors import InputError, ParameterError, SpecificationError
@@ -77,13 +79,23 @@ def _read_release(path):
     if missing:
         raise InputError(f"{path}: not a count table (no column {missing[0]!r})")
     if table["class"].isna().any():
-        raise InputError(f"{path}: the class column has a missing value")
+        raise InputError(f"{path}: the class column has a missing value "
+                         f"({row_label(table, int(np.argmax(table['class'].isna().to_numpy())))})")
     table["class"] = table["class"].astype(str)
     return table
 
 
 def _class_of(path) -> dict:
-    plan = read_json_document(path, f"plan {path}")
+    """The ``class_of`` object of a plan file; a document that declares itself a probanon plan
+    (``format``) must be a valid one (an edited plan is refused, as by ``diversity release``)."""
+    plan = read_json_document(path, "plan")
+    if isinstance(plan, dict) and "format" in plan:
+        from .planning import DiversityPlan
+
+        try:
+            DiversityPlan.from_dict(plan)
+        except SpecificationError as exc:
+            raise SpecificationError(f"{path}: {exc}") from None
     class_of = plan.get("class_of") if isinstance(plan, dict) else None
     if not isinstance(class_of, dict) or not class_of:
         raise SpecificationError(f"plan {path} has no class_of object (QI value -> class id)")

@@ -39,7 +39,7 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from .._validation import is_numeric_column
+from .._validation import is_numeric_column, row_label
 from ..errors import InputError, ParameterError
 
 SUM_TOLERANCE = 1e-9
@@ -266,7 +266,7 @@ def _check_qi_columns(frame: pd.DataFrame, qi: list) -> None:
     for c in qi:
         if frame[c].isna().any():
             row = int(np.flatnonzero(frame[c].isna().to_numpy())[0])
-            raise InputError(f"QI column {c!r} has a missing value (row {row})")
+            raise InputError(f"QI column {c!r} has a missing value ({row_label(frame, row)})")
 
 
 def _table(frame: pd.DataFrame, qi: list, sensitive: str, weights: np.ndarray, order,
@@ -275,7 +275,7 @@ def _table(frame: pd.DataFrame, qi: list, sensitive: str, weights: np.ndarray, o
     _check_qi_columns(frame, qi)
     if frame[sensitive].isna().any():
         row = int(np.flatnonzero(frame[sensitive].isna().to_numpy())[0])
-        raise InputError(f"sensitive column {sensitive!r} has a missing value (row {row})")
+        raise InputError(f"sensitive column {sensitive!r} has a missing value ({row_label(frame, row)})")
     distinct = _qi_order(frame, qi, order)
     qi_values = tuple(distinct.itertuples(index=False, name=None))
     keys = pd.Series(range(len(distinct)), index=pd.MultiIndex.from_frame(distinct) if len(qi) > 1
@@ -315,18 +315,19 @@ def distribution_from_frame(frame: pd.DataFrame, qi=None, sensitive: str = "sens
     if not is_numeric_column(prob):
         numbers_ = pd.to_numeric(prob, errors="coerce")
         bad = int(np.flatnonzero(numbers_.isna().to_numpy())[0]) if numbers_.isna().any() else 0
-        raise InputError(f"probability column {probability!r} is not numeric (row {bad}: {prob.iloc[bad]!r})")
+        raise InputError(f"probability column {probability!r} is not numeric "
+                         f"({row_label(frame, bad)}: {prob.iloc[bad]!r})")
     weights = prob.to_numpy(dtype=np.float64)
     if not np.isfinite(weights).all():
         row = int(np.flatnonzero(~np.isfinite(weights))[0])
-        raise InputError(f"probability column has a missing or infinite value (row {row})")
+        raise InputError(f"probability column has a missing or infinite value ({row_label(frame, row)})")
     if (weights < 0).any():
         row = int(np.flatnonzero(weights < 0)[0])
-        raise InputError(f"probability column has a negative value {weights[row]!r} (row {row})")
+        raise InputError(f"probability column has a negative value {weights[row]!r} ({row_label(frame, row)})")
     dup = frame.duplicated(subset=qi + [sensitive])
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0])
-        raise InputError(f"the (QI, sensitive) pair of row {row} is listed twice")
+        raise InputError(f"the (QI, sensitive) pair of {row_label(frame, row)} is listed twice")
     P, qi_values, s_values = _table(frame, qi, sensitive, weights, order)
     dist = distribution_from_array(P, qi_values, s_values, qi_columns=qi, margin=margin, normalize=normalize)
     return _with(dist, sensitive_column=sensitive)

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .._validation import row_label
 from ..data import write_outputs
 from ..errors import InputError
 from .distribution import KEY_SEPARATOR, value_key
@@ -39,7 +40,7 @@ def _keys(sample: pd.DataFrame, columns) -> pd.Series:
     for c, part in zip(columns, parts):
         if part.isna().any():
             row = int(np.flatnonzero(part.isna().to_numpy())[0])
-            raise InputError(f"column {c!r} has a missing value (row {row})")
+            raise InputError(f"column {c!r} has a missing value ({row_label(sample, row)})")
     key = parts[0].astype(object)
     for part in parts[1:]:
         key = key + KEY_SEPARATOR + part.astype(object)
@@ -59,7 +60,7 @@ def assign_classes(plan: DiversityPlan, sample: pd.DataFrame) -> np.ndarray:
     classes = keys.map(plan.class_mapping())
     if classes.isna().any():
         row = int(np.flatnonzero(classes.isna().to_numpy())[0])
-        raise InputError(f"row {row}: the QI value {keys.iloc[row]!r} is not in the plan")
+        raise InputError(f"{row_label(sample, row)}: the QI value {keys.iloc[row]!r} is not in the plan")
     return classes.to_numpy(dtype=np.int64)
 
 

@@ -366,7 +366,7 @@ def _spec_population(verified, population) -> list[np.ndarray]:
         if missing:
             raise InputError(f"the population has no column {missing[0]!r} of the specification's function "
                              f"(columns {', '.join(map(str, f.columns))})")
-        columns = list(f.columns)
+        columns = select_columns(population, list(f.columns))  # text in a number: named with its line
     else:
         columns = select_columns(population.drop(columns=[column] if column in population.columns else []))
         if len(columns) != width:
