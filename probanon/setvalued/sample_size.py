@@ -168,3 +168,82 @@ def estimate_uniqueness(data, l: int, epsilon: float = 0.01, delta: float = 0.01
     sample = sample_itemsets(data, l, n_samples, method=method, random_state=random_state, pairs=pairs,
                              support_cap=2)
     return uniqueness_from_supports(sample.supports, l, delta)
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """The tolerant test of Theorem 1 on ``n`` i.i.d. uniform draws of which ``failures`` were not
+    k-anonymous: ``lower`` = (1 - failures/n - epsilon)(1 - delta) bounds the fraction of
+    k-anonymous l-itemsets as condition (1) does, and ``certified`` says lower >= sigma."""
+
+    sigma: float
+    n: int
+    failures: int
+    fraction: float
+    epsilon: float
+    delta: float
+    lower: float
+    certified: bool
+    bound: str
+
+
+def _hoeffding_epsilon(n: int, delta: float, bound: str) -> float:
+    """eps(n) = sqrt(ln(c/delta) / (2n)), c = 2 (two-sided) or 1 (one-sided): Theorem 1's proof."""
+    return math.sqrt(math.log((2.0 if bound == "two-sided" else 1.0) / delta) / (2.0 * n))
+
+
+def certify(failures, n, sigma, bound: str = "two-sided") -> Certificate:
+    """Theorem 1 with failures tolerated: n uniform draws of l-itemsets, ``failures`` of them not
+    k-anonymous, H-hat = failures/n. Hoeffding (the proof of Theorem 1) gives, with probability
+    >= 1 - delta, H_k < H-hat + eps with
+
+        eps = sqrt(ln(2/delta) / (2n))   (two-sided; ln(1/delta) for the one-sided bound),
+
+    so the fraction is certified >= sigma when, as condition (1),
+
+        lower = (1 - H-hat - eps)(1 - delta) >= sigma,
+
+    with delta the delta of gamma(sigma) (:func:`sample_size`, same ``bound``). With no failure
+    this is Theorem 1's test: n = gamma(sigma) is the least n certified, and one failure among
+    Algorithm 2's gamma + 1 draws is rejected. sigma = 1 is a :class:`ParameterError` (it needs
+    every itemset checked)."""
+    size = sample_size(sigma, bound)
+    if size.gamma is None:
+        raise ParameterError("sigma = 1 is certified by enumerating every itemset, not by sampling")
+    for name, v in (("n", n), ("failures", failures)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ParameterError(f"{name} must be an integer >= 0, got {v!r}")
+    n, failures = int(n), int(failures)
+    if n < 1 or failures > n:
+        raise ParameterError(f"need 0 <= failures <= n and n >= 1, got {failures} of {n}")
+    eps = _hoeffding_epsilon(n, size.delta, bound)
+    fraction = 1.0 - failures / n
+    lower = (fraction - eps) * (1.0 - size.delta)
+    # gamma is rounded up from the real optimum: allow for the rounding of the last few bits
+    return Certificate(size.sigma, n, failures, fraction, eps, size.delta, lower,
+                       lower >= size.sigma * (1.0 - 1e-12), bound)
+
+
+def certification_sample_size(sigma, bound: str = "two-sided", tolerance: float = 0.5) -> int | None:
+    """Draws N for :func:`certify`, so that a level failing by a fair margin less than sigma
+    allows is certified (Theorem 1, tolerant form). With eps*, delta the split of gamma(sigma)
+    ((1 - eps*)(1 - delta) = sigma: a failure share H up to eps* is what sigma tolerates at best)
+    and tolerance tau in [0, 1):
+
+        N = max(gamma + 1, ceil(2 ln(c/delta) / ((1 - tau) eps*)^2)),   c = 2 two-sided, 1 one-sided,
+
+    i.e. eps(N) <= (1 - tau) eps*/2. Then a level whose true failure share is H <= tau eps* is
+    certified with probability >= 1 - delta/c (certify fails only if H-hat > H + eps(N), Hoeffding
+    again). tau = 1/2 (default): N ~ 16 gamma, e.g. 5,127 at sigma = .9 (two-sided), where
+    levels with a fraction >= 1 - eps*/2 = 0.954 pass; gamma + 1 draws (Algorithm 2) pass only
+    a level whose draws all are k-anonymous (probability f^(gamma+1) for a fraction f).
+    None when sigma = 1 (enumerate)."""
+    size = sample_size(sigma, bound)
+    if (isinstance(tolerance, (bool, np.bool_)) or not isinstance(tolerance, numbers.Real)
+            or not (0.0 <= float(tolerance) < 1.0)):
+        raise ParameterError(f"tolerance must be in [0, 1), got {tolerance!r}")
+    if size.gamma is None:
+        return None
+    c = 2.0 if bound == "two-sided" else 1.0
+    half = (1.0 - float(tolerance)) * size.epsilon / 2.0
+    return max(size.gamma + 1, math.ceil(math.log(c / size.delta) / (2.0 * half * half) - 1e-9))
