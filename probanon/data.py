@@ -39,7 +39,7 @@ def csv_options(sep=None, encoding=None):
         _CSV_OPTIONS.reset(token)
 
 
-def read_table(path, sep=None, encoding=None) -> pd.DataFrame:
+def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFrame:
     """Read a CSV (``.csv``, gzip-compressed ``.csv.gz``) or Parquet file into a DataFrame.
 
     CSV: separator ``sep`` (default ``,``) and ``encoding`` (default UTF-8). Refused with a one-line
@@ -47,6 +47,8 @@ def read_table(path, sep=None, encoding=None) -> pd.DataFrame:
     not in the encoding; when no column is numeric and the file looks separated by another
     character, the message names it. Row positions in later messages are file line numbers: the
     frame carries ``attrs["first_line"]`` (the line of its first record, 2 for a CSV with a header).
+    ``text``: every value is read as text, stripped, and nothing is taken for a missing value
+    (labels of hierarchies and graphs).
     """
     path = Path(path)
     kind = table_format(path)
@@ -59,9 +61,11 @@ def read_table(path, sep=None, encoding=None) -> pd.DataFrame:
         if kind == "csv":
             header = pd.read_csv(path, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str)
             names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
-            frame = pd.read_csv(path, sep=sep, encoding=encoding)
+            options = {"dtype": str, "keep_default_na": False, "skipinitialspace": True} if text else {}
+            frame = pd.read_csv(path, sep=sep, encoding=encoding, **options)
         else:
             frame = pd.read_parquet(path)
+            frame = frame.astype(str) if text else frame
             names = [str(c) for c in frame.columns]
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the file is empty") from None

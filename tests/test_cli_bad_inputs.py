@@ -355,14 +355,6 @@ def _reported(case_id: str) -> str | None:
     is being changed by others): the xfail is strict, so a fixed case fails until its rule here
     is deleted."""
     command, what, variant = (case_id.split(":") + ["", ""])[:3]
-    if command.startswith("km-") and what in ("records", "pairs", "hierarchy"):
-        # also: a hierarchy is not read by read_table (a corrupt .csv.gz is a traceback, no --sep
-        # hint, duplicated names unnoticed, 'row' for the file line); read_pairs says 'row 2'
-        return "km prints its 'reading FILE' note before reading the input (two lines)"
-    if case_id in ("km-check:partition:item-missing", "km-uniqueness:parameter:epsilon-zero"):
-        return "km opens its tqdm bar before the library checks its arguments"
-    if case_id == "km-anonymize/pairs-csv.gz":
-        return "load_records reads a .csv.gz table of (record, item) pairs as FIMI text"
     return None
 
 

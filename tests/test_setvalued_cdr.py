@@ -220,7 +220,7 @@ def test_hierarchy(tmp_path):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("child,parent\n", "empty"),
+    ("child,parent\n", "no records"),
     ("node,up\na,b\n", "child,parent"),
     ("child,parent\na,b\na,c\n", "two parents"),
     ("child,parent\nx,a\na,b\nb,a\n", "cycle"),
@@ -249,7 +249,7 @@ def test_adjacency(tmp_path):
     assert constraints_from_adjacency(p, items=["t4", "t3", "t2", "t1"]).n_items == 4
     with pytest.raises(ParameterError):
         is_contiguous([0, 7], c)
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no such file"):
         constraints_from_adjacency(tmp_path / "missing.csv")
 
 

@@ -9,7 +9,9 @@ import json
 import sys
 from pathlib import Path
 
+from .._validation import check_k
 from ..cliargs import add_input, add_output, positive_int, seed
+from ..progress import Progress
 from ..release import record_order, shuffle_stream
 from ..errors import InputError, ParameterError
 from .cdr import TABLE_II, generate_cdr, write_cdr
@@ -58,7 +60,6 @@ def _first_message(args, text: str) -> None:
 
 
 def cmd_anonymize(args) -> int:
-    from tqdm import tqdm
 
     from .data import load_records
     from .cdr import _fimi_bytes
@@ -72,13 +73,14 @@ def cmd_anonymize(args) -> int:
         raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
     if args.allow_root_merge and not args.hierarchy:
         raise ParameterError("--allow-root-merge applies to --hierarchy only")
-    _first_message(args, f"reading {args.input}")
     data = load_records(args.input)
     constraints = _load_constraints(args, data)
-    with tqdm(total=args.runs * args.m, desc="anonymize", unit="level", file=sys.stderr,
-              disable=args.quiet) as bar:
+    for k in args.k if isinstance(args.k, tuple) else (args.k,):
+        check_k(k, data.n_records)
+    _first_message(args, f"anonymize: {data.n_records:,} records, {data.n_items:,} items, m = {args.m}")
+    with Progress(None, quiet=args.quiet, total=args.runs * args.m, desc="anonymize", unit="level") as bar:
         result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
-                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar.update,
+                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar,
                            allow_root_merge=args.allow_root_merge)
     if not result.satisfied:
         if result.hierarchy is not None:
@@ -123,7 +125,6 @@ def _recorded(spec: dict, key: str, m: int | None, path: str, flag: str):
 
 def cmd_check(args) -> int:
     """Exit 0 when every level's fraction reaches its sigma, 1 when one does not, 2 on an error."""
-    from tqdm import tqdm
 
     from .check import check_release
     from .data import load_records
@@ -155,12 +156,12 @@ def cmd_check(args) -> int:
         sigmas = tuple(check_sigma(x) for x in sigmas)
     except ParameterError as exc:
         raise (InputError(f"{args.partition}: {exc}") if source != "--sigma" else exc) from None
-    _first_message(args, f"reading {args.input}")
     data = load_records(args.input)
     records = ([str(x) for x in data.item_labels[data.record(u)]] for u in range(data.n_records))
-    with tqdm(total=m * data.n_records, desc="check", unit="record", unit_scale=True, file=sys.stderr,
-              disable=args.quiet) as bar:
-        result = check_release(records, partition, k, m, progress=bar.update)
+    note = f"check: {data.n_records:,} records, every l-itemset for l = 1..{m} (exact enumeration)"
+    with Progress(note, quiet=args.quiet, total=m * data.n_records, desc="check", unit="record",
+                  unit_scale=True) as bar:
+        result = check_release(records, partition, k, m, progress=bar)
     out = result.to_dict()
     for level, s in zip(out["levels"], sigmas):
         level["sigma"] = s
@@ -183,18 +184,19 @@ def cmd_uniqueness(args) -> int:
 
     from .._validation import check_random_state
     from .data import load_records
-    from .sample_size import estimate_uniqueness
+    from .sample_size import estimate_uniqueness, uniqueness_sample_size
 
     if args.m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {args.m}")
     rng = check_random_state(args.seed)
-    _first_message(args, f"reading {args.input}")
+    n_samples = uniqueness_sample_size(args.epsilon, args.delta)  # checks epsilon and delta
     data = load_records(args.input)
+    _first_message(args, f"uniqueness: {data.n_records:,} records, {n_samples:,} samples per level")
     biggest = int(data.record_sizes.max())
     rows = []
     levels = range(1, min(args.m, biggest) + 1)
     for l in tqdm(levels, desc="uniqueness", unit="level", file=sys.stderr, disable=args.quiet):
-        e = estimate_uniqueness(data, l, epsilon=args.epsilon, delta=args.delta, random_state=rng)
+        e = estimate_uniqueness(data, l, n_samples=n_samples, delta=args.delta, random_state=rng)
         rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
                      "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
     print(json.dumps({"levels": rows}))

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._validation import row_label
+from ..data import read_table
 from ..errors import InputError, ParameterError
 
 
@@ -64,13 +66,7 @@ class GeneralizationConstraints:
 # ---------------------------------------------------------------------------------------- helpers
 
 def _read_two_columns(source, what: str, names: tuple[str, str] | None) -> pd.DataFrame:
-    if isinstance(source, pd.DataFrame):
-        frame = source
-    else:
-        try:
-            frame = pd.read_csv(source, dtype=str, keep_default_na=False, skipinitialspace=True)
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-            raise InputError(f"cannot read the {what} {source}: {str(exc).splitlines()[0]}") from None
+    frame = source if isinstance(source, pd.DataFrame) else read_table(source, text=True)
     if names is not None:
         missing = [c for c in names if c not in frame.columns]
         if missing:
@@ -85,7 +81,7 @@ def _read_two_columns(source, what: str, names: tuple[str, str] | None) -> pd.Da
     frame = frame.astype(str).apply(lambda c: c.str.strip())
     if (frame == "").to_numpy().any():
         row = int(np.flatnonzero((frame == "").to_numpy().any(axis=1))[0])
-        raise InputError(f"the {what} has an empty field in row {row + 1}")
+        raise InputError(f"the {what} has an empty field ({row_label(frame, row)})")
     return frame
 
 

@@ -20,7 +20,8 @@ import numba
 import numpy as np
 import pandas as pd
 
-from ..data import read_table
+from .._validation import row_label
+from ..data import TABLE_FORMATS, read_table
 from ..errors import InputError
 
 _FIMI_CHUNK = 1 << 18  # lines parsed per chunk
@@ -287,7 +288,8 @@ def read_pairs(path, record: str | None = None, item: str | None = None) -> SetD
         if c not in frame.columns:
             raise InputError(f"{path}: no column {c!r}")
         if frame[c].isna().any():
-            raise InputError(f"{path}: column {c!r} has a missing value (row {int(frame[c].isna().to_numpy().argmax())})")
+            raise InputError(f"{path}: column {c!r} has a missing value "
+                             f"({row_label(frame, int(frame[c].isna().to_numpy().argmax()))})")
     rec_codes, rec_labels = pd.factorize(frame[record], sort=False)
     item_raw, item_uniques = pd.factorize(frame[item], sort=True)
     return from_pairs(rec_codes, item_raw, np.asarray(item_uniques), np.asarray(rec_labels))
@@ -299,8 +301,7 @@ def load_records(source, **kwargs) -> SetData:
     if isinstance(source, SetData):
         return source
     if isinstance(source, (str, Path)):
-        suffix = Path(source).suffix.lower()
-        if suffix in (".csv", ".parquet", ".pq"):
+        if any(str(source).lower().endswith(ending) for ending in TABLE_FORMATS):
             return read_pairs(source, **kwargs)
         return read_fimi(source)
     try:

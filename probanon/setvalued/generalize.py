@@ -560,8 +560,9 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
 
     A hierarchy is respected as given (:mod:`.cuts`): parts never cross its roots unless
     ``allow_root_merge`` (then the parts below different roots may merge into one, as under an
-    implicit common root). Its uniform level cuts are checked with the test of Algorithm 2 and
-    the best one satisfying sigma is returned when its err is below the greedy's (or the greedy
+    implicit common root). Its uniform level cuts are certified by Theorem 1's test with failures allowed
+    (:func:`.sample_size.certify`, which is Algorithm 2's test when no draw fails) and the best
+    one certified is returned when its err is below the greedy's (or the greedy
     found no sigma-k^m-anonymous partition); ``result.hierarchy`` reports both. When neither
     satisfies sigma the greedy result is returned with ``satisfied`` False and
     ``result.hierarchy.failure()`` explains why.
