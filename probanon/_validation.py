@@ -7,6 +7,7 @@ one-line message; nothing is written before all checks pass.
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import pandas as pd
@@ -125,6 +126,8 @@ def read_json_document(text_or_path, what: str):
     from .errors import SpecificationError
 
     text, where = text_or_path, ""
+    if not isinstance(text, (str, os.PathLike)):
+        raise SpecificationError(f"{what} must be JSON text or a path, got {type(text).__name__}")
     if not (isinstance(text, str) and text.lstrip().startswith("{")):
         where = f"{text_or_path}: "
         try:

@@ -37,7 +37,10 @@ def column_list(columns) -> list[str]:
         return []
     if isinstance(columns, str):
         return [c.strip() for c in columns.split(",") if c.strip()]
-    return [str(c) for c in columns]
+    try:
+        return [str(c) for c in columns]
+    except TypeError:
+        raise InputError(f"columns must be a list of names or a comma-separated string, got {columns!r}") from None
 
 
 def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False) -> dict:
@@ -47,7 +50,7 @@ def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool
     must be in the table and have one role; keys are required. Columns not named are an
     :class:`InputError` listing them, unless ``keep_other`` (then their role is ``"other"``).
     """
-    table_columns = [str(c) for c in table_columns]
+    table_columns = column_list(table_columns)
     named = {"key": column_list(keys), "confidential": column_list(confidential), "drop": column_list(drop)}
     if not named["key"]:
         raise InputError("no key variables: name the quasi-identifiers with --keys")
