@@ -270,7 +270,7 @@ def _files(tmp_path, census, k=5):
 
 def test_cli_evaluate_risk(tmp_path, capsys, census):
     original, qi = _files(tmp_path, census)
-    argv = ["evaluate", str(tmp_path / "orig.csv"), str(tmp_path / "rel.csv"), "--columns", ",".join(qi)]
+    argv = ["evaluate", str(tmp_path / "orig.csv"), str(tmp_path / "rel.csv"), "--columns", ",".join(qi), "--by-position"]
     assert main(argv + ["--json"]) == 0
     assert not {"record_linkage", "interval_disclosure"} & set(json.loads(capsys.readouterr().out))
     assert main(argv + ["--json", "--risk"]) == 0
@@ -289,6 +289,7 @@ def test_cli_evaluate_risk(tmp_path, capsys, census):
 def test_cli_evaluate_risk_errors(tmp_path, capsys):
     pd.DataFrame({"a": [1.0, 2.0, 3.0]}).to_csv(tmp_path / "o.csv", index=False)
     pd.DataFrame({"a": [1.0, 2.0]}).to_csv(tmp_path / "r.csv", index=False)
-    assert main(["evaluate", str(tmp_path / "o.csv"), str(tmp_path / "r.csv"), "--risk", "--json"]) == 2
+    assert main(["evaluate", str(tmp_path / "o.csv"), str(tmp_path / "r.csv"), "--keys", "a", "--by-position",
+                 "--risk", "--json"]) == 2
     err = capsys.readouterr()
     assert err.out == "" and len(err.err.strip().splitlines()) == 1 and "different numbers of records" in err.err
