@@ -27,11 +27,12 @@ from .cliargs import (
     seed,
     write_release,
 )
-from .data import csv_options, quasi_identifiers, read_table, synthetic_survey, write_outputs
+from .data import csv_options, quasi_identifiers, read_table, synthetic_survey
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
+from .outputs import write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
 from .release import assign_roles, column_list, columns_with, make_release, read_link, shuffle_stream

@@ -19,9 +19,7 @@ import pandas as pd
 from ._validation import check_matrix, is_numeric_column, row_label
 from .errors import InputError, ParameterError
 
-from .outputs import TABLE_FORMATS, table_format, write_outputs  # noqa: F401  (write_outputs: the one writer)
-
-READERS = TABLE_FORMATS  # ending -> "csv" | "parquet" (kept for callers of the old name)
+from .outputs import table_format
 
 #: CSV reading options of the running command (``--sep``, ``--encoding``): every ``read_table``
 #: of a command uses them unless told otherwise (set by the CLI with :func:`csv_options`)
@@ -105,19 +103,6 @@ def _refuse_other_separator(path: Path, sep: str, encoding: str, n_columns: int)
     if found != sep and len(sample.splitlines()[0].split(found)) > n_columns:
         raise InputError(f"{path}: no numeric column with separator {sep!r}; the file looks "
                          f"{found!r}-separated: give --sep {found!r}")
-
-
-def write_table(frame: pd.DataFrame, path) -> None:
-    """Write ``frame`` to CSV or Parquet by extension, atomically."""
-    write_outputs({path: frame})
-
-
-def released_frame(frame: pd.DataFrame, columns: list, values: np.ndarray) -> pd.DataFrame:
-    """``frame`` with ``columns`` replaced by ``values`` (all rows and other columns unchanged)."""
-    out = frame.copy()
-    for j, c in enumerate(columns):
-        out[c] = values[:, j]
-    return out
 
 
 def select_columns(frame: pd.DataFrame, columns=None) -> list[str]:

@@ -81,21 +81,14 @@ def check_output_folder(folder, names=(), force: bool = False) -> Path:
 
 
 class Outputs:
-    """The files one command writes, checked at once and written all or nothing.
+    """The files one command writes, checked as they are declared (:meth:`add`) and written all
+    or nothing. ``inputs``: every file the command reads; ``force``: existing outputs may be
+    replaced (inputs never)."""
 
-    ``files``: the output paths (``None`` entries are skipped); ``tables``: those of them that
-    must have a table format; ``inputs``: every file the command reads; ``force``: existing
-    outputs may be replaced (inputs never).
-    """
-
-    def __init__(self, files=(), inputs=(), force: bool = False, tables=()):
+    def __init__(self, inputs=(), force: bool = False):
         self.inputs = [Path(p) for p in inputs if p is not None]
         self.force = bool(force)
         self.files: list[Path] = []
-        tables = {Path(p) for p in tables if p is not None}
-        for path in files:
-            if path is not None:
-                self.add(path, table=Path(path) in tables)
 
     def add(self, path, table: bool = False) -> Path:
         """Declare (and check) one more output; ``table``: it must have a table format."""

@@ -28,9 +28,6 @@ import pandas as pd
 from ._validation import check_random_state, check_seed, row_label
 from .errors import InputError
 
-ROLES = ("key", "confidential", "drop", "other")
-
-
 def column_list(columns) -> list[str]:
     """A list of column names from a list or a comma-separated string (None: empty)."""
     if columns is None:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._validation import row_label
-from ..data import write_outputs
+from ..outputs import write_outputs
 from ..errors import InputError
 from .distribution import KEY_SEPARATOR, value_key
 from .planning import DiversityPlan

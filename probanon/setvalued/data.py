@@ -21,7 +21,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import row_label
-from ..data import TABLE_FORMATS, read_table
+from ..data import read_table
+from ..outputs import TABLE_FORMATS
 from ..errors import InputError
 
 _FIMI_CHUNK = 1 << 18  # lines parsed per chunk
