@@ -24,10 +24,12 @@ from .cliargs import (
     add_release_options,
     positive_int,
     prepare_outputs,
+    release_roles,
     seed,
     write_release,
 )
 from .data import csv_options, quasi_identifiers, read_table, synthetic_survey
+from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
@@ -35,7 +37,7 @@ from .metrics import k_achieved, utility_report
 from .outputs import write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
-from .release import assign_roles, column_list, columns_with, make_release, read_link, shuffle_stream
+from .release import align, assign_roles, column_list, columns_with, make_release, shuffle_stream
 from .reproduce import cli as reproduce_cli
 from .survey import cli as survey_cli
 from .swapping import cli as swapping_cli
@@ -55,16 +57,9 @@ def _method(args):
 METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual ranking", "pcl": "PCL"}
 
 
-def _roles(args, frame: pd.DataFrame, keys=None) -> dict:
-    """The role of every column from ``--keys`` (or ``keys``), ``--confidential``, ``--drop`` and
-    ``--keep-other``."""
-    return assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential,
-                        args.drop, args.keep_other)
-
-
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
-    roles = _roles(args, frame)
+    roles = release_roles(args, frame)
     X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
     model = _method(args)
     name = METHOD_NAMES[args.method]
@@ -94,7 +89,7 @@ def cmd_apply(args) -> int:
     keys = column_list(args.keys)
     if function.columns and keys and keys != list(function.columns):
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
-    roles = _roles(args, frame, keys=function.columns or keys)
+    roles = release_roles(args, frame, keys=function.columns or keys)
     X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
     labels = function.assign(X)
     if labels.ndim == 1:
@@ -112,39 +107,8 @@ def cmd_apply(args) -> int:
 def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -> pd.DataFrame:
     """``released`` reordered so that its row i is the release of ``original``'s row i, by
     ``--link``, ``--id`` or, checked, ``--by-position``."""
-    given = [name for name, v in (("--link", args.link), ("--id", args.id), ("--by-position", args.by_position)) if v]
-    if len(given) != 1:
-        raise InputError("say how the records of the two files match: --link FILE, --id COLUMN or --by-position"
-                         if not given else f"give one of {', '.join(given)}, not several")
-    if args.link:
-        position = read_link(args.link, len(original), len(released))
-        return released.iloc[position].reset_index(drop=True)
-    if len(original) != len(released):
-        raise InputError(f"the tables have different numbers of records ({len(original)} and {len(released)})")
-    if args.id:
-        for name, table in (("original", original), ("released", released)):
-            if args.id not in table.columns:
-                raise InputError(f"the {name} table has no column {args.id!r} (--id)")
-            if table[args.id].isna().any() or table[args.id].duplicated().any():
-                raise InputError(f"column {args.id!r} does not identify the records of the {name} table "
-                                 "(missing or repeated values)")
-        index = pd.Index(released[args.id])
-        position = index.get_indexer(original[args.id])
-        if (position < 0).any():
-            raise InputError(f"the id {original[args.id].iloc[int(np.argmax(position < 0))]!r} of the original "
-                             "is not in the release")
-        return released.iloc[position].reset_index(drop=True)
-    common = [c for c in original.columns if c in released.columns and c not in keys]
-    if not common:
-        raise InputError("--by-position cannot check that the files are aligned: they share no column "
-                         "besides the keys (use --link or --id)")
-    for c in common:
-        a, b = original[c].reset_index(drop=True), released[c].reset_index(drop=True)
-        if not (a.equals(b) or (a.astype(str) == b.astype(str)).all()):
-            row = int(np.argmax((a.astype(str) != b.astype(str)).to_numpy()))
-            raise InputError(f"--by-position: the files are not aligned (column {c!r} differs at record {row + 1}); "
-                             "a shuffled release needs --link or --id")
-    return released
+    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
+    return released.iloc[position].reset_index(drop=True)
 
 
 def cmd_evaluate(args) -> int:
@@ -321,6 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     swapping_cli.add_parser(sub)
     diversity_cli.add_parser(sub)
     km_cli.add_parser(sub)
+    attacks_cli.add_parser(sub)
     return p
 
 

@@ -73,6 +73,33 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
                    help="keep the input's record order (default: a random order, seeded by --seed)")
     add_output(p, "--link", metavar="FILE", table=True,
                help="also write the private link file original_row -> released_row (never publish it)")
+    p.add_argument("--accept-risk", action="store_true",
+                   help="publish even when the pre-release audit finds a key determined by confidential columns "
+                        "(or the reverse), which voids the guarantee (see 'probanon audit')")
+
+
+def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
+    """The role of every column (``--keys`` or ``keys``, ``--confidential``, ``--drop``,
+    ``--keep-other``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the
+    keys against the columns released per record (confidential and passed-through ones): a finding
+    stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
+    from .attacks.audit import audit as run_audit
+    from .errors import InputError
+    from .release import assign_roles, columns_with
+
+    roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
+                         args.keep_other)
+    if not audit:
+        return roles
+    result = run_audit(frame, columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other"))
+    if result.passed:
+        return roles
+    more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""
+    if not args.accept_risk:
+        raise InputError(f"the pre-release audit found that {result.findings[0].text}{more}: whoever knows the keys "
+                         f"finds the rows through the released columns; {result.advice()}")
+    print(f"probanon: warning: --accept-risk: publishing although {result.summary()}", file=sys.stderr)
+    return roles
 
 
 def seed(text: str) -> int:

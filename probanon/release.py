@@ -140,10 +140,27 @@ def record_order(n: int, *, keep_order: bool = False, random_state=None) -> tupl
     return order, pd.DataFrame({"original_row": np.arange(1, n + 1), "released_row": released_row})
 
 
-def read_link(path, n_original: int, n_released: int) -> np.ndarray:
+def _record_numbers(path, link: pd.DataFrame, name: str, n: int) -> np.ndarray:
+    """Column ``name`` of a link file as 0-based positions, checked to number the ``n`` records."""
+    values = pd.to_numeric(link[name], errors="coerce").to_numpy(dtype=np.float64)
+    bad = ~np.isfinite(values) | (values != np.round(values))
+    if bad.any():  # checked before any integer cast: NaN, inf and text are one line of ours
+        row = int(np.argmax(bad))
+        raise InputError(f"{path}: {name} must hold record numbers ({row_label(link, row)}: "
+                         f"{link[name].iloc[row]!r})")
+    if values.min() < 1 or values.max() > n or np.unique(values).size != n:
+        raise InputError(f"{path}: {name} is not a numbering of the {n} records (1..{n}, each once)")
+    return values.astype(np.int64) - 1
+
+
+def read_link(path, n_original: int, n_released: int, value_columns=()) -> np.ndarray | tuple[np.ndarray, dict]:
     """Read a link file (``original_row``, ``released_row``) and return, for each original
     record (position), the position of its released record; checks that it is a one-to-one
-    map between the two tables' records."""
+    map between the two tables' records.
+
+    ``value_columns``: confidential columns moved one at a time (column-wise swapping); the link
+    file then has ``released_row_<c>``, the released record holding the original record's value
+    of ``c``, and the result is ``(positions, {c: positions})``."""
     from .data import read_table
 
     link = read_table(path)
@@ -152,18 +169,55 @@ def read_link(path, n_original: int, n_released: int) -> np.ndarray:
         raise InputError(f"{path}: not a link file (no column {missing[0]!r})")
     if len(link) != n_original or n_original != n_released:
         raise InputError(f"{path}: links {len(link)} records, the tables have {n_original} and {n_released}")
-    numbers = []
-    for name, n in (("original_row", n_original), ("released_row", n_released)):
-        values = pd.to_numeric(link[name], errors="coerce").to_numpy(dtype=np.float64)
-        bad = ~np.isfinite(values) | (values != np.round(values))
-        if bad.any():  # checked before any integer cast: NaN, inf and text are one line of ours
-            row = int(np.argmax(bad))
-            raise InputError(f"{path}: {name} must hold record numbers ({row_label(link, row)}: "
-                             f"{link[name].iloc[row]!r})")
-        if values.min() < 1 or values.max() > n or np.unique(values).size != n:
-            raise InputError(f"{path}: {name} is not a numbering of the {n} records (1..{n}, each once)")
-        numbers.append(values.astype(np.int64) - 1)
-    orig, rel = numbers
+    orig = _record_numbers(path, link, "original_row", n_original)
     position = np.empty(n_original, dtype=np.int64)
-    position[orig] = rel
-    return position
+    position[orig] = _record_numbers(path, link, "released_row", n_released)
+    if not value_columns:
+        return position
+    rows = {}
+    for c in value_columns:
+        name = f"released_row_{c}"
+        if name not in link.columns:
+            raise InputError(f"{path}: no column {name!r} (a link file of 'probanon swap' with a column-wise method "
+                             "has one per confidential column)")
+        rows[c] = np.empty(n_original, dtype=np.int64)
+        rows[c][orig] = _record_numbers(path, link, name, n_released)
+    return position, rows
+
+
+def align(original: pd.DataFrame, released: pd.DataFrame, keys, *, link=None, id=None,
+          by_position: bool = False) -> np.ndarray:
+    """The released row of every original record (positions), from the private link file
+    (``link``), an identifying column present in both tables (``id``) or, checked, the position
+    (``by_position``: the columns the two tables share besides ``keys`` must agree)."""
+    given = [name for name, v in (("--link", link), ("--id", id), ("--by-position", by_position)) if v]
+    if len(given) != 1:
+        raise InputError("say how the records of the two files match: --link FILE, --id COLUMN or --by-position"
+                         if not given else f"give one of {', '.join(given)}, not several")
+    if link:
+        return read_link(link, len(original), len(released))
+    if len(original) != len(released):
+        raise InputError(f"the tables have different numbers of records ({len(original)} and {len(released)})")
+    if id:
+        for name, table in (("original", original), ("released", released)):
+            if id not in table.columns:
+                raise InputError(f"the {name} table has no column {id!r} (--id)")
+            if table[id].isna().any() or table[id].duplicated().any():
+                raise InputError(f"column {id!r} does not identify the records of the {name} table "
+                                 "(missing or repeated values)")
+        position = pd.Index(released[id]).get_indexer(original[id])
+        if (position < 0).any():
+            raise InputError(f"the id {original[id].iloc[int(np.argmax(position < 0))]!r} of the original "
+                             "is not in the release")
+        return position.astype(np.int64)
+    common = [c for c in original.columns if c in released.columns and c not in keys]
+    if not common:
+        raise InputError("--by-position cannot check that the files are aligned: they share no column "
+                         "besides the keys (use --link or --id)")
+    for c in common:
+        a, b = original[c].reset_index(drop=True), released[c].reset_index(drop=True)
+        if not (a.equals(b) or (a.astype(str) == b.astype(str)).all()):
+            row = int(np.argmax((a.astype(str) != b.astype(str)).to_numpy()))
+            raise InputError(f"--by-position: the files are not aligned (column {c!r} differs at record {row + 1}); "
+                             "a shuffled release needs --link or --id")
+    return np.arange(len(original), dtype=np.int64)

@@ -244,6 +244,8 @@ class ReidentificationTest:
     bound: float | None
     upper_exceeds_bound: bool | None
     lower_exceeds_bound: bool | None
+    knows: str = ""
+    note: str = ""
 
     def to_dict(self) -> dict:
         """Plain-Python, JSON-serialisable copy."""
@@ -253,7 +255,7 @@ class ReidentificationTest:
             "successes": self.successes, "trials": self.trials, "rate": self.rate,
             "confidence": self.confidence, "interval": [float(v) for v in self.interval],
             "k": self.k, "bound": self.bound, "upper_exceeds_bound": self.upper_exceeds_bound,
-            "lower_exceeds_bound": self.lower_exceeds_bound,
+            "lower_exceeds_bound": self.lower_exceeds_bound, "knows": self.knows, "note": self.note,
         }
 
 
@@ -302,7 +304,10 @@ class _Intruder:
         return chosen
 
 
-def _result(rule, columns, n, rates_successes, k, confidence) -> ReidentificationTest:
+def reidentification_result(rule, columns, n, rates_successes, k, confidence, knows: str = "",
+                            note: str = "") -> ReidentificationTest:
+    """The :class:`ReidentificationTest` of ``runs`` intruder runs on ``n`` targets each
+    (``rates_successes``: correct links per run), Clopper-Pearson interval at ``confidence``."""
     successes_per_run = [int(s) for s in rates_successes]
     runs = len(successes_per_run)
     successes, trials = sum(successes_per_run), runs * n
@@ -317,6 +322,7 @@ def _result(rule, columns, n, rates_successes, k, confidence) -> Reidentificatio
         k=k, bound=bound,
         upper_exceeds_bound=None if k is None else bool(high > bound),
         lower_exceeds_bound=None if k is None else bool(low > bound),
+        knows=knows, note=note,
     )
 
 
@@ -370,7 +376,7 @@ def reidentification_test(original, released, columns=None, rule="nearest", grou
     intruder = _Intruder(Zx, Zy, rule, groups)
     target = np.arange(n)
     successes = [np.count_nonzero(intruder.links(rng) == target) for _ in range(runs)]
-    return _result(rule, names, n, successes, k, confidence)
+    return reidentification_result(rule, names, n, successes, k, confidence)
 
 
 def mechanism_reidentification_test(original, mechanism, releases: int = 100, columns=None, rule="nearest",
@@ -407,4 +413,4 @@ def mechanism_reidentification_test(original, mechanism, releases: int = 100, co
         n = Zx.shape[0]
         successes.append(np.count_nonzero(_Intruder(Zx, Zy, rule, groups).links(rng) == np.arange(n)))
     k = None if k is None else check_k(k, n)
-    return _result(rule, names, n, successes, k, confidence)
+    return reidentification_result(rule, names, n, successes, k, confidence)

@@ -71,14 +71,14 @@ def cmd_verify(args) -> int:
 
 
 def cmd_assign(args) -> int:
-    from ..cliargs import write_release
-    from ..release import assign_roles, column_list, make_release, shuffle_stream
+    from ..cliargs import release_roles, write_release
+    from ..release import column_list, make_release, shuffle_stream
     from .spec import assign, verify
 
     v = verify(args.spec)
     frame = read_table(args.responses)
     keys = list(v.function.columns or column_list(args.keys))
-    roles = assign_roles(frame.columns, keys, args.confidential, args.drop, args.keep_other)
+    roles = release_roles(args, frame, keys=keys)
     X, columns = quasi_identifiers(frame, keys)
     cells, centroids = assign(v, X)
     release = make_release(frame, roles, replaced=dict(zip(columns, centroids.T)), added={"cell": cells},

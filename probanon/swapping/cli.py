@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from ..cliargs import add_input, add_output, add_release_options, positive_int, seed, write_release
+from ..cliargs import add_input, add_output, add_release_options, positive_int, release_roles, seed, write_release
 from ..data import quasi_identifiers, read_table
-from ..release import assign_roles, columns_with, make_release, shuffle_stream
+from ..release import columns_with, make_release, shuffle_stream
 from ..errors import InputError, ParameterError
 from .correlation import correlation_differences
 from .groups import METHODS
@@ -31,7 +31,7 @@ ACTIONS = {"mdav-id": "replaced by its MDAV group mean", "mdav-swap": "swapped w
 
 def cmd_swap(args) -> int:
     frame = read_table(args.input)
-    roles = assign_roles(frame.columns, args.keys, args.confidential, args.drop, args.keep_other)
+    roles = release_roles(args, frame, audit=args.method != "mdav-id")  # mdav-id aggregates every column
     confidential = columns_with(roles, "confidential")
     if not confidential and args.method != "mdav-id":
         raise ParameterError(f"{args.method} needs --confidential")
@@ -46,6 +46,12 @@ def cmd_swap(args) -> int:
     actions.update({c: f"{roles[c]}: kept unchanged" for c in columns if c not in changed})
     release = make_release(frame, roles, replaced={c: values[c] for c in changed}, actions=actions,
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+    if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
+        released_row = release.link["released_row"].to_numpy()
+        for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
+            holder = np.empty(len(frame), dtype=np.int64)
+            holder[result.sources[:, t]] = np.arange(len(frame))
+            release.link[f"released_row_{columns[cols[0]]}"] = released_row[holder]
     extra = {}
     if args.groups:
         order = np.argsort(release.link["released_row"].to_numpy())  # groups in released order

@@ -1,0 +1,12 @@
+"""Honest guarantees: the strongest intruders we can build, run against a release, and a pre-release
+audit of the original.
+
+>>> from probanon.attacks import attack, audit
+"""
+
+from .scope import GUARANTEES, Guarantee, guarantee
+from .setting import MECHANISMS, AttackData, attack_data, rebuild_groups
+from .suite import INTRUDERS, AttackReport, attack
+
+__all__ = ["attack", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
+           "AttackData", "attack_data", "rebuild_groups"]

@@ -1,0 +1,87 @@
+"""What each guarantee of probanon covers, in words: which intruder, what it knows, what is bounded
+and what is not. Used by the CLI help, the attack reports and the result objects, so that no
+release claims an unqualified "re-identification probability <= 1/k"."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    """The scope of one mechanism's guarantee."""
+
+    mechanism: str
+    claim: str
+    intruder: str
+    bounded: str
+    not_bounded: str
+
+    def text(self) -> str:
+        return (f"Guarantee ({self.mechanism}): {self.claim}. Against: {self.intruder}. Bounded: {self.bounded}. "
+                f"Not bounded: {self.not_bounded}.")
+
+    def to_dict(self) -> dict:
+        return {"mechanism": self.mechanism, "claim": self.claim, "intruder": self.intruder,
+                "bounded": self.bounded, "not_bounded": self.not_bounded}
+
+
+_CONFIDENTIAL_KEPT = ("linking through the confidential columns, which are released per record: a key that is "
+                      "(nearly) a function of confidential columns, such as a total of released amounts, or a "
+                      "model of confidential-given-keys learned from the release itself (run 'probanon attack' and "
+                      "'probanon audit' to measure these)")
+
+GUARANTEES = {
+    "microaggregation": Guarantee(
+        "microaggregation", "every released key tuple is shared by at least k records (k-anonymity on the keys)",
+        "an intruder who knows a person's keys and links by the keys alone",
+        "identity disclosure by key matching: such an intruder picks the person's row with probability <= 1/k",
+        _CONFIDENTIAL_KEPT + "; attribute disclosure when a group's confidential values are alike; membership"),
+    "survey": Guarantee(
+        "survey", "with probability >= 1 - p over who responds, every cell holds at least k respondents "
+        "(p-probabilistic k-anonymity, paper 1)",
+        "an intruder who knows a respondent's keys, applies the published function and looks in their cell",
+        "identity disclosure by the cell: probability <= 1/k of picking the respondent's answers, except with "
+        "probability p",
+        _CONFIDENTIAL_KEPT + "; membership (whether a person responded)"),
+    "mdav-id": Guarantee(
+        "mdav-id", "every attribute is replaced by its MDAV group mean: each released record is shared by at least "
+        "k records (k-anonymity on all attributes)",
+        "an intruder who knows any of a person's attributes and links by them",
+        "identity disclosure: probability <= 1/k of picking the person's record",
+        "attribute disclosure when a group's values are alike (the released mean is close to the person's value); "
+        "membership"),
+    "mdav-swap": Guarantee(
+        "mdav-swap", "the key tuples are permuted at random inside MDAV groups of at least k records (paper 2, "
+        "Sec. IV-A)",
+        "the uninformed intruder: knows a person's keys only and links by them (the intruder of the proof)",
+        "identity disclosure by key matching: the row holding a person's key tuple carries their confidential "
+        "values with probability 1/|G| <= 1/k",
+        "an intruder who learns from the release how the confidential values depend on the keys and assigns the "
+        "members of a group (learned likelihood matching), or who knows a confidential value (informed: use "
+        "mdav-swap-informed); " + _CONFIDENTIAL_KEPT.split(": ", 1)[0] + " through relations; membership"),
+    "mdav-swap-informed": Guarantee(
+        "mdav-swap-informed", "each confidential column is permuted at random inside MDAV groups (of at least k) "
+        "of all the other attributes (paper 2, Sec. IV-B)",
+        "an intruder who knows every other attribute of a person and attributes the value in their row",
+        "attribution of each confidential value by position: the value in a person's row is theirs with probability "
+        "<= 1/k",
+        "identity disclosure (keys are released unchanged: the person's row is found); a value predicted from the "
+        "other attributes by a model learned on the release; relations between keys and the confidential column; "
+        "membership"),
+    "ir-swap": Guarantee(
+        "ir-swap", "each confidential column is permuted at random inside blocks of k consecutive ranks (paper 2, "
+        "Sec. IV-C)",
+        "an intruder who knows every other attribute of a person and attributes the value in their row",
+        "attribution of each confidential value by position: the value in a person's row is theirs with "
+        "probability <= 1/k",
+        "identity disclosure (keys are released unchanged); the value's range (every value of a block is within "
+        "the block's range: attribute disclosure up to that range); a value predicted by a learned model; membership"),
+    "unknown": Guarantee(
+        "unknown", "none stated (the mechanism is not known to probanon)", "the intruders of the attack suite",
+        "nothing", "everything: the attack suite measures the risk but cannot compare it with a bound"),
+}
+
+
+def guarantee(mechanism: str) -> Guarantee:
+    return GUARANTEES[mechanism]

@@ -1,0 +1,192 @@
+"""The attack suite: every applicable intruder against one release, each success rate with a
+Clopper-Pearson interval beside the bound the mechanism claims.
+
+Intruders (one module each): exact tuple matching (:mod:`.exact`), nearest-record linkage
+(:mod:`.nearest`), learned likelihood matching (:mod:`.likelihood`) and linkage through
+deterministic relations (:mod:`.relations`). What they know is in :mod:`.setting`; what each
+mechanism's guarantee covers in :mod:`.scope`.
+
+Column-wise mechanisms (``mdav-swap-informed``, ``ir-swap``) move each confidential column on its
+own: for each confidential column ``c`` the intruders link a target to the row they believe holds
+the target's value of ``c`` (correct when it does; ``column_rows[c]``), knowing the keys; the
+rates are pooled over the columns and the worst column is named.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_confidence, check_k, check_random_state, check_runs
+from ..data import Standardizer
+from ..errors import InputError, ParameterError
+from ..metrics.risk import ReidentificationTest, reidentification_result
+from .exact import ExactTuple
+from .likelihood import LearnedLikelihood
+from .nearest import NearestRecord
+from .relations import RelationLinkage
+from .scope import Guarantee, guarantee
+from .setting import MECHANISMS, AttackData, TupleIndex, attack_data, check_mechanism, rebuild_groups
+
+INTRUDERS = {"exact": ExactTuple, "nearest": NearestRecord, "likelihood": LearnedLikelihood,
+             "relations": RelationLinkage}
+NEEDS_CONFIDENTIAL = ("likelihood", "relations")
+
+
+@dataclass(frozen=True)
+class AttackReport:
+    """Results of the attack suite on one release.
+
+    ``results``: one :class:`~probanon.metrics.ReidentificationTest` per intruder (``rule`` its
+    name, ``knows`` what it knows and does, ``note`` what it found); ``bound`` = 1/k claimed by
+    ``mechanism`` (None when no k or mechanism is known); ``guarantee`` its scope in words."""
+
+    mechanism: str
+    k: int | None
+    bound: float | None
+    guarantee: Guarantee
+    n_records: int
+    keys: list
+    confidential: list
+    groups_note: str
+    results: tuple
+
+    @property
+    def exceeded(self) -> list:
+        """Intruders whose success significantly exceeds the bound (interval entirely above it)."""
+        return [r.rule for r in self.results if r.lower_exceeds_bound]
+
+    def verdict(self, result: ReidentificationTest) -> str:
+        if self.bound is None:
+            return "no bound claimed"
+        if result.lower_exceeds_bound:
+            return "ABOVE the bound"
+        return "within the bound" if not result.upper_exceeds_bound else "not significantly above"
+
+    def rows(self) -> list[dict]:
+        """One table row per intruder (for reports and the CLI)."""
+        bound = "-" if self.bound is None else f"{self.bound:.4f} (1/{self.k})"
+        return [{"intruder": r.rule, "success": round(r.rate, 4),
+                 f"{r.confidence:.0%} interval": f"[{r.interval[0]:.4f}, {r.interval[1]:.4f}]",
+                 "claimed bound": bound, "verdict": self.verdict(r), "found": r.note} for r in self.results]
+
+    def to_dict(self) -> dict:
+        return {"mechanism": self.mechanism, "k": self.k, "bound": self.bound, "guarantee": self.guarantee.to_dict(),
+                "n_records": self.n_records, "keys": [str(c) for c in self.keys],
+                "confidential": [str(c) for c in self.confidential], "groups": self.groups_note,
+                "exceeded": self.exceeded, "results": [r.to_dict() for r in self.results]}
+
+
+def _column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential) -> AttackData:
+    """The attack on one confidential column of a column-wise release."""
+    data = attack_data(original, released, keys, [column], link=rows)
+    index = TupleIndex(data.known, data.released_known)  # keys are released unchanged
+    dist, target_tuple = index.nearest()
+    row_of_tuple = np.empty(index.tuples.shape[0], dtype=np.int64)
+    row_of_tuple[index.row_tuple] = np.arange(data.n)
+    target_row = row_of_tuple[target_tuple]  # the released row holding the target's keys
+    if mechanism == "ir-swap":
+        from ..microagg.ranking import individual_ranking_partition
+
+        row_group = individual_ranking_partition(-data.released_confidential, k, keep_ties=False)[:, 0]
+        data.row_group, data.target_group = row_group.astype(np.int64), row_group[target_row].astype(np.int64)
+        data.groups_note = f"rank blocks of k = {k} consecutive released values of each confidential column"
+    else:
+        from ..microagg.mdav import mdav_partition
+
+        others = [c for c in original.columns if c in keys or (c in confidential and c != column)]
+        X = attack_data(original, original, others).known
+        Z = Standardizer.fit(X).transform(X) if standardize else X
+        labels = mdav_partition(np.ascontiguousarray(Z), k).labels.astype(np.int64)
+        data.target_group = labels
+        row_group = np.empty(data.n, dtype=np.int64)
+        row_group[target_row] = labels  # the row holding person i's keys is in i's group
+        data.row_group = row_group
+        data.groups_note = f"MDAV groups (k = {k}) of all other attributes, rerun on the original (informed intruder)"
+    return data
+
+
+def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
+           link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
+           standardize: bool = True, transform: str = "auto", random_state=None, progress=None) -> AttackReport:
+    """Run every applicable intruder against ``released`` and compare its success with the bound.
+
+    Parameters
+    ----------
+    original, released : DataFrame
+        The original records and the release (same number of records; columns by name).
+    keys, confidential : list of column names
+        What the intruder knows about each person (keys) and what the release attaches to them.
+    mechanism : str, optional
+        How the release was made (:data:`probanon.attacks.setting.MECHANISMS`): sets the groups
+        the intruder rebuilds, the claimed bound 1/k and the guarantee's scope.
+    k : int, optional
+        The mechanism's k (bound 1/k).
+    link : array of int, optional
+        ``link[i]`` = released row of original record ``i`` (default: same row).
+    column_rows : dict, optional
+        Column-wise mechanisms: ``{c: rows}``, ``rows[i]`` = released row holding record ``i``'s
+        value of ``c`` (the swap command's link file has them).
+    intruders : list of str, optional
+        Subset of :data:`INTRUDERS` (default: all that apply).
+    runs : int
+        Runs of each intruder (they differ in its random tie-breaking); the interval pools them.
+    confidence : float
+        Level of the Clopper-Pearson intervals.
+    random_state : None, int or Generator
+        Same seed, same report.
+    progress : callable, optional
+        Called with 1 after each intruder run.
+    """
+    mechanism = check_mechanism(mechanism)
+    runs, confidence = check_runs(runs), check_confidence(confidence)
+    rng = check_random_state(random_state)
+    keys, confidential = list(keys), list(confidential)
+    if k is not None:
+        k = check_k(k, len(original))
+    names = list(INTRUDERS) if intruders is None else list(intruders)
+    unknown = [i for i in names if i not in INTRUDERS]
+    if unknown:
+        raise ParameterError(f"unknown intruder {unknown[0]!r} (use {', '.join(INTRUDERS)})")
+    if not confidential:
+        names = [i for i in names if i not in NEEDS_CONFIDENTIAL]
+    kind = MECHANISMS[mechanism]
+    if kind == "column-wise":
+        if k is None:
+            raise ParameterError(f"the {mechanism} intruders need k (they rebuild its groups)")
+        if not confidential:
+            raise ParameterError(f"{mechanism} moves the confidential columns: name them")
+        if column_rows is None or any(c not in column_rows for c in confidential):
+            raise InputError(f"{mechanism}: the attack needs the released row of every confidential value "
+                             "(the link file written by 'probanon swap --link')")
+        datasets = [_column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
+                                 standardize, confidential) for c in confidential]
+    else:
+        datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link), mechanism, k,
+                                   standardize)]
+    results = []
+    for name in names:
+        successes, notes, per_column = np.zeros(runs, dtype=np.int64), [], []
+        for data in datasets:
+            intruder = INTRUDERS[name](data, transform=transform) if name == "likelihood" else INTRUDERS[name](data)
+            column = [np.count_nonzero(intruder.links(rng) == data.truth) for _ in range(runs)]
+            if progress is not None:
+                progress(runs)
+            successes += column
+            per_column.append((sum(column) / (runs * data.n), data.confidential_names[0]))
+            if intruder.note:
+                notes.append((data.confidential_names[0], intruder.note))
+        if len(datasets) > 1:  # per column: the worst one, then what was found (once when alike)
+            worst = max(per_column)
+            alike = len({note for _, note in notes}) == 1
+            notes = [f"worst column {worst[1]} ({worst[0]:.3f})"] + (
+                [notes[0][1]] if alike else [f"{column}: {note}" for column, note in notes])
+        else:
+            notes = [note for _, note in notes]
+        n = sum(d.n for d in datasets)
+        results.append(reidentification_result(INTRUDERS[name].name, keys, n, successes, k, confidence,
+                                                knows=INTRUDERS[name].knows, note="; ".join(notes)))
+    return AttackReport(mechanism, k, None if k is None else 1.0 / k, guarantee(mechanism), len(original), keys,
+                        confidential, datasets[0].groups_note, tuple(results))
