@@ -4,7 +4,6 @@ audit of an original)."""
 from __future__ import annotations
 
 import json
-import sys
 
 from ..cliargs import add_input, positive_int, seed
 from ..data import read_table
