@@ -1,8 +1,12 @@
 """Probabilistic k-anonymity by within-group swapping (paper 2: Soria-Comas & Domingo-Ferrer).
 
 Partition the records into groups of at least k, then permute attributes inside each group
-with a uniformly random permutation: the probability of linking a record correctly is at
-most 1/k (Sec. IV), while every column keeps its values. Methods: MDAV-ID (the k-anonymous
+with a uniformly random permutation: for the intruder of the paper's proofs (who links by the
+attributes it knows and nothing else) the probability of linking a record correctly is at most
+1/k (Sec. IV), while every column keeps its values. The bound does not cover an intruder who
+learns from the release how the swapped and kept columns relate, nor keys determined by
+confidential columns: see :mod:`probanon.attacks` (scope of each method's guarantee in
+:data:`probanon.attacks.GUARANTEES`, measured by :func:`probanon.attacks.attack`). Methods: MDAV-ID (the k-anonymous
 baseline), MDAV-SWAP (uninformed and informed intruders) and IR-SWAP; utility measured by
 the correlation differences of Tables X and XI.
 

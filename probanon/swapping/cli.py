@@ -76,7 +76,9 @@ def add_parser(sub) -> None:
     add_input(s, "input")
     add_output(s, "-o", "--output", required=True, table=True)
     s.add_argument("-k", type=positive_int, required=True,
-                   help="minimum group size (re-identification by the values' tuple <= 1/k)")
+                   help="minimum group size: an intruder who links by the swapped values alone is right with probability "
+                        "<= 1/k; one who learns from the release how columns relate, or uses a key determined by "
+                        "confidential columns, is not bounded ('probanon attack' measures both)")
     s.add_argument("--method", choices=METHODS, required=True,
                    help="mdav-swap: MDAV on the keys, their tuples permuted (uninformed "
                         "intruder); mdav-swap-informed: per confidential attribute, MDAV on all the others, that "

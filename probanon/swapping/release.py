@@ -3,7 +3,9 @@
 Within each group of a partition the moved columns receive a uniformly random permutation
 of the group's values (a permutation, not a derangement: a record may keep its own value).
 Hence for every record i and every member j of its group G, P(record i receives the values
-of j) = 1/|G| <= 1/k, the re-identification bound of Sec. IV-A; and every column keeps its
+of j) = 1/|G| <= 1/k, the re-identification bound of Sec. IV-A (for an intruder who links by the
+swapped attributes alone: :data:`probanon.attacks.GUARANTEES` says what it does not cover); and
+every column keeps its
 multiset of values, so its mean and variance exactly.
 
 Permutations are drawn from ``random_state`` (same seed, same release): for each partition,
@@ -42,6 +44,13 @@ class SwapResult:
     @property
     def labels(self) -> np.ndarray:
         return self.groups.labels
+
+    @property
+    def guarantee(self):
+        """What this method's guarantee covers and what it does not (:class:`probanon.attacks.Guarantee`)."""
+        from ..attacks.scope import guarantee
+
+        return guarantee(self.groups.method)
 
 
 def permutation_within_groups(labels, random_state=None) -> np.ndarray:
