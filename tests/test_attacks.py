@@ -210,12 +210,6 @@ def test_independent_data_every_intruder_within_one_over_k(independent_reports):
             assert low <= 1 / k, (mechanism, k, r.rule, r.rate)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "probanon/attacks/suite.py line 189 (attack -> reidentification_result): the Clopper-Pearson interval "
-    "pools runs x n as independent trials, but the runs only redraw tie-breaking on the same release (the "
-    "exact tuple intruder gives identical runs), so the interval is ~sqrt(runs) too narrow and flags "
-    "independent data as above 1/k (here mdav-swap k = 5, learned likelihood: rate 0.2145, interval "
-    "[0.2040, 0.2253] from 5 x 2000 'trials'; on the 2000 targets of the one release about [0.192, 0.239])"))
 def test_independent_data_no_intruder_flagged_by_its_own_interval(independent_reports):
     for (mechanism, k), report in independent_reports.items():
         for r in report.results:
@@ -224,10 +218,6 @@ def test_independent_data_no_intruder_flagged_by_its_own_interval(independent_re
         assert report.exceeded == []
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "probanon/attacks/suite.py line 189 (reidentification_result on runs * n trials): repeating a "
-    "deterministic intruder on the same release narrows the interval; expected the interval of n "
-    "trials"))
 def test_repeating_a_deterministic_intruder_does_not_narrow_its_interval():
     frame = independent(400, seed=3)
     result = swap(frame, 5, "mdav-swap", confidential=IND_CONF, random_state=4)
@@ -339,10 +329,6 @@ def test_api_bad_input(small, change, error):
     assert isinstance(info.value, ProbanonError) and "\n" not in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "probanon/attacks/suite.py line 154 (NEEDS_CONFIDENTIAL filter): intruders=['likelihood'] without "
-    "confidential columns silently returns a report with no results (nothing exceeded); expected a "
-    "ParameterError naming the intruder"))
 def test_api_requested_intruder_that_cannot_run_is_an_error(small):
     frame, released, _ = small
     with pytest.raises(ParameterError):
@@ -388,10 +374,6 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, capsys, small):
     assert code in (0, 1), err
 
 
-@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
-    "probanon/attacks/cli.py line 17, _print_table(rows[0]): 'probanon attack ... --intruders likelihood' "
-    "without --confidential ends with an IndexError traceback (the suite drops the intruder and "
-    "returns no results); expected exit 2 with one 'probanon: error:' line"))
 def test_cli_intruder_without_confidential_is_one_line_error(tmp_path, capsys, small):
     frame = small[0]
     data, out = tmp_path / "data.csv", tmp_path / "out.csv"

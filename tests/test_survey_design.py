@@ -183,7 +183,11 @@ def test_cli_design_verify_assign_simulate(tmp_path, capsys, census_frame):
     responses = tmp_path / "responses.csv"
     frame.head(50).to_csv(responses, index=False)
     out = tmp_path / "out.csv"
-    assert main(["survey", "assign", str(spec), str(responses), "-o", str(out), "--keep-other", "--keep-order"]) == 0
+    # AGI is predicted by the passed-through columns (adjusted R^2 > 0.99): the audit would stop the release
+    assert main(["survey", "assign", str(spec), str(responses), "-o", str(out), "--keep-other", "--keep-order"]) == 2
+    assert "AGI is predicted" in capsys.readouterr().err and not out.exists()
+    assert main(["survey", "assign", str(spec), str(responses), "-o", str(out), "--keep-other", "--keep-order",
+                 "--accept-risk"]) == 0
     rel = pd.read_csv(out)
     assert list(rel.columns) == list(frame.columns) + ["cell"]
     pd.testing.assert_series_equal(rel["pi"], frame.head(50)["pi"])

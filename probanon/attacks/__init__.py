@@ -4,9 +4,10 @@ audit of the original.
 >>> from probanon.attacks import attack, audit
 """
 
+from .audit import AuditFinding, AuditResult, audit
 from .scope import GUARANTEES, Guarantee, guarantee
 from .setting import MECHANISMS, AttackData, attack_data, rebuild_groups
 from .suite import INTRUDERS, AttackReport, attack
 
-__all__ = ["attack", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
+__all__ = ["attack", "audit", "AuditResult", "AuditFinding", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
            "AttackData", "attack_data", "rebuild_groups"]

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from ..data import quasi_identifiers
-from ..errors import ParameterError
+from ..errors import InputError, ParameterError
 from .likelihood import signed_log1p
 from .relations import MAX_TERMS, TOLERANCE, relations_in
 
@@ -110,8 +110,14 @@ def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_T
           min_share: float = MIN_SHARE, tolerance: float = TOLERANCE, max_terms: int = MAX_TERMS) -> AuditResult:
     """Audit ``frame`` (the original) for dependences between ``keys`` and ``confidential`` columns
     (module docstring). Non-numeric columns are left out (they take part in no linear relation)."""
-    if not 0 < r2_threshold <= 1:
+    if isinstance(r2_threshold, bool) or not isinstance(r2_threshold, (int, float)) or not 0 < r2_threshold <= 1:
         raise ParameterError(f"the R^2 threshold must be in (0, 1], got {r2_threshold!r}")
+    if not isinstance(frame, pd.DataFrame):
+        raise InputError("the audit reads a DataFrame (columns are named)")
+    keys, confidential = list(keys), list(confidential)
+    missing = [c for c in keys + confidential if c not in frame.columns]
+    if missing:
+        raise InputError(f"column {missing[0]!r} is not in the table")
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and not
                pd.api.types.is_bool_dtype(frame[c])]
     keys = [c for c in keys if c in numeric]

@@ -120,8 +120,8 @@ def relations_in(X: np.ndarray, C: np.ndarray, key_names: list, confidential_nam
                  max_coefficient: int = 1) -> list[RelationFound]:
     """Relations holding, record by record, on at least ``min_share`` of the rows of one table
     (keys ``X``, confidential ``C``) and singling out at least one record; sides that are constant
-    are skipped. The strongest (most records singled out) first; a relation implied by a stronger
-    one on the same columns (a term added) is kept, so read the first ones first."""
+    are skipped. The strongest (most records singled out) first; a relation whose columns contain
+    those of one already listed (e.g. a term added to it) is dropped."""
     n = X.shape[0]
     found = []
     for ka, alpha, cb, beta in candidate_relations(key_names, confidential_names, max_terms, max_coefficient):

@@ -132,7 +132,8 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     intruders : list of str, optional
         Subset of :data:`INTRUDERS` (default: all that apply).
     runs : int
-        Runs of each intruder (they differ in its random tie-breaking); the interval pools them.
+        Runs of each intruder (they differ in its random tie-breaking); the rate is their mean, the
+        interval that of the ``n`` targets (the runs attack one release: no extra evidence).
     confidence : float
         Level of the Clopper-Pearson intervals.
     random_state : None, int or Generator
@@ -151,7 +152,12 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     if unknown:
         raise ParameterError(f"unknown intruder {unknown[0]!r} (use {', '.join(INTRUDERS)})")
     if not confidential:
+        if intruders is not None and any(i in NEEDS_CONFIDENTIAL for i in names):
+            raise ParameterError(f"the {', '.join(i for i in names if i in NEEDS_CONFIDENTIAL)} intruder needs the "
+                                 "confidential columns")
         names = [i for i in names if i not in NEEDS_CONFIDENTIAL]
+    if not names:
+        raise ParameterError("no intruder to run")
     kind = MECHANISMS[mechanism]
     if kind == "column-wise":
         if k is None:
@@ -187,6 +193,7 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
             notes = [note for _, note in notes]
         n = sum(d.n for d in datasets)
         results.append(reidentification_result(INTRUDERS[name].name, keys, n, successes, k, confidence,
-                                                knows=INTRUDERS[name].knows, note="; ".join(notes)))
+                                                knows=INTRUDERS[name].knows, note="; ".join(notes),
+                                                same_release=True))
     return AttackReport(mechanism, k, None if k is None else 1.0 / k, guarantee(mechanism), len(original), keys,
                         confidential, datasets[0].groups_note, tuple(results))

@@ -220,7 +220,8 @@ class ReidentificationTest:
         Level of ``interval``.
     interval : tuple of float
         Two-sided Clopper-Pearson interval for the success probability (``scipy.stats.binomtest``,
-        ``method="exact"``), which treats the ``trials`` link attempts as independent.
+        ``method="exact"``), which treats the ``trials`` link attempts as independent (the attack
+        suite, whose runs attack one release, uses the ``n_records`` targets instead).
     k : int or None
         The k of probabilistic k-anonymity being tested; ``bound = 1/k``.
     upper_exceeds_bound : bool or None
@@ -305,13 +306,18 @@ class _Intruder:
 
 
 def reidentification_result(rule, columns, n, rates_successes, k, confidence, knows: str = "",
-                            note: str = "") -> ReidentificationTest:
+                            note: str = "", same_release: bool = False) -> ReidentificationTest:
     """The :class:`ReidentificationTest` of ``runs`` intruder runs on ``n`` targets each
-    (``rates_successes``: correct links per run), Clopper-Pearson interval at ``confidence``."""
+    (``rates_successes``: correct links per run), Clopper-Pearson interval at ``confidence``.
+
+    ``same_release``: the runs attack one release and differ only in the intruder's tie-breaking,
+    so they are not independent evidence: the interval is then that of ``n`` trials with the
+    mean number of successes per run (rounded), not of ``runs * n`` trials."""
     successes_per_run = [int(s) for s in rates_successes]
     runs = len(successes_per_run)
     successes, trials = sum(successes_per_run), runs * n
-    low, high = stats.binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="exact")
+    ci_successes, ci_trials = (int(round(successes / runs)), n) if same_release else (successes, trials)
+    low, high = stats.binomtest(ci_successes, ci_trials).proportion_ci(confidence_level=confidence, method="exact")
     bound = None if k is None else 1.0 / k
     return ReidentificationTest(
         rule=rule if isinstance(rule, str) else getattr(rule, "__name__", "custom"),
