@@ -21,10 +21,75 @@ def _print_table(rows: list[dict]) -> None:
         print("  ".join(f"{str(r[c]):<{widths[c]}}" for c in columns[:-1]) + "  " + str(r[columns[-1]]))
 
 
+#: Releases that are not one table of keys -- set-valued records ('probanon km anonymize') and count
+#: tables ('probanon diversity release') -- and what their intruders know.
+CLAIMS = {"km": "m items of a person, the released records and the published recoding (the partition)",
+          "l-delta": "a person's quasi-identifier, the plan's classes and the count tables"}
+#: Options of one mechanism only: option -> mechanism.
+_OPTION_OF = {"partition": "km", "m": "km", "sigma": "km", "targets": "km", "plan": "l-delta", "datasets": "l-delta"}
+
+
+def _claim_report(args):
+    """The km uniqueness attack or the (l, delta) linkage test, as the suite's report."""
+    mechanism = args.mechanism
+    unused = [flag for flag, v in (("--keys", args.keys), ("--confidential", args.confidential),
+                                   ("--raw-distances", args.raw_distances)) if v]
+    if unused:
+        raise InputError(f"{unused[0]} does not apply to --mechanism {mechanism}")
+    if mechanism == "km":
+        from .uniqueness import DRAWS, attack_km_files
+
+        if len(args.released) != 1:
+            raise InputError("--mechanism km attacks one released file")
+        if args.id:
+            raise InputError("--mechanism km matches the records by --link or --by-position, not --id")
+        runs, intruders = args.runs or 10, column_list(args.intruders) or None
+        with Progress(f"attack: set-valued release {args.released[0]}", quiet=args.quiet or args.json,
+                      desc="intruder runs", total=runs * len(intruders or DRAWS)) as bar:
+            return attack_km_files(args.original, args.released[0], partition=args.partition, link=args.link,
+                                   by_position=args.by_position, m=args.m, k=args.k, sigma=args.sigma,
+                                   intruders=intruders, runs=runs, targets=args.targets,
+                                   confidence=args.confidence, random_state=args.seed, progress=bar)
+    from .linkage import linkage_test
+
+    if not args.plan:
+        raise InputError("--mechanism l-delta needs --plan (the plan the releases were made under)")
+    unused = [flag for flag, v in (("--link", args.link), ("--id", args.id), ("--by-position", args.by_position),
+                                   ("--intruders", args.intruders)) if v]
+    if unused:
+        raise InputError(f"{unused[0]} does not apply to --mechanism l-delta")
+    return linkage_test(args.plan, args.original, args.released, t=args.datasets, runs=args.runs or 2000,
+                        confidence=args.confidence, random_state=args.seed)
+
+
+def _print_report(report, confidence: float, knows: str) -> None:
+    print(report.guarantee.text())
+    print(f"Intruders know: {knows}; groups: {report.groups_note}.")
+    _print_table(report.rows())
+    for r in report.results:
+        print(f"  {r.rule}: {r.knows}")
+    if report.exceeded:
+        print(f"ABOVE the claimed bound: {', '.join(report.exceeded)} (their {confidence:.0%} interval lies "
+              "entirely above it)")
+
+
 def cmd_attack(args) -> int:
     from .suite import attack
 
-    original, released = read_table(args.original), read_table(args.released)
+    wrong = [(n, m) for n, m in _OPTION_OF.items() if getattr(args, n) is not None and m != args.mechanism]
+    if wrong:
+        raise InputError(f"--{wrong[0][0]} applies to --mechanism {wrong[0][1]} only")
+    if args.mechanism in CLAIMS:
+        report = _claim_report(args)
+        if args.json:
+            print(json.dumps(report.to_dict(), allow_nan=False))
+        else:
+            _print_report(report, args.confidence, CLAIMS[args.mechanism])
+        return 1 if report.exceeded else 0
+    if len(args.released) != 1:
+        raise InputError("give one released file" if not args.released else
+                         f"--mechanism {args.mechanism} attacks one released file, not {len(args.released)}")
+    original, released = read_table(args.original), read_table(args.released[0])
     keys, confidential = column_list(args.keys), column_list(args.confidential)
     if not keys:
         raise InputError("name the keys the intruder knows with --keys")
@@ -39,20 +104,14 @@ def cmd_attack(args) -> int:
     intruders = column_list(args.intruders) or None
     with Progress(f"attack: {len(original):,} records", quiet=args.quiet or args.json, desc="intruder runs") as bar:
         report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k, link=position,
-                        column_rows=column_rows, intruders=intruders, runs=args.runs, confidence=args.confidence,
-                        standardize=not args.raw_distances, random_state=args.seed, progress=bar)
+                        column_rows=column_rows, intruders=intruders, runs=args.runs or 10,
+                        confidence=args.confidence, standardize=not args.raw_distances, random_state=args.seed,
+                        progress=bar)
     if args.json:
         print(json.dumps(report.to_dict(), allow_nan=False))
     else:
-        print(report.guarantee.text())
-        print(f"Intruders know: every target's original {', '.join(keys)}, the release and the mechanism "
-              f"({report.mechanism}); groups: {report.groups_note}.")
-        _print_table(report.rows())
-        for r in report.results:
-            print(f"  {r.rule}: {r.knows}")
-        if report.exceeded:
-            print(f"ABOVE the claimed bound: {', '.join(report.exceeded)} (their {args.confidence:.0%} interval lies "
-                  "entirely above 1/k)")
+        _print_report(report, args.confidence, f"every target's original {', '.join(keys)}, the release and the "
+                      f"mechanism ({report.mechanism})")
     return 1 if report.exceeded else 0
 
 
@@ -82,22 +141,35 @@ def cmd_audit(args) -> int:
 def add_parser(sub) -> None:
     a = sub.add_parser("attack", help="run every applicable intruder against a release; success rates with "
                                       "intervals beside the claimed bound (exit 1 when one is above it)")
-    add_input(a, "original")
-    add_input(a, "released")
-    a.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
-                   help="comma-separated keys: what the intruder knows of every person")
+    add_input(a, "original", help="the original table (km: the original records, FIMI or (record, item) pairs; "
+                                  "l-delta: the planned distribution, as given to 'diversity plan')")
+    add_input(a, "released", nargs="*", help="the release (km: the released records; l-delta: zero or more count "
+                                             "tables made under the plan)")
+    a.add_argument("--keys", "--columns", dest="keys", metavar="COLS",
+                   help="comma-separated keys: what the intruder knows of every person (table releases)")
     a.add_argument("--confidential", metavar="COLS", help="comma-separated confidential columns of the release")
-    a.add_argument("--mechanism", choices=list(MECHANISMS), default="unknown",
-                   help="how the release was made: sets the groups the intruders rebuild and the claimed bound")
-    a.add_argument("-k", type=positive_int, help="the mechanism's k (claimed bound 1/k)")
+    a.add_argument("--mechanism", choices=list(MECHANISMS) + list(CLAIMS), default="unknown",
+                   help="how the release was made: sets the groups the intruders rebuild and the claimed bound "
+                        "(km: the uniqueness attack on a set-valued release; l-delta: the linkage of count tables)")
+    a.add_argument("-k", type=positive_int, help="the mechanism's k (claimed bound 1/k; km: default the recorded k)")
+    add_input(a, "--partition", metavar="FILE", table=False,
+              help="km: the partition JSON of the release (default RELEASED.partition.json)")
+    a.add_argument("-m", type=positive_int, help="km: items the intruder knows (default the release's m)")
+    a.add_argument("--sigma", type=float, help="km: the release's sigma (default the recorded one)")
+    a.add_argument("--targets", type=positive_int,
+                   help="km: attacks per run (default every record with at least m items)")
+    add_input(a, "--plan", metavar="FILE", table=False, help="l-delta: the plan the releases were made under")
+    a.add_argument("--datasets", type=positive_int, metavar="T",
+                   help="l-delta: releases linked (default the plan's t)")
     match = a.add_mutually_exclusive_group()
     add_input(match, "--link", metavar="FILE", help="link file written by the release command (--link)")
     match.add_argument("--id", metavar="COLUMN", help="a column identifying the records in both files")
     match.add_argument("--by-position", action="store_true",
                        help="row i of one file is row i of the other (checked: the non-key columns must agree)")
-    a.add_argument("--runs", type=positive_int, default=10, help="runs of each intruder (random tie-breaking)")
+    a.add_argument("--runs", type=positive_int, default=None,
+                   help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")
-    a.add_argument("--intruders", metavar="NAMES", help="comma-separated subset of exact,nearest,likelihood,relations")
+    a.add_argument("--intruders", metavar="NAMES", help="comma-separated subset of exact,nearest,likelihood,relations (km: itemset,person)")
     a.add_argument("--raw-distances", action="store_true", help="the release's MDAV ran on raw values (swap)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the intruders' tie-breaking")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")

@@ -77,6 +77,36 @@ GUARANTEES = {
         "probability <= 1/k",
         "identity disclosure (keys are released unchanged); the value's range (every value of a block is within "
         "the block's range: attribute disclosure up to that range); a value predicted by a learned model; membership"),
+    "km": Guarantee(
+        "km", "for every l <= m, an l-itemset drawn uniformly from the distinct l-itemsets occurring in the original "
+        "records is contained, after the published global recoding (a partition of the items or a hierarchy cut), in "
+        "at least k released records with probability >= sigma (sigma-k^m-anonymity, paper 5, Definition 1 with "
+        "B_l uniform)",
+        "an intruder who knows at most m items of a person, an itemset drawn uniformly from the distinct itemsets "
+        "of the data, knows the recoding and picks uniformly one released record containing the recoded itemset",
+        "identity disclosure by such an itemset: probability <= sigma/k + (1 - sigma) = 1 - sigma (1 - 1/k) of "
+        "picking the person's record (<= 1/k on the sigma share of itemsets with >= k holders, <= 1 on the rest; "
+        "k_m and sigma_m when they vary with the level)",
+        "more than m known items; itemsets drawn otherwise than uniformly over the distinct ones, e.g. m items of "
+        "a uniformly chosen person (which weighs itemsets by their holders) or a person's most telling items; the "
+        "rest of the person's record once it is found (every item of it is released, recoded); sigma itself "
+        "holds only with the confidence of Algorithm 2's sampling unless checked exactly ('probanon km check'); "
+        "membership"),
+    "l-delta": Guarantee(
+        "l-delta", "a count table released under the plan (N records drawn i.i.d. from the planned distribution, "
+        "counted per class and sensitive value) is l-diverse -- every non-empty class holds >= l distinct "
+        "sensitive values -- with probability >= 1 - delta (Definition 4.1, Theorem 4.4); t such tables linked "
+        "by the per-class minimum of their counts are, with probability >= 1 - t delta (Theorem 4.5)",
+        "an intruder who knows a person's quasi-identifier (hence the person's class in the public plan), that "
+        "the person contributes to each of the t releases (Assumption 1) and the t count tables, and keeps the "
+        "sensitive values present in the person's class of every table (Sec. 2.3)",
+        "the probability, over the sampling of the records, that linking t releases leaves some class with fewer "
+        "than l possible sensitive values: <= t delta (<= delta for one release)",
+        "releases that are not N i.i.d. draws from the planned distribution (fewer records, records not "
+        "independent, a true distribution farther from the plan's than its margin); how skewed "
+        "the l values are (one value held by most of a class: entropy or recursive diversity and t-closeness are "
+        "not bounded); an intruder who knows other people's values and removes them; more than t linked "
+        "releases (the bound grows as t delta); membership"),
     "unknown": Guarantee(
         "unknown", "none stated (the mechanism is not known to probanon)", "the intruders of the attack suite",
         "nothing", "everything: the attack suite measures the risk but cannot compare it with a bound"),
