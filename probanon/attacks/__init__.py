@@ -8,6 +8,8 @@ from .audit import AuditFinding, AuditResult, audit
 from .scope import GUARANTEES, Guarantee, guarantee
 from .setting import MECHANISMS, AttackData, attack_data, rebuild_groups
 from .suite import INTRUDERS, AttackReport, attack
+from .linkage import linkage_test
+from .uniqueness import attack_km_files, uniqueness_attack
 
-__all__ = ["attack", "audit", "AuditResult", "AuditFinding", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
+__all__ = ["attack", "audit", "uniqueness_attack", "attack_km_files", "linkage_test", "AuditResult", "AuditFinding", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
            "AttackData", "attack_data", "rebuild_groups"]

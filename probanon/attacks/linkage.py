@@ -29,7 +29,7 @@ from .._validation import check_confidence, check_random_state, check_runs
 from ..errors import InputError, ParameterError
 from ..metrics.risk import reidentification_result
 from .scope import guarantee
-from .uniqueness import ClaimReport, with_bound
+from .suite import AttackReport, with_bound
 
 KNOWS = ("the person's quasi-identifier (its class in the public plan), that the person is in each of the {t} "
          "releases and the count tables; keeps the sensitive values present in that class of every table "
@@ -140,7 +140,7 @@ def _table(plan, counts: np.ndarray) -> pd.DataFrame:
 
 
 def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, runs: int = 2000,
-                 confidence: float = 0.99, random_state=None, progress=None) -> ClaimReport:
+                 confidence: float = 0.99, random_state=None, progress=None) -> AttackReport:
     """Failure rates of (l, delta)-diversity, alone and after linkage, against delta and t delta.
 
     Parameters
@@ -164,7 +164,7 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
 
     Returns
     -------
-    ClaimReport
+    AttackReport
         One :class:`~probanon.metrics.ReidentificationTest` per kind of trial (``successes`` are
         failures of l-diversity, the intruder's wins), each with its own bound.
     """
@@ -203,5 +203,5 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
         formulas.append(formula)
     groups = (f"the plan's {plan.classes} class{'es' if plan.classes > 1 else ''} (public); l = {plan.l}, delta = {plan.delta:g}, N = {plan.n_samples:,} "
               f"records per release, {t} release{'s' if t > 1 else ''} linked")
-    return ClaimReport("l-delta", None, min(1.0, t * plan.delta), guarantee("l-delta"), plan.n_samples,
+    return AttackReport("l-delta", None, min(1.0, t * plan.delta), guarantee("l-delta"), plan.n_samples,
                        list(plan.qi_columns), [plan.sensitive_column], groups, tuple(results), formulas=tuple(formulas))

@@ -14,7 +14,7 @@ rates are pooled over the columns and the worst column is named.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,9 @@ class AttackReport:
 
     ``results``: one :class:`~probanon.metrics.ReidentificationTest` per intruder (``rule`` its
     name, ``knows`` what it knows and does, ``note`` what it found); ``bound`` = 1/k claimed by
-    ``mechanism`` (None when no k or mechanism is known); ``guarantee`` its scope in words."""
+    ``mechanism`` (None when no k or mechanism is known); ``guarantee`` its scope in words.
+    A result may carry its own bound (``result.bound``; the set-valued and count-release attacks,
+    whose bounds are not 1/k), computed as ``formulas[i]`` says (default "1/k")."""
 
     mechanism: str
     k: int | None
@@ -52,6 +54,7 @@ class AttackReport:
     confidential: list
     groups_note: str
     results: tuple
+    formulas: tuple = ()
 
     @property
     def exceeded(self) -> list:
@@ -59,7 +62,7 @@ class AttackReport:
         return [r.rule for r in self.results if r.lower_exceeds_bound]
 
     def verdict(self, result: ReidentificationTest) -> str:
-        if self.bound is None:
+        if result.bound is None:
             return "no bound claimed"
         if result.lower_exceeds_bound:
             return "ABOVE the bound"
@@ -67,16 +70,27 @@ class AttackReport:
 
     def rows(self) -> list[dict]:
         """One table row per intruder (for reports and the CLI)."""
-        bound = "-" if self.bound is None else f"{self.bound:.4f} (1/{self.k})"
+        formulas = self.formulas or (f"1/{self.k}",) * len(self.results)
         return [{"intruder": r.rule, "success": round(r.rate, 4),
                  f"{r.confidence:.0%} interval": f"[{r.interval[0]:.4f}, {r.interval[1]:.4f}]",
-                 "claimed bound": bound, "verdict": self.verdict(r), "found": r.note} for r in self.results]
+                 "claimed bound": "-" if r.bound is None else f"{r.bound:.4f} ({formula})",
+                 "verdict": self.verdict(r), "found": r.note} for r, formula in zip(self.results, formulas)]
 
     def to_dict(self) -> dict:
         return {"mechanism": self.mechanism, "k": self.k, "bound": self.bound, "guarantee": self.guarantee.to_dict(),
                 "n_records": self.n_records, "keys": [str(c) for c in self.keys],
                 "confidential": [str(c) for c in self.confidential], "groups": self.groups_note,
-                "exceeded": self.exceeded, "results": [r.to_dict() for r in self.results]}
+                "exceeded": self.exceeded, "results": [r.to_dict() for r in self.results],
+                "formulas": list(self.formulas)}
+
+
+def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> ReidentificationTest:
+    """``result`` compared with ``bound`` instead of 1/k (interval entirely above: exceeded)."""
+    if bound is None:
+        return replace(result, k=k, bound=None, upper_exceeds_bound=None, lower_exceeds_bound=None)
+    low, high = result.interval
+    return replace(result, k=k, bound=float(bound), upper_exceeds_bound=bool(high > bound),
+                   lower_exceeds_bound=bool(low > bound))
 
 
 def _column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential) -> AttackData:

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numba
@@ -47,9 +46,9 @@ import numpy as np
 
 from .._validation import check_confidence, check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
-from ..metrics.risk import ReidentificationTest, reidentification_result
+from ..metrics.risk import reidentification_result
 from .scope import guarantee
-from .suite import AttackReport
+from .suite import AttackReport, with_bound
 
 ITEMSET_KNOWS = ("m items of the person: an m-itemset drawn uniformly from the distinct m-itemsets of the "
                  "original data (Definition 1's B_m), the person uniform among its holders; the published "
@@ -60,39 +59,6 @@ PERSON_KNOWS = ("m items of the person: a uniform m-subset of the record of a pe
 #: The intruders: name -> (rule shown in reports, what it knows and does).
 DRAWS = {"itemset": ("uniqueness (itemset of B_m)", ITEMSET_KNOWS),
          "person": ("uniqueness (a person's items)", PERSON_KNOWS)}
-
-
-@dataclass(frozen=True)
-class ClaimReport(AttackReport):
-    """An :class:`~probanon.attacks.suite.AttackReport` whose results carry their own claimed
-    bound (``result.bound``; None when nothing is claimed for that intruder) with its formula
-    (``formulas``, one per result): the set-valued (:mod:`.uniqueness`) and count-release
-    (:mod:`.linkage`) attacks, whose bounds are not 1/k. ``bound`` is the mechanism's main claim."""
-
-    formulas: tuple = ()
-
-    def verdict(self, result: ReidentificationTest) -> str:
-        return "no bound claimed" if result.bound is None else super().verdict(result)
-
-    def rows(self) -> list[dict]:
-        rows = super().rows()
-        for row, r, formula in zip(rows, self.results, self.formulas):
-            row["claimed bound"] = "-" if r.bound is None else f"{r.bound:.4f} ({formula})"
-        return rows
-
-    def to_dict(self) -> dict:
-        out = super().to_dict()
-        out["formulas"] = list(self.formulas)
-        return out
-
-
-def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> ReidentificationTest:
-    """``result`` compared with ``bound`` instead of 1/k (interval entirely above: exceeded)."""
-    if bound is None:
-        return replace(result, k=k, bound=None, upper_exceeds_bound=None, lower_exceeds_bound=None)
-    low, high = result.interval
-    return replace(result, k=k, bound=float(bound), upper_exceeds_bound=bool(high > bound),
-                   lower_exceeds_bound=bool(low > bound))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -274,7 +240,7 @@ def claimed_bound(m: int, k, sigma, levels: int) -> tuple[float | None, int | No
 
 def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels: int | None = None, link=None,
                       intruders=None, runs: int = 10, targets: int | None = None, confidence: float = 0.99,
-                      random_state=None, progress=None) -> ClaimReport:
+                      random_state=None, progress=None) -> AttackReport:
     """Run the uniqueness intruders (:data:`DRAWS`) against a set-valued release.
 
     Parameters
@@ -307,7 +273,7 @@ def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels
 
     Returns
     -------
-    ClaimReport
+    AttackReport
         One :class:`~probanon.metrics.ReidentificationTest` per intruder, compared with the bound.
     """
     data, rel = _records(original, "original"), _records(released, "released")
@@ -377,7 +343,7 @@ def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels
         formulas.append(formula)
     note = (f"candidates: the released records containing every part of the generalized known items "
             f"({data.n_items:,} items in {rel.n_items:,} released parts)")
-    return ClaimReport("km", k_m, bound, guarantee("km"), n, [f"{m} items"], [], note, tuple(results),
+    return AttackReport("km", k_m, bound, guarantee("km"), n, [f"{m} items"], [], note, tuple(results),
                        formulas=tuple(formulas))
 
 
@@ -395,7 +361,7 @@ def partition_file(path) -> dict:
 
 
 def attack_km_files(original, released, *, partition=None, link=None, by_position: bool = False, m=None, k=None,
-                    sigma=None, **options) -> ClaimReport:
+                    sigma=None, **options) -> AttackReport:
     """:func:`uniqueness_attack` on files: ``original`` and ``released`` records (FIMI or pairs),
     the partition JSON (default ``released + ".partition.json"``), whose recorded m, k and sigma
     are the claim unless given, and how the records match: the private ``link`` file of
