@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -33,13 +34,46 @@ def line_figure(series: dict, xlabel: str, ylabel: str, title: str):
     return fig
 
 
+#: Text after a flagged figure, so that it reads without colour too (plain text, print, screen readers).
+FLAG_MARK = "ABOVE"
+#: CSS class of a flagged cell (red background, see :meth:`Report.write`).
+FLAG_CLASS = "above"
+
+
+@dataclass(frozen=True)
+class Flagged:
+    """A table cell whose figure exceeds what is claimed, e.g. an attack's success rate above the
+    claimed bound 1/k: rendered on a red background (class :data:`FLAG_CLASS`) with
+    :data:`FLAG_MARK` after the value, which is also its ``str`` (plain-text tables).
+
+    >>> str(Flagged(0.7831))
+    '0.7831 ABOVE'
+    """
+
+    value: object
+
+    def __str__(self) -> str:
+        return f"{_fmt(self.value)} {FLAG_MARK}"
+
+
+def flag(value, flagged: bool):
+    """``value`` as a :class:`Flagged` cell when ``flagged``, else unchanged."""
+    return Flagged(value) if flagged else value
+
+
+def _cell(v) -> str:
+    if isinstance(v, Flagged):
+        return f'<td class="{FLAG_CLASS}">{html.escape(str(v))}</td>'
+    return f"<td>{html.escape(_fmt(v))}</td>"
+
+
 def html_table(rows: list[dict]) -> str:
+    """An HTML table: one row per dict, the first dict's keys as headers; a :class:`Flagged`
+    value is rendered as a flagged cell."""
     if not rows:
         return "<p>(no rows)</p>"
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in rows[0])
-    body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r.values()) + "</tr>" for r in rows
-    )
+    body = "".join("<tr>" + "".join(_cell(v) for v in r.values()) + "</tr>" for r in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -62,6 +96,7 @@ class Report:
         self.parts.append(f"<p>{html.escape(paragraph)}</p>")
 
     def table(self, rows: list[dict]) -> None:
+        """A table of ``rows`` (:func:`html_table`; :class:`Flagged` values are flagged cells)."""
         self.parts.append(html_table(rows))
 
     def figure(self, name: str, fig, caption: str) -> None:
@@ -79,7 +114,8 @@ class Report:
         for name, png in self.figures.items():
             (directory / f"{name}.png").write_bytes(png)
         style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;}table{border-collapse:collapse}"
-                 "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}figure{margin:1em 0}")
+                 "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}figure{margin:1em 0}"
+                 f"td.{FLAG_CLASS}{{background:#f4b4b4;color:#700;font-weight:bold}}")
         page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
                 f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>")
         path = directory / "index.html"

@@ -249,6 +249,43 @@ def _html_table(page: str) -> pd.DataFrame:
     return pd.read_csv(io.StringIO("\n".join(",".join(r) for r in [head, *body])))
 
 
+def _check_demo_risk(folder, page, release):
+    """The demo's risk section (issue 14): the attack suite on the MDAV k = 5 release, its JSON in the
+    folder, each success beside the claimed bound 1/5 with a red, marked cell when its 99%
+    Clopper-Pearson interval (recomputed with scipy) lies entirely above it, and the guarantee's scope."""
+    import html
+
+    from scipy import stats
+
+    from probanon.attacks import GUARANTEES
+    from probanon.data import synthetic_survey
+
+    qi = ["age", "income", "household", "hours"]
+    report = json.loads((folder / "attack_mdav_k5.json").read_text())
+    assert (report["mechanism"], report["k"], report["bound"]) == ("microaggregation", 5, 0.2)
+    assert report["keys"] == qi and report["confidential"] == ["health_spending", "savings"]
+    assert [r["rule"] for r in report["results"]] == ["exact tuple", "nearest record", "learned likelihood",
+                                                      "deterministic relation"]
+    for r in report["results"]:
+        assert r["trials"] == 300 and r["rate"] == pytest.approx(r["successes"] / 300)
+        ci = stats.binomtest(r["successes"], 300).proportion_ci(0.99, method="exact")
+        assert r["interval"] == pytest.approx([ci.low, ci.high])
+        assert r["lower_exceeds_bound"] == (ci.low > 0.2)
+    # released keys are centroids: a target whose tuple is not in the release is never linked exactly
+    original = synthetic_survey(300, random_state=2026)[qi]
+    published = set(map(tuple, release[qi].to_numpy()))
+    assert not any(t in published for t in map(tuple, original.to_numpy()))
+    assert report["results"][0]["successes"] == 0
+    section = page[page.index("Risk of the release at k = 5"):]
+    assert html.escape(GUARANTEES["microaggregation"].text()) in section
+    table = re.search(r"<table>(.*?)</table>", section, re.S).group(1)
+    cells = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+    assert len(cells) == 4
+    for row, r in zip(cells, report["results"]):
+        assert "<td>0.2000 (1/5)</td>" in row
+        assert ('<td class="above">' in row) == r["lower_exceeds_bound"] == (" ABOVE</td>" in row)
+
+
 def test_demo_writes_report(tmp_path):
     assert main(["demo", "--output-dir", str(tmp_path / "rep"), "--records", "300", "--quiet"]) == 0
     page = (tmp_path / "rep" / "index.html").read_text()
@@ -268,6 +305,7 @@ def test_demo_writes_report(tmp_path):
     assert "never as a method to choose" in page
     release = pd.read_csv(tmp_path / "rep" / "release_mdav_k5.csv")
     assert "id" not in release.columns  # the direct identifier is not published
+    _check_demo_risk(tmp_path / "rep", page, release)
     assert main(["demo", "--output-dir", str(tmp_path / "rep"), "--records", "300", "--quiet"]) == 2  # exists
     assert main(["demo", "--output-dir", str(tmp_path / "rep" / "index.html"), "--quiet"]) == 2  # a file
 
