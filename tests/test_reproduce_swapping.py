@@ -6,17 +6,21 @@ transcription; Table VI is recomputed with np.corrcoef.
 """
 
 import contextlib
+import html
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from helpers import CENSUS_TABLE_VI, CENSUS_TABLE_VII, EIA_DROP, SHARED_DATA
 from probanon import cli
+from probanon.attacks import GUARANTEES
 from probanon.errors import InputError
-from probanon.reproduce.swapping import reproduce_swapping
+from probanon.reproduce.swapping import _attack_release, reproduce_swapping
 
 PNG = b"\x89PNG\r\n\x1a\n"
 CENSUS = SHARED_DATA / "casc" / "census.csv"
@@ -176,5 +180,139 @@ def test_cli_quick_is_deterministic(run, tmp_path, capsys):
     assert printed == (out / "swapping.txt").read_text()
     assert (out / "swapping_tables_x_xi.png").read_bytes().startswith(PNG)
     again = json.loads((out / "swapping.json").read_text())
-    for key in ("table6", "table7", "table8", "table9", "table10", "table11"):
+    for key in ("table6", "table7", "table8", "table9", "table10", "table11", "attacks"):
         assert again[key] == run["result"][key], key
+
+
+# --------------------------------------------------------------------------- the attack table (issue 14)
+
+CENSUS_KEYS = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX"]
+CENSUS_CONFIDENTIAL = ["TAXINC", "POTHVAL", "INTVAL", "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"]
+EIA_KEYS = ["RESSALES", "COMSALES", "INDSALES", "OTHRSALES", "TOTSALES"]
+MECHANISMS = ["mdav-id", "mdav-swap", "mdav-swap-informed", "ir-swap"]
+INTRUDERS = ["exact tuple", "nearest record", "learned likelihood", "deterministic relation"]
+COLUMN_WISE = ("mdav-swap-informed", "ir-swap")
+
+
+def _rows(run, data, columns, mechanism):
+    return {r["k"]: r for r in run["result"]["attacks"]["rows"]
+            if (r["data"], r["columns"], r["mechanism"]) == (data, columns, mechanism)}
+
+
+def test_attack_table_covers_every_setting(run):
+    """Census with and without PTOTVAL, EIA once (its audit flags nothing): 4 mechanisms x k = 3, 5, 10,
+    every intruder; the module's roles."""
+    a = run["result"]["attacks"]
+    assert a["k"] == [3, 5, 10] and a["releases"] == 1 and a["confidence"] == 0.99
+    settings = {(r["data"], r["columns"], r["mechanism"], r["k"]) for r in a["rows"]}
+    want = {(d, c, m, k) for d, c in (("census", "all columns"), ("census", "without PTOTVAL"), ("EIA", "all columns"))
+            for m in MECHANISMS for k in (3, 5, 10)}
+    assert settings == want and len(a["rows"]) == 36
+    for r in a["rows"]:
+        assert list(r["intruders"]) == INTRUDERS
+        if r["data"] == "EIA":
+            assert r["keys"] == EIA_KEYS and r["confidential"] == REVENUE and r["records"] == 4092
+        else:
+            keys = CENSUS_KEYS if r["columns"] == "all columns" else [c for c in CENSUS_KEYS if c != "PTOTVAL"]
+            assert r["keys"] == keys and r["confidential"] == CENSUS_CONFIDENTIAL and r["records"] == 1080
+
+
+def test_attack_audit_flags_ptotval_only_on_the_census(run):
+    """PTOTVAL = PEARNVAL + POTHVAL on every census row (checked here on the file): the audit flags it,
+    finds nothing once it is dropped, and nothing on EIA; the text says so."""
+    census = pd.read_csv(CENSUS)
+    assert (census["PTOTVAL"] == census["PEARNVAL"] + census["POTHVAL"]).all()
+    audits = run["result"]["attacks"]["audits"]
+    assert audits["census"]["flagged"] == ["PTOTVAL"] and not audits["census"]["passed"]
+    assert "PTOTVAL = " in audits["census"]["summary"] and "1,080/1,080" in audits["census"]["summary"]
+    assert audits["census without PTOTVAL"]["passed"] and audits["EIA"]["passed"]
+    assert audits["EIA"]["flagged"] == []
+    assert "the audit flags nothing" in run["text"]
+
+
+def test_attack_cells_are_binomial_counts(run):
+    """Every cell: rate = successes / trials over the targets (times the confidential columns for the
+    column-wise methods); the 99% Clopper-Pearson interval recomputed with scipy; 'above' = the
+    interval lies entirely above 1/k."""
+    for r in run["result"]["attacks"]["rows"]:
+        per_release = r["records"] * (len(r["confidential"]) if r["mechanism"] in COLUMN_WISE else 1)
+        assert r["bound"] == pytest.approx(1 / r["k"])
+        for c in r["intruders"].values():
+            assert c["trials"] == per_release * r["releases"]
+            assert c["rate"] == pytest.approx(c["successes"] / c["trials"])
+            ci = stats.binomtest(c["successes"], c["trials"]).proportion_ci(0.99, method="exact")
+            assert c["interval"] == pytest.approx([ci.low, ci.high])
+            assert c["above"] == (ci.low > 1 / r["k"])
+
+
+def test_attack_figures_of_the_issue(run):
+    """Paper 2's proof: exact tuple matching on (uninformed) MDAV-SWAP succeeds with probability
+    1/|G| <= 1/k, so its interval never lies above 1/k (one release: the rate itself varies, 0.29 at
+    k = 3 without PTOTVAL is 2.4 sd below 1/3, the sd of a release's fixed points being sqrt(n/k)/n). The issue:
+    the learned intruder reaches 0.5 at k = 5 on the census; PTOTVAL = PEARNVAL + POTHVAL links everyone
+    (100%) on the census as released, and no relation does once PTOTVAL is dropped."""
+    for columns in ("all columns", "without PTOTVAL"):
+        for k, r in _rows(run, "census", columns, "mdav-swap").items():
+            assert not r["intruders"]["exact tuple"]["above"], (columns, k)
+            assert abs(r["intruders"]["exact tuple"]["rate"] - 1 / k) < 3 * np.sqrt(1080 / k) / 1080
+    swap = _rows(run, "census", "all columns", "mdav-swap")
+    assert swap[5]["intruders"]["learned likelihood"]["rate"] >= 0.5
+    for k in (3, 5, 10):
+        assert swap[k]["intruders"]["deterministic relation"]["rate"] == 1.0
+        assert "PTOTVAL" in swap[k]["intruders"]["deterministic relation"]["found"]
+        dropped = _rows(run, "census", "without PTOTVAL", "mdav-swap")[k]["intruders"]["deterministic relation"]
+        assert not dropped["above"]
+    # MDAV-ID publishes centroids: no census key tuple is in the release (EIA: a few groups of records with
+    # equal keys, e.g. zero sales, publish their common tuple)
+    for r in run["result"]["attacks"]["rows"]:
+        if r["mechanism"] == "mdav-id":
+            assert r["intruders"]["exact tuple"]["rate"] <= (0 if r["data"] == "census" else 0.01)
+
+
+def test_attack_table_is_flagged_in_text_and_html(run):
+    """Cells above the bound carry 'ABOVE' in the text and a red cell (class 'above') in the HTML page;
+    each cell shows the rate beside 1/k; the scope of every mechanism's guarantee is stated."""
+    rows = run["result"]["attacks"]["rows"]
+    above = sum(c["above"] for r in rows for c in r["intruders"].values())
+    assert above > 0
+    text = run["text"]
+    start = text.index("== Attacks")
+    section = text[start:text.index("== Figures")]
+    assert section.count(" ABOVE") == above
+    for method in MECHANISMS:
+        assert GUARANTEES[method].text() in section
+    page = (run["dir"] / "swapping.html").read_text()
+    flagged = re.findall(r'<td class="above">(.*?)</td>', page)
+    assert len(flagged) == above
+    assert all(re.fullmatch(r"\d\.\d{3} / 0\.(333|200|100) ABOVE", html.unescape(c)) for c in flagged)
+    assert re.search(r"td\.above\{[^}]*background", page)
+    r = _rows(run, "census", "all columns", "mdav-swap")[5]["intruders"]["learned likelihood"]
+    assert f"{r['rate']:.3f} / 0.200 ABOVE" in section
+
+
+@pytest.mark.parametrize("method", MECHANISMS)
+def test_attack_release_truth(method):
+    """The truth handed to the intruders: released row position[i] carries record i's confidential
+    values (whole-record methods) and column_rows[c][i] holds record i's value of c (column-wise);
+    the keys are released unchanged by the column-wise methods and as a permutation inside groups by
+    MDAV-SWAP."""
+    frame = pd.read_csv(CENSUS).astype(float)
+    released, position, column_rows = _attack_release(frame, CENSUS_CONFIDENTIAL, method, 5,
+                                                      np.random.default_rng(7))
+    assert sorted(position) == list(range(len(frame)))
+    assert not np.array_equal(position, np.arange(len(frame)))  # records in a random order
+    conf = frame[CENSUS_CONFIDENTIAL].to_numpy()
+    keys = frame[CENSUS_KEYS].to_numpy()
+    if method in COLUMN_WISE:
+        assert set(column_rows) == set(CENSUS_CONFIDENTIAL)
+        for c, rows in column_rows.items():
+            assert np.array_equal(released[c].to_numpy()[rows], frame[c].to_numpy())
+        assert np.array_equal(released[CENSUS_KEYS].to_numpy()[position], keys)
+    else:
+        assert column_rows is None
+        if method == "mdav-swap":
+            assert np.array_equal(released[CENSUS_CONFIDENTIAL].to_numpy()[position], conf)
+            assert sorted(map(tuple, released[CENSUS_KEYS].to_numpy())) == sorted(map(tuple, keys))
+        else:  # group means: the confidential values of record i's row average to its group's
+            got = released[CENSUS_CONFIDENTIAL].to_numpy()[position]
+            assert np.allclose(got.sum(axis=0), conf.sum(axis=0), rtol=1e-12)

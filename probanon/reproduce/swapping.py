@@ -10,6 +10,10 @@ Tables VIII, IX         MDAV-SWAP (informed intruders) and IR-SWAP, k = 12: one 
                         each (the paper's are single runs too, so only close, not equal)
 Tables X, XI            mean and sd of |r'_ij - r_ij| over the pairs with a confidential
                         attribute, pooled over 100 runs, k = 5 .. 300: census and EIA
+Attacks (ours)          success of every intruder of :func:`probanon.attacks.attack` against
+                        MDAV-ID, MDAV-SWAP (uninformed and informed) and IR-SWAP at k = 3, 5,
+                        10, census and EIA, with and without the columns the pre-release audit
+                        flags, beside the claimed bound 1/k (not in the paper: issue 14)
 ======================  ===================================================================
 
 Roles. Census (Sec. V.A): A1..A6 (AFNLWGT .. STATETAX) non-confidential quasi-identifiers,
@@ -27,6 +31,14 @@ than 0.2. MDAV-SWAP is the informed-intruder variant (one MDAV partition per con
 attribute, on all the other attributes; NOTES.md Sec. 2); IR-SWAP sorts each confidential
 attribute by decreasing value, the remainder joining the last block (the smallest values).
 
+Attacks. The intruders know every target's original keys (the roles above), the release and
+the mechanism, and link each target to a released row; a cell pools one run on each of
+``attack_releases`` independent releases (fresh permutations and record order), so its
+Clopper-Pearson interval counts independent trials (runs on one release would repeat the
+same links of a deterministic intruder). The census audit finds PTOTVAL = PEARNVAL + POTHVAL
+on every row (a key determined by confidential columns); the "without" rows release the data
+with PTOTVAL dropped. The EIA audit (REVENUE confidential) finds nothing.
+
 A printed value "matches" when ours rounded half-up to its last printed digit equals it
 (:func:`~probanon.reproduce.surveys.matches`). Tables VI and VII drop trailing zeros (".2"
 is .20), so such cells are checked at one decimal only; the count of cells within 0.005 of
@@ -42,14 +54,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from tqdm import tqdm
 
 from .._validation import check_random_state
+from ..attacks import GUARANTEES, attack
+from ..attacks.audit import audit
+from ..attacks.setting import MECHANISMS
 from ..data import quasi_identifiers, read_table
 from ..errors import InputError
-from ..report import Report
-from ..swapping import correlation_difference_runs, ir_swap, mdav_id, mdav_swap_informed, pearson_correlations
-from .surveys import _axes_figure, _finish, _fmt, _Output, matches
+from ..metrics.risk import reidentification_result
+from ..release import record_order
+from ..report import FLAG_MARK, Flagged, Report, flag
+from ..swapping import correlation_difference_runs, ir_swap, mdav_id, mdav_swap_informed, pearson_correlations, swap
+from .surveys import _axes_figure, _finish, _fmt, _Output, matches, text_table
 
 SEED = 2016  # the CLI's default --seed
 
@@ -185,10 +203,21 @@ PAPER = {
 PAPER_K = (5, 7, 9, 11, 25, 50, 100, 200, 300)
 
 
+#: The attack table (issue 14): mechanisms (both MDAV-SWAP variants), k, and the level of the
+#: Clopper-Pearson intervals.
+ATTACK_METHODS = ("mdav-id", "mdav-swap", "mdav-swap-informed", "ir-swap")
+ATTACK_LABELS = {"mdav-id": "MDAV-ID", "mdav-swap": "MDAV-SWAP (uninformed)",
+                 "mdav-swap-informed": "MDAV-SWAP (informed)", "ir-swap": "IR-SWAP"}
+ATTACK_K = (3, 5, 10)
+ATTACK_CONFIDENCE = 0.99
+
+
 def _settings(quick: bool) -> dict:
+    """Tables X-XI: the k and runs; the attack table: ``releases`` per cell (the intervals pool
+    one intruder run on each of that many independent releases)."""
     if quick:
-        return dict(k=[5, 25, 100], runs=20)
-    return dict(k=list(PAPER_K), runs=100)
+        return dict(k=[5, 25, 100], runs=20, attack_releases=1)
+    return dict(k=list(PAPER_K), runs=100, attack_releases=10)
 
 
 # --------------------------------------------------------------------------- data
@@ -451,6 +480,143 @@ def _table11(out: _Output, E: np.ndarray | None, s: dict, rng, bar) -> dict:
                 alternative=dict(choices[other], roles=other), choice_is_better=better)
 
 
+# --------------------------------------------------------------------------- attacks (issue 14)
+
+
+def _attack_release(frame: pd.DataFrame, confidential: list, method: str, k: int, rng):
+    """One release of ``frame`` by ``method`` (MDAV on raw values, as in the tables above) with
+    its records in a random order, as the release commands publish them. Returns the released
+    table, the released row of every original record (the truth, never shown to an intruder)
+    and, for the column-wise methods, the released row holding every record's value of each
+    confidential column (``released row r`` holds record ``sources[r, t]``'s value)."""
+    n = len(frame)
+    positions = [frame.columns.get_loc(c) for c in confidential]
+    result = swap(frame.to_numpy(dtype=float), k, method, None if method == "mdav-id" else positions,
+                  random_state=rng, standardize=False)
+    order, _ = record_order(n, random_state=rng)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    released = pd.DataFrame(np.asarray(result.released)[order], columns=frame.columns)
+    column_rows = None
+    if MECHANISMS[method] == "column-wise":
+        column_rows = {}
+        for t, cols in enumerate(result.groups.columns):
+            holder = np.empty(n, dtype=np.int64)
+            holder[result.sources[:, t]] = np.arange(n)
+            column_rows[frame.columns[cols[0]]] = position[holder]
+    return released, position, column_rows
+
+
+def _attack_cell(frame: pd.DataFrame, keys: list, confidential: list, method: str, k: int, releases: int,
+                 rng) -> dict:
+    """Every intruder of :func:`probanon.attacks.attack` against ``releases`` independent releases
+    (one run each), pooled: success rate, Clopper-Pearson interval, whether it lies entirely above
+    the claimed bound 1/k, what the intruder knows, and what it found in the first release."""
+    runs: dict = {}
+    for _ in range(releases):
+        released, position, column_rows = _attack_release(frame, confidential, method, k, rng)
+        report = attack(frame, released, keys, confidential, mechanism=method, k=k, link=position,
+                        column_rows=column_rows, runs=1, confidence=ATTACK_CONFIDENCE, standardize=False,
+                        random_state=rng)
+        for r in report.results:
+            runs.setdefault(r.rule, []).append(r)
+    cells = {}
+    for rule, rs in runs.items():
+        pooled = reidentification_result(rule, keys, rs[0].trials, [r.successes for r in rs], k, ATTACK_CONFIDENCE)
+        cells[rule] = dict(rate=pooled.rate, interval=list(pooled.interval), successes=pooled.successes,
+                           trials=pooled.trials, above=pooled.lower_exceeds_bound, knows=rs[0].knows,
+                           found=rs[0].note)
+    return cells
+
+
+def _audited(name: str, frame: pd.DataFrame, keys: list, confidential: list) -> tuple[dict, list]:
+    """The pre-release audit of ``frame`` (the module's roles) and the columns it flags."""
+    result = audit(frame, keys, confidential)
+    flagged = sorted({f.column for f in result.findings}, key=list(frame.columns).index)
+    return dict(result.to_dict(), data=name, summary=result.summary(), flagged=flagged), flagged
+
+
+def _attack_cell_text(cell: dict, k: int):
+    return flag(f"{cell['rate']:.3f} / {1 / k:.3f}", cell["above"])
+
+
+def _flagged_table(out: _Output, title: str, headers: list, rows: list) -> None:
+    """Like ``out.table``, keeping :class:`~probanon.report.Flagged` cells flagged in the HTML."""
+    out.blocks.append(text_table(title, headers, rows))
+    out.report.text(None, title)
+    out.report.table([dict(zip(headers, (c if isinstance(c, Flagged) else str(c) for c in r))) for r in rows])
+
+
+def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None, s: dict, rng, bar) -> dict:
+    """Success of every intruder of the attack suite against MDAV-ID, MDAV-SWAP (uninformed and
+    informed) and IR-SWAP at k = 3, 5, 10, on the census and EIA, with and without the columns the
+    pre-release audit flags (issue 14, point 5)."""
+    census = pd.DataFrame(C, columns=names)
+    datasets = [("census", census, [names[j] for j in range(13) if j not in CENSUS_CONFIDENTIAL],
+                 [names[j] for j in CENSUS_CONFIDENTIAL])]
+    if E is not None:
+        eia_conf = list(EIA_ROLES[EIA_CHOICE])
+        datasets.append(("EIA", pd.DataFrame(E, columns=EIA_COLUMNS), [c for c in EIA_COLUMNS if c not in eia_conf],
+                         eia_conf))
+    audits, variants = {}, []
+    for name, frame, keys, conf in datasets:
+        audits[name], flagged = _audited(name, frame, keys, conf)
+        variants.append((name, "all columns", [], frame, keys, conf))
+        if flagged:
+            kept = [c for c in frame.columns if c not in flagged]
+            keys, conf = [c for c in keys if c in kept], [c for c in conf if c in kept]
+            audits[f"{name} without {', '.join(flagged)}"], _ = _audited(name, frame[kept], keys, conf)
+            variants.append((name, f"without {', '.join(flagged)}", flagged, frame[kept], keys, conf))
+    rows, table, intruders = [], [], {}
+    for name, columns, dropped, frame, keys, conf in variants:
+        for method in ATTACK_METHODS:
+            for k in ATTACK_K:
+                cells = _attack_cell(frame, keys, conf, method, k, s["attack_releases"], rng)
+                intruders.update({rule: c.pop("knows") for rule, c in cells.items()})
+                rows.append(dict(data=name, columns=columns, dropped=dropped, keys=keys, confidential=conf,
+                                 mechanism=method, k=k, bound=1 / k, releases=s["attack_releases"],
+                                 records=len(frame), intruders=cells))
+                table.append([name, columns, ATTACK_LABELS[method], k]
+                             + [_attack_cell_text(c, k) for c in cells.values()])
+                bar.update()
+    rules = list(rows[0]["intruders"])
+    above = [r for r in rows if any(c["above"] for c in r["intruders"].values())]
+    census_audit = audits["census"]
+    eia_text = ""
+    if E is not None:
+        eia_text = (" EIA (keys: the five *SALES columns; confidential: the five *REVENUE columns, the roles of "
+                    "Table XI): " + ("the audit flags nothing, so the 'without' rows would repeat the 'all columns' "
+                                     "ones and are not computed." if not audits["EIA"]["flagged"] else
+                                     audits["EIA"]["summary"] + "."))
+    out.heading("Attacks: each intruder's success beside the claimed bound 1/k",
+                "The attack suite (probanon.attacks.attack) against MDAV-ID, MDAV-SWAP for the uninformed intruder "
+                "(Sec. IV-A: key tuples permuted in MDAV groups of the keys), MDAV-SWAP for informed intruders "
+                "(Sec. IV-B) and IR-SWAP (Sec. IV-C), MDAV on raw values as in the tables above, records released "
+                "in a random order. Every intruder knows every target's original keys, the release and the "
+                "mechanism with its k, never its random choices; for the column-wise methods (informed MDAV-SWAP, "
+                "IR-SWAP) a trial is one target and one confidential column (is the target linked to the row "
+                "holding its value of that column?). Each cell: success rate / claimed bound 1/k, pooled over "
+                f"{s['attack_releases']} independent release(s) with one intruder run each; "
+                f"'{FLAG_MARK}' (red in the HTML page) marks a cell whose "
+                f"{ATTACK_CONFIDENCE:.0%} Clopper-Pearson interval lies entirely above 1/k. Roles: census keys "
+                f"A1-A6, confidential A7-A13. Pre-release audit (probanon.attacks.audit) of the census: "
+                f"{census_audit['summary']}; 'without' rows drop {', '.join(census_audit['flagged']) or 'nothing'} "
+                "from the data before release." + eia_text)
+    for method in ATTACK_METHODS:
+        out.note(GUARANTEES[method].text())
+    _flagged_table(out, f"Attacks (success / 1/k; {s['attack_releases']} release(s) per cell)",
+                   ["data", "columns", "mechanism", "k"] + rules, table)
+    out.note("What each intruder knows and does: " + "; ".join(f"{rule}: {knows}" for rule, knows in
+                                                                    intruders.items()) + ".")
+    out.note(f"Above the claimed bound: {len(above)} of {len(rows)} rows have an intruder whose interval lies "
+             "entirely above 1/k (" + ", ".join(
+                 f"{ATTACK_LABELS[m]} {sum(r['mechanism'] == m for r in above)}" for m in ATTACK_METHODS) + ").")
+    return dict(k=list(ATTACK_K), releases=s["attack_releases"], confidence=ATTACK_CONFIDENCE,
+                methods=list(ATTACK_METHODS), intruders=intruders, audits=audits,
+                guarantees={m: dict(GUARANTEES[m].to_dict(), text=GUARANTEES[m].text()) for m in ATTACK_METHODS},
+                rows=rows, rows_above=len(above))
+
+
 # --------------------------------------------------------------------------- statements, figure
 
 
@@ -528,23 +694,27 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
     (JSON-serialisable) plus ``"text"``. ``data_dir`` holds ``casc/census.csv`` (required) and
     ``casc/eia.csv`` (default ``../shared/data`` beside the repository; Table XI is skipped
     with a note when EIA is absent there, an error when an explicit ``data_dir`` lacks it).
-    ``quick``: k = 5, 25, 100 and 20 runs for Tables X-XI (Tables VI-IX as in the full run).
-    ``progress``: a tqdm bar on stderr. ``random_state`` seeds the permutations (Tables VIII
-    and IX first, then Tables X and XI).
+    ``quick``: k = 5, 25, 100 and 20 runs for Tables X-XI (Tables VI-IX as in the full run),
+    one release per cell of the attack table (full: 10). ``progress``: a tqdm bar on stderr.
+    ``random_state`` seeds the permutations (Tables VIII and IX first, then Tables X and XI;
+    the attack table from a stream spawned from it, so the tables' draws do not depend on it).
     """
     start = time.perf_counter()
     output_dir = Path(output_dir)
     rng = check_random_state(random_state)
+    attack_rng = rng.spawn(1)[0]  # an independent stream: the tables' draws stay as they were
     s = _settings(quick)
     notes: list[str] = []
     C, names, E = _data(data_dir, notes)
     steps = 4 + len(METHODS) * len(s["k"]) * (1 + (len(EIA_ROLES) if E is not None else 0))
+    steps += len(ATTACK_METHODS) * len(ATTACK_K) * (2 + (E is not None))  # census with and without, EIA
 
     report = Report("Paper 2, Sec. V: probabilistic k-anonymity by swapping (ours beside the paper)")
     out = _Output(report)
     if quick:
         out.note(f"QUICK MODE: Tables X-XI at k = {', '.join(map(str, s['k']))} with {s['runs']} runs (the paper: "
-                 "9 values of k, 100 runs); Tables VI-IX are as in the full run.")
+                 f"9 values of k, 100 runs); Tables VI-IX are as in the full run; the attack table pools "
+                 f"{s['attack_releases']} release per cell (full run: {_settings(False)['attack_releases']}).")
     out.note("MDAV runs on the raw attribute values (standardize=False), as in the paper's experiments: this "
              "reproduces Table VII, z-scores do not. MDAV-SWAP is the informed-intruder variant (Sec. IV-B).")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
@@ -562,6 +732,7 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
         bar.update()
         results["table10"] = _table10(out, C, s, rng, bar, results["table7"]["ours_to_original"])
         results["table11"] = _table11(out, E, s, rng, bar)
+        results["attacks"] = _attack_table(out, C, names, E, s, attack_rng, bar)
 
     statements = _statements(results)
     figures = [("swapping_tables_x_xi", _figure(results), "Tables X-XI: mean |r' - r| against k (log-log), ours "
@@ -593,6 +764,9 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
         alt = t11["alternative"]
         summary.append(f"Table XI (EIA, {EIA_CHOICE.upper()} confidential, {s['runs']} runs): " + _agreement(t11))
         summary.append(f"  other choice ({alt['roles'].upper()} confidential): " + _agreement(alt))
+    ta = results["attacks"]
+    summary.append(f"Attacks (k = {', '.join(map(str, ATTACK_K))}, {ta['releases']} release(s) per cell): "
+                   f"{ta['rows_above']}/{len(ta['rows'])} rows with an intruder significantly above 1/k")
     summary.append(f"Statements of the text that hold: {sum(h for _, _, h, _, _ in statements)}/{len(statements)} "
                    f"(in the paper's own values: {sum(hp for *_, hp in statements)}/{len(statements)})")
     summary.append(f"{'QUICK MODE; ' if quick else ''}{elapsed:.1f} s")
