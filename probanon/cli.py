@@ -255,7 +255,10 @@ def build_parser() -> argparse.ArgumentParser:
     m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids")
     add_input(m, "input")
     add_output(m, "-o", "--output", required=True, table=True)
-    m.add_argument("-k", type=positive_int, required=True, help="minimum group size")
+    m.add_argument("-k", type=positive_int, required=True,
+                   help="minimum group size: an intruder who links by the keys alone picks a person's row with "
+                        "probability <= 1/k; linking through the confidential columns (released per record) is not "
+                        "bounded ('probanon audit', 'probanon attack')")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
     add_output(m, "--function", metavar="FUNC.json", help="also write the fitted, publishable function")

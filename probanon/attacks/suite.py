@@ -98,9 +98,9 @@ def _column_data(original, released, keys, column, rows, mechanism, k, standardi
     data = attack_data(original, released, keys, [column], link=rows)
     index = TupleIndex(data.known, data.released_known)  # keys are released unchanged
     dist, target_tuple = index.nearest()
-    row_of_tuple = np.empty(index.tuples.shape[0], dtype=np.int64)
-    row_of_tuple[index.row_tuple] = np.arange(data.n)
-    target_row = row_of_tuple[target_tuple]  # the released row holding the target's keys
+    # the released row holding the target's keys: equal tuples matched one to one (keys are released unchanged)
+    target_row = np.empty(data.n, dtype=np.int64)
+    target_row[np.argsort(target_tuple, kind="stable")] = np.argsort(index.row_tuple, kind="stable")
     if mechanism == "ir-swap":
         from ..microagg.ranking import individual_ranking_partition
 
