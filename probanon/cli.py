@@ -20,6 +20,7 @@ from . import __version__
 from .cliargs import (
     Parser,
     add_input,
+    add_match_options,
     add_output,
     add_release_options,
     positive_int,
@@ -286,11 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_input(e, "released")
     e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
                    help="comma-separated quasi-identifier columns")
-    match = e.add_mutually_exclusive_group()
-    add_input(match, "--link", metavar="FILE", help="link file written by the release command (--link)")
-    match.add_argument("--id", metavar="COLUMN", help="a column identifying the records in both files")
-    match.add_argument("--by-position", action="store_true",
-                       help="row i of one file is row i of the other (checked: the non-key columns must agree)")
+    add_match_options(e)
     e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")
     e.add_argument("--risk", action="store_true",

@@ -78,6 +78,16 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
                         "(or the reverse), which voids the guarantee (see 'probanon audit')")
 
 
+def add_match_options(p) -> None:
+    """How the records of an original and its release match: ``--link``, ``--id`` or ``--by-position``
+    (see :func:`probanon.release.align`)."""
+    match = p.add_mutually_exclusive_group()
+    add_input(match, "--link", metavar="FILE", help="link file written by the release command (--link)")
+    match.add_argument("--id", metavar="COLUMN", help="a column identifying the records in both files")
+    match.add_argument("--by-position", action="store_true",
+                       help="row i of one file is row i of the other (checked: the non-key columns must agree)")
+
+
 def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     """The role of every column (``--keys`` or ``keys``, ``--confidential``, ``--drop``,
     ``--keep-other``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..cliargs import add_input, positive_int, seed
+from ..cliargs import add_input, add_match_options, positive_int, seed
 from ..data import read_table
 from ..errors import InputError
 from ..progress import Progress
@@ -161,11 +161,7 @@ def add_parser(sub) -> None:
     add_input(a, "--plan", metavar="FILE", table=False, help="l-delta: the plan the releases were made under")
     a.add_argument("--datasets", type=positive_int, metavar="T",
                    help="l-delta: releases linked (default the plan's t)")
-    match = a.add_mutually_exclusive_group()
-    add_input(match, "--link", metavar="FILE", help="link file written by the release command (--link)")
-    match.add_argument("--id", metavar="COLUMN", help="a column identifying the records in both files")
-    match.add_argument("--by-position", action="store_true",
-                       help="row i of one file is row i of the other (checked: the non-key columns must agree)")
+    add_match_options(a)
     a.add_argument("--runs", type=positive_int, default=None,
                    help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")
