@@ -39,6 +39,7 @@ KNOWS = ("the target's original keys; searches sums and differences of up to 3 k
          "that agree between the targets and the released rows, and links through the most selective one")
 TOLERANCE = 1e-9
 MAX_TERMS = 3
+CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,54 @@ def _sides(X, C, ka, alpha, cb, beta) -> tuple[np.ndarray, np.ndarray]:
     return X[:, list(ka)] @ np.asarray(alpha, float), C[:, list(cb)] @ np.asarray(beta, float)
 
 
-def _tol(u: np.ndarray, w: np.ndarray, tolerance: float) -> float:
-    return tolerance * max(1.0, float(np.abs(u).max(initial=0.0)), float(np.abs(w).max(initial=0.0)))
-
-
 def _match_ranges(values: np.ndarray, sorted_targets: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray]:
     """For every value, the range [lo, hi) of ``sorted_targets`` within ``tol`` of it."""
     return (np.searchsorted(sorted_targets, values - tol, side="left"),
             np.searchsorted(sorted_targets, values + tol, side="right"))
+
+
+class _Sides:
+    """The sides ``M[:, cols] @ coefs`` of candidate relations (sorted when ``sort``) with their
+    smallest and largest values, each computed once while they fit in ``budget`` bytes (a side
+    recurs in many candidates), else again."""
+
+    def __init__(self, M: np.ndarray, sort: bool, budget: int = 2 ** 27):
+        self.M, self.sort, self.cache, self.left = M, sort, {}, budget
+
+    def __call__(self, cols: tuple, coefs: tuple) -> tuple[np.ndarray, float, float]:
+        key = (cols, coefs)
+        if key in self.cache:
+            return self.cache[key]
+        side = self.M[:, list(cols)] @ np.asarray(coefs, float)
+        if self.sort:
+            side = np.sort(side)
+            out = side, float(side[0]), float(side[-1])
+        else:
+            out = side, float(side.min()), float(side.max())
+        if side.nbytes <= self.left:
+            self.cache[key], self.left = out, self.left - side.nbytes
+        return out
+
+
+def _side_tol(tolerance: float, u_min: float, u_max: float, w_min: float, w_max: float) -> float:
+    """``tolerance * max(1, max |value|)`` over both sides, from their extremes."""
+    return tolerance * max(1.0, abs(u_min), abs(u_max), abs(w_min), abs(w_max))
+
+
+def _matched_share(sorted_u: np.ndarray, sorted_w: np.ndarray, tol: float, min_share: float) -> float | None:
+    """Share of the values ``w`` within ``tol`` of some value ``u`` (both sorted: the first ``u``
+    at or above ``w - tol`` is at most ``w + tol``), or None as soon as it cannot reach
+    ``min_share`` (``w`` taken in chunks)."""
+    n, matched = sorted_w.size, 0
+    for start in range(0, n, CHUNK):
+        w = sorted_w[start:start + CHUNK]
+        first = np.searchsorted(sorted_u, w - tol, side="left")
+        inside = first < sorted_u.size
+        inside[inside] = sorted_u[first[inside]] <= w[inside] + tol
+        matched += int(np.count_nonzero(inside))
+        if (matched + n - start - w.size) / n < min_share:
+            return None
+    return matched / n
 
 
 @dataclass(frozen=True)
@@ -124,11 +165,12 @@ def relations_in(X: np.ndarray, C: np.ndarray, key_names: list, confidential_nam
     those of one already listed (e.g. a term added to it) is dropped."""
     n = X.shape[0]
     found = []
+    key_side, confidential_side = _Sides(X, sort=False), _Sides(C, sort=False)
     for ka, alpha, cb, beta in candidate_relations(key_names, confidential_names, max_terms, max_coefficient):
-        u, w = _sides(X, C, ka, alpha, cb, beta)
-        if np.ptp(u) == 0 or np.ptp(w) == 0:
+        (u, u_min, u_max), (w, w_min, w_max) = key_side(ka, alpha), confidential_side(cb, beta)
+        if u_min == u_max or w_min == w_max:  # a constant side
             continue
-        tol = _tol(u, w, tolerance)
+        tol = _side_tol(tolerance, u_min, u_max, w_min, w_max)
         holds = np.abs(u - w) <= tol
         if holds.sum() < min_share * n:
             continue
@@ -170,16 +212,17 @@ class RelationLinkage:
         self.data = data
         self.relation, best = None, None
         X, C = data.known, data.released_confidential
+        key_side, confidential_side = _Sides(X, sort=True), _Sides(C, sort=True)
         for ka, alpha, cb, beta in candidate_relations(data.known_names, data.confidential_names, max_terms,
                                                        max_coefficient):
+            (su, u_min, u_max), (sw, w_min, w_max) = key_side(ka, alpha), confidential_side(cb, beta)
+            if u_min == u_max or w_min == w_max:  # a constant side
+                continue
+            tol = _side_tol(tolerance, u_min, u_max, w_min, w_max)
+            matched = _matched_share(su, sw, tol, min_share)
+            if matched is None:  # below min_share
+                continue
             u, w = _sides(X, C, ka, alpha, cb, beta)
-            if np.ptp(u) == 0 or np.ptp(w) == 0:
-                continue
-            tol = _tol(u, w, tolerance)
-            lo, hi = _match_ranges(w, np.sort(u), tol)
-            matched = float(np.mean(hi > lo))
-            if matched < min_share:
-                continue
             order = np.argsort(w, kind="stable")
             lo, hi = _match_ranges(u, w[order], tol)
             count = hi - lo
@@ -190,6 +233,8 @@ class RelationLinkage:
             self.note = "no relation matches the release"
             return
         selectivity, matched, ka, alpha, cb, beta, self.order, self.lo, self.hi = best
+        self.by_group = (None if data.row_group is None else
+                         np.sort(data.row_group[self.order].astype(np.int64) * data.n + np.arange(data.n)))
         self.relation = _relation(data.known_names, data.confidential_names, ka, alpha, cb, beta)
         self.note = (f"links through {self.relation} (matches {matched:.1%} of the released rows; expected "
                      f"success by value alone {selectivity:.3f})")
@@ -202,10 +247,22 @@ class RelationLinkage:
         count = self.hi - self.lo
         single = count == 1
         out[single] = self.order[self.lo[single]]
-        for i in np.flatnonzero(count > 1):
-            rows = self.order[self.lo[i]:self.hi[i]]
-            if data.row_group is not None:
-                inside = rows[data.row_group[rows] == data.target_group[i]]
-                rows = inside if inside.size else rows
-            out[i] = rows[rng.integers(rows.size)]
+        many = np.flatnonzero(count > 1)
+        if many.size == 0:
+            return out
+        # target i's matching rows are order[lo_i:hi_i]; those of its group g_i are order[p] for the
+        # entries g_i n + p of by_group (group n + position, sorted) in [g_i n + lo_i, g_i n + hi_i)
+        lo, size = self.lo[many], count[many]
+        inside = np.zeros(many.size, dtype=bool)
+        if self.by_group is not None:
+            base = data.target_group[many].astype(np.int64) * data.n
+            first = np.searchsorted(self.by_group, base + lo)
+            in_group = np.searchsorted(self.by_group, base + self.hi[many]) - first
+            inside = in_group > 0
+            size = np.where(inside, in_group, size)
+        pick = rng.integers(size)  # the same draws as rng.integers(size_i) for each target in turn
+        position = lo + pick
+        if inside.any():
+            position[inside] = self.by_group[first[inside] + pick[inside]] - base[inside]
+        out[many] = self.order[position]
         return out
