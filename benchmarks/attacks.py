@@ -99,12 +99,9 @@ def make_release(name: str, frame: pd.DataFrame, k: int) -> tuple[pd.DataFrame, 
     result = swap(frame[columns], k, name, CONFIDENTIAL, random_state=SEED)
     extra = {}
     if name in ("ir-swap", "mdav-swap-informed"):
-        rows = {}
-        for t, moved in enumerate(result.groups.columns):  # where each original value went
-            holder = np.empty(len(frame), dtype=np.int64)
-            holder[result.sources[:, t]] = np.arange(len(frame))
-            rows.update({columns[j]: holder for j in moved})
-        extra["column_rows"] = rows
+        value_rows = result.value_rows()  # where each original value went
+        extra["column_rows"] = {columns[j]: value_rows[:, t] for t, moved in enumerate(result.groups.columns)
+                                for j in moved}
     return result.released, extra
 
 

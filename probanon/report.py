@@ -77,6 +77,16 @@ def html_table(rows: list[dict]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def text_table(title: str, headers: list[str], rows: list[list]) -> str:
+    """An aligned plain-text table (right-aligned columns; a :class:`Flagged` cell reads with its mark)."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[j]) for r in cells) for j in range(len(headers))]
+    line = lambda r: "  ".join(c.rjust(w) for c, w in zip(r, widths))  # noqa: E731
+    out = [title, line(cells[0]), "  ".join("-" * w for w in widths)]
+    out += [line(r) for r in cells[1:]]
+    return "\n".join(out)
+
+
 def _fmt(v) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 

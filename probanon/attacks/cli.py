@@ -13,14 +13,6 @@ from ..release import align, column_list, read_link
 from .setting import MECHANISMS
 
 
-def _print_table(rows: list[dict]) -> None:
-    columns = list(rows[0])
-    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in columns[:-1]}
-    print("  ".join(f"{c:<{widths[c]}}" for c in columns[:-1]) + "  " + columns[-1])
-    for r in rows:
-        print("  ".join(f"{str(r[c]):<{widths[c]}}" for c in columns[:-1]) + "  " + str(r[columns[-1]]))
-
-
 #: Releases that are not one table of keys -- set-valued records ('probanon km anonymize') and count
 #: tables ('probanon diversity release') -- and what their intruders know.
 CLAIMS = {"km": "m items of a person, the released records and the published recoding (the partition)",
@@ -63,29 +55,24 @@ def _claim_report(args):
 
 
 def _print_report(report, confidence: float, knows: str) -> None:
+    from ..report import text_table  # imports matplotlib: not at the CLI's start
+
     print(report.guarantee.text())
     print(f"Intruders know: {knows}; groups: {report.groups_note}.")
-    _print_table(report.rows())
+    rows = report.rows()
+    headers = [c for c in rows[0] if c != "found"]
+    print(text_table("", headers, [[row[c] for c in headers] for row in rows]))
     for r in report.results:
-        print(f"  {r.rule}: {r.knows}")
+        print(f"  {r.rule}: {r.knows}" + (f". Found: {r.note}" if r.note else ""))
     if report.exceeded:
         print(f"ABOVE the claimed bound: {', '.join(report.exceeded)} (their {confidence:.0%} interval lies "
               "entirely above it)")
 
 
-def cmd_attack(args) -> int:
+def _table_report(args):
+    """The attack suite against one released table (:func:`probanon.attacks.attack`)."""
     from .suite import attack
 
-    wrong = [(n, m) for n, m in _OPTION_OF.items() if getattr(args, n) is not None and m != args.mechanism]
-    if wrong:
-        raise InputError(f"--{wrong[0][0]} applies to --mechanism {wrong[0][1]} only")
-    if args.mechanism in CLAIMS:
-        report = _claim_report(args)
-        if args.json:
-            print(json.dumps(report.to_dict(), allow_nan=False))
-        else:
-            _print_report(report, args.confidence, CLAIMS[args.mechanism])
-        return 1 if report.exceeded else 0
     if len(args.released) != 1:
         raise InputError("give one released file" if not args.released else
                          f"--mechanism {args.mechanism} attacks one released file, not {len(args.released)}")
@@ -107,11 +94,22 @@ def cmd_attack(args) -> int:
                         column_rows=column_rows, intruders=intruders, runs=args.runs or 10,
                         confidence=args.confidence, standardize=not args.raw_distances, random_state=args.seed,
                         progress=bar)
+    return report, (f"every target's original {', '.join(keys)}, the release and the mechanism "
+                    f"({report.mechanism})")
+
+
+def cmd_attack(args) -> int:
+    wrong = [(n, m) for n, m in _OPTION_OF.items() if getattr(args, n) is not None and m != args.mechanism]
+    if wrong:
+        raise InputError(f"--{wrong[0][0]} applies to --mechanism {wrong[0][1]} only")
+    if args.mechanism in CLAIMS:
+        report, knows = _claim_report(args), CLAIMS[args.mechanism]
+    else:
+        report, knows = _table_report(args)
     if args.json:
         print(json.dumps(report.to_dict(), allow_nan=False))
     else:
-        _print_report(report, args.confidence, f"every target's original {', '.join(keys)}, the release and the "
-                      f"mechanism ({report.mechanism})")
+        _print_report(report, args.confidence, knows)
     return 1 if report.exceeded else 0
 
 

@@ -59,7 +59,8 @@ GUARANTEES = {
         "values with probability 1/|G| <= 1/k",
         "an intruder who learns from the release how the confidential values depend on the keys and assigns the "
         "members of a group (learned likelihood matching), or who knows a confidential value (informed: use "
-        "mdav-swap-informed); " + _CONFIDENTIAL_KEPT.split(": ", 1)[0] + " through relations; membership"),
+        "mdav-swap-informed); a key determined by the confidential columns, which are released per record (e.g. a "
+        "total of released amounts: 'probanon audit' finds it); membership"),
     "mdav-swap-informed": Guarantee(
         "mdav-swap-informed", "each confidential column is permuted at random inside MDAV groups (of at least k) "
         "of all the other attributes (paper 2, Sec. IV-B)",

@@ -54,7 +54,7 @@ from tqdm import tqdm
 
 from ..data import read_table
 from ..errors import InputError
-from ..report import Report, line_figure
+from ..report import Flagged, Report, line_figure, text_table
 from ..survey.anonymity import cell_failure, effective_anonymity, table_failure
 from ..survey.design import DesignError, design, safe_cell_size
 
@@ -241,16 +241,6 @@ def _risk_label(p: float) -> str:
     return f"1e{int(round(e))}" if abs(e - round(e)) < 1e-9 else f"{p:g}"
 
 
-def text_table(title: str, headers: list[str], rows: list[list]) -> str:
-    """An aligned plain-text table (right-aligned columns)."""
-    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
-    widths = [max(len(r[j]) for r in cells) for j in range(len(headers))]
-    line = lambda r: "  ".join(c.rjust(w) for c, w in zip(r, widths))  # noqa: E731
-    out = [title, line(cells[0]), "  ".join("-" * w for w in widths)]
-    out += [line(r) for r in cells[1:]]
-    return "\n".join(out)
-
-
 class _Output:
     """Collects the printed text and the HTML report side by side."""
 
@@ -269,7 +259,7 @@ class _Output:
     def table(self, title: str, headers: list[str], rows: list[list]) -> None:
         self.blocks.append(text_table(title, headers, rows))
         self.report.text(None, title)
-        self.report.table([dict(zip(headers, (str(c) for c in r))) for r in rows])
+        self.report.table([dict(zip(headers, (c if isinstance(c, Flagged) else str(c) for c in r))) for r in rows])
 
     def text(self) -> str:
         return "\n\n".join(self.blocks) + "\n"

@@ -65,9 +65,9 @@ from ..data import quasi_identifiers, read_table
 from ..errors import InputError
 from ..metrics.risk import reidentification_result
 from ..release import record_order
-from ..report import FLAG_MARK, Flagged, Report, flag
+from ..report import FLAG_MARK, Report, flag
 from ..swapping import correlation_difference_runs, ir_swap, mdav_id, mdav_swap_informed, pearson_correlations, swap
-from .surveys import _axes_figure, _finish, _fmt, _Output, matches, text_table
+from .surveys import _axes_figure, _finish, _fmt, _Output, matches
 
 SEED = 2016  # the CLI's default --seed
 
@@ -499,11 +499,9 @@ def _attack_release(frame: pd.DataFrame, confidential: list, method: str, k: int
     released = pd.DataFrame(np.asarray(result.released)[order], columns=frame.columns)
     column_rows = None
     if MECHANISMS[method] == "column-wise":
-        column_rows = {}
-        for t, cols in enumerate(result.groups.columns):
-            holder = np.empty(n, dtype=np.int64)
-            holder[result.sources[:, t]] = np.arange(n)
-            column_rows[frame.columns[cols[0]]] = position[holder]
+        value_rows = result.value_rows()
+        column_rows = {frame.columns[cols[0]]: position[value_rows[:, t]]
+                       for t, cols in enumerate(result.groups.columns)}
     return released, position, column_rows
 
 
@@ -538,13 +536,6 @@ def _audited(name: str, frame: pd.DataFrame, keys: list, confidential: list) -> 
 
 def _attack_cell_text(cell: dict, k: int):
     return flag(f"{cell['rate']:.3f} / {1 / k:.3f}", cell["above"])
-
-
-def _flagged_table(out: _Output, title: str, headers: list, rows: list) -> None:
-    """Like ``out.table``, keeping :class:`~probanon.report.Flagged` cells flagged in the HTML."""
-    out.blocks.append(text_table(title, headers, rows))
-    out.report.text(None, title)
-    out.report.table([dict(zip(headers, (c if isinstance(c, Flagged) else str(c) for c in r))) for r in rows])
 
 
 def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None, s: dict, rng, bar) -> dict:
@@ -604,8 +595,8 @@ def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None
                 "from the data before release." + eia_text)
     for method in ATTACK_METHODS:
         out.note(GUARANTEES[method].text())
-    _flagged_table(out, f"Attacks (success / 1/k; {s['attack_releases']} release(s) per cell)",
-                   ["data", "columns", "mechanism", "k"] + rules, table)
+    out.table(f"Attacks (success / 1/k; {s['attack_releases']} release(s) per cell)",
+              ["data", "columns", "mechanism", "k"] + rules, table)
     out.note("What each intruder knows and does: " + "; ".join(f"{rule}: {knows}" for rule, knows in
                                                                     intruders.items()) + ".")
     out.note(f"Above the claimed bound: {len(above)} of {len(rows)} rows have an intruder whose interval lies "

@@ -47,11 +47,9 @@ def cmd_swap(args) -> int:
     release = make_release(frame, roles, replaced={c: values[c] for c in changed}, actions=actions,
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
-        released_row = release.link["released_row"].to_numpy()
+        released_row, value_rows = release.link["released_row"].to_numpy(), result.value_rows()
         for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
-            holder = np.empty(len(frame), dtype=np.int64)
-            holder[result.sources[:, t]] = np.arange(len(frame))
-            release.link[f"released_row_{columns[cols[0]]}"] = released_row[holder]
+            release.link[f"released_row_{columns[cols[0]]}"] = released_row[value_rows[:, t]]
     extra = {}
     if args.groups:
         order = np.argsort(release.link["released_row"].to_numpy())  # groups in released order

@@ -23,6 +23,7 @@ import pandas as pd
 
 from .._params import ParamsMixin
 from .._validation import check_matrix, check_random_state
+from ..errors import ParameterError
 from ..microagg.base import group_means
 from .groups import Grouping, check_confidential, swap_groups
 
@@ -44,6 +45,16 @@ class SwapResult:
     @property
     def labels(self) -> np.ndarray:
         return self.groups.labels
+
+    def value_rows(self) -> np.ndarray:
+        """(n, p) int64: the row that received record ``i``'s moved columns of partition ``t``
+        (the inverse of ``sources``; what an attack needs as the truth of column-wise swaps)."""
+        if self.sources is None:
+            raise ParameterError("MDAV-ID moves no values (it publishes group means)")
+        rows = np.empty_like(self.sources)
+        for t in range(self.sources.shape[1]):
+            rows[self.sources[:, t], t] = np.arange(self.sources.shape[0])
+        return rows
 
     @property
     def guarantee(self):
