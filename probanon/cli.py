@@ -40,6 +40,7 @@ from .progress import Progress
 from .microagg import METHODS, function_from_json
 from .release import align, assign_roles, column_list, columns_with, make_release, shuffle_stream
 from .reproduce import cli as reproduce_cli
+from .service import cli as service_cli
 from .survey import cli as survey_cli
 from .swapping import cli as swapping_cli
 
@@ -307,6 +308,7 @@ def build_parser() -> argparse.ArgumentParser:
     diversity_cli.add_parser(sub)
     km_cli.add_parser(sub)
     attacks_cli.add_parser(sub)
+    service_cli.add_parser(sub)
     return p
 
 

@@ -23,3 +23,23 @@ def tarragona(shared_data):
 @pytest.fixture(scope="session")
 def eia(shared_data):
     return casc("eia")
+
+
+@pytest.fixture(params=__import__("service_support").BACKENDS)
+def database(request, tmp_path):
+    """A fresh collector database URL: SQLite, and PostgreSQL when PROBANON_TEST_POSTGRES is set."""
+    from service_support import fresh_database
+
+    url, drop = fresh_database(request.param, tmp_path)
+    yield url
+    drop()
+
+
+@pytest.fixture
+def collector(database):
+    """(base URL, admin token, database URL) of a collector running in a thread on 127.0.0.1."""
+    from probanon.service.server import init_admin, running
+
+    admin = init_admin(database)
+    with running(database) as base:
+        yield base, admin, database

@@ -1,0 +1,31 @@
+"""The survey system of paper 1 (Sec. III, locally trusted anonymisation): a collector service.
+
+The office publishes a p-probabilistic k-anonymous microaggregation function (a verified survey
+specification, :mod:`probanon.survey.spec`); each respondent checks it and applies it on their own
+device (the respondent page ``/respond/ID`` or ``probanon survey respond``); the collector receives
+only the cell and the confidential answers, and releases them as cell centroids + answers.
+
+Endpoints (JSON; errors are 4xx with ``{"detail": "<one line>"}``; tokens as
+``Authorization: Bearer <token>``):
+
+=======  =====================================  =========  ==============================================
+method   path                                   role       what
+=======  =====================================  =========  ==============================================
+GET      /api/surveys                           anybody    the open surveys
+GET      /api/surveys/ID                        anybody    title, digest, window, questions, answer schema
+GET      /api/surveys/ID/spec                   anybody    the specification, byte for byte as published
+GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the digest)
+POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]}
+GET      /respond/ID                            anybody    the respondent page
+POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}
+POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitations
+POST     /api/admin/surveys/ID/close            admin      close now
+POST     /api/admin/analysts                    admin      an analyst token
+GET      /api/admin/audit                       admin      the append-only audit log
+GET      /api/surveys/ID/release?format=F       analyst    csv | parquet | json, random order
+GET      /api/surveys/ID/release/report         analyst    participation per cell, achieved k, guarantee
+=======  =====================================  =========  ==============================================
+
+Needs the ``service`` extra (FastAPI, uvicorn, SQLAlchemy, psycopg); the respondent client
+(:mod:`probanon.service.client`) needs only the standard library.
+"""

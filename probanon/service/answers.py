@@ -1,0 +1,156 @@
+"""The schema of a survey's confidential answers, and the check of one respondent's answers.
+
+A field is ``{"name", "type": "number" | "integer" | "category", "min", "max", "categories",
+"required", "label"}``. Free text is not offered: it is where respondents identify themselves.
+Answers are checked strictly: no undeclared field, no quasi-identifier, every value of its type
+and in its range (``true`` is not a number, ``1.0`` is not an integer), every required field
+present. Errors name the field, never echo the value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+TYPES = ("number", "integer", "category")
+NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
+MAX_FIELDS = 200
+MAX_CATEGORIES = 1000
+MAX_TEXT = 200
+
+
+class SchemaError(ValueError):
+    """A malformed answer schema or answers that do not fit it (one line, names the field)."""
+
+
+def _text(value, what: str, limit: int = MAX_TEXT) -> str:
+    if not isinstance(value, str) or len(value) > limit:
+        raise SchemaError(f"{what} must be a string of at most {limit} characters")
+    return value
+
+
+def _number(value, what: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise SchemaError(f"{what} must be a finite number or null")
+    return value
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: str
+    required: bool
+    label: str
+    min: float | None = None
+    max: float | None = None
+    categories: tuple[str, ...] | None = None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "type": self.type, "min": self.min, "max": self.max,
+                "categories": None if self.categories is None else list(self.categories),
+                "required": self.required, "label": self.label}
+
+    def check(self, value):
+        """The value if it fits the field, else :class:`SchemaError` naming the field."""
+        if self.type == "category":
+            if not isinstance(value, str) or value not in self.categories:
+                raise SchemaError(f"answer {self.name!r} must be one of its {len(self.categories)} categories")
+            return value
+        if self.type == "integer":
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise SchemaError(f"answer {self.name!r} must be an integer")
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise SchemaError(f"answer {self.name!r} must be a finite number")
+        if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
+            raise SchemaError(f"answer {self.name!r} must lie in [{self.min}, {self.max}]")
+        return value
+
+
+KEYS = {"name", "type", "min", "max", "categories", "required", "label"}
+
+
+def parse_field(d) -> Field:
+    if not isinstance(d, dict):
+        raise SchemaError("each answer field is an object")
+    unknown = set(d) - KEYS
+    if unknown:
+        raise SchemaError(f"answer field: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(KEYS))})")
+    name = d.get("name")
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise SchemaError("answer field: 'name' must be an identifier (letters, digits, _; at most 64)")
+    kind = d.get("type")
+    if kind not in TYPES:
+        raise SchemaError(f"answer {name!r}: 'type' must be one of {', '.join(TYPES)}")
+    required = d.get("required", True)
+    if not isinstance(required, bool):
+        raise SchemaError(f"answer {name!r}: 'required' must be true or false")
+    label = _text(d.get("label", name), f"answer {name!r}: 'label'")
+    if kind == "category":
+        cats = d.get("categories")
+        if (not isinstance(cats, list) or not 1 <= len(cats) <= MAX_CATEGORIES
+                or any(not isinstance(c, str) or not c or len(c) > MAX_TEXT for c in cats) or len(set(cats)) != len(cats)):
+            raise SchemaError(f"answer {name!r}: 'categories' must list 1..{MAX_CATEGORIES} distinct non-empty strings")
+        if d.get("min") is not None or d.get("max") is not None:
+            raise SchemaError(f"answer {name!r}: a category has no 'min' or 'max'")
+        return Field(name, kind, required, label, categories=tuple(cats))
+    if d.get("categories") is not None:
+        raise SchemaError(f"answer {name!r}: only a category has 'categories'")
+    lo, hi = _number(d.get("min"), f"answer {name!r}: 'min'"), _number(d.get("max"), f"answer {name!r}: 'max'")
+    if lo is not None and hi is not None and lo > hi:
+        raise SchemaError(f"answer {name!r}: 'min' exceeds 'max'")
+    return Field(name, kind, required, label, min=lo, max=hi)
+
+
+def parse_schema(fields, reserved) -> tuple[Field, ...]:
+    """The answer fields; ``reserved`` (the quasi-identifiers, ``cell``) may not be answers."""
+    if not isinstance(fields, list) or not 1 <= len(fields) <= MAX_FIELDS:
+        raise SchemaError(f"'answers' must list 1..{MAX_FIELDS} answer fields")
+    parsed = tuple(parse_field(f) for f in fields)
+    names = [f.name for f in parsed]
+    for name in names:
+        if names.count(name) > 1:
+            raise SchemaError(f"answer {name!r} is declared twice")
+        if name in reserved:
+            raise SchemaError(f"answer {name!r}: the name is a quasi-identifier of the function or reserved")
+    return parsed
+
+
+def check_answers(schema: tuple[Field, ...], answers, quasi_identifiers=()) -> dict:
+    """The answers, in schema order, if they fit; optional fields left out are absent."""
+    if not isinstance(answers, dict):
+        raise SchemaError("'answers' must be an object")
+    declared = {f.name: f for f in schema}
+    for name in answers:
+        if name not in declared:
+            if name in quasi_identifiers:
+                raise SchemaError(f"{name!r} is a quasi-identifier: send only the cell, never its value")
+            raise SchemaError("answers: undeclared field" + (f" {name!r}" if NAME.fullmatch(str(name)) else ""))
+    out = {}
+    for f in schema:
+        if f.name in answers and answers[f.name] is not None:
+            out[f.name] = f.check(answers[f.name])
+        elif f.required:
+            raise SchemaError(f"answer {f.name!r} is required")
+    return out
+
+
+def parse_questions(questions, columns) -> dict:
+    """Labels and units of the quasi-identifiers shown on the respondent page."""
+    questions = {} if questions is None else questions
+    if not isinstance(questions, dict):
+        raise SchemaError("'questions' must map quasi-identifiers to {label, unit}")
+    out = {}
+    for col in columns:
+        q = questions.get(col, {})
+        if not isinstance(q, dict) or set(q) - {"label", "unit"}:
+            raise SchemaError(f"question {col!r}: an object with 'label' and 'unit' only")
+        unit = q.get("unit")
+        out[col] = {"label": _text(q.get("label", col), f"question {col!r}: 'label'"),
+                    "unit": None if unit is None else _text(unit, f"question {col!r}: 'unit'")}
+    extra = set(questions) - set(columns)
+    if extra:
+        raise SchemaError(f"question {sorted(extra)[0]!r} is not a quasi-identifier of the function")
+    return out

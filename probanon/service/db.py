@@ -1,0 +1,142 @@
+"""The collector's database: four tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+
+``surveys``      one row per published survey; the specification bytes, their canonical form,
+                 the digest and the answer schema never change (a trigger refuses it: only
+                 ``closed_at`` may be set, by an administrator closing the survey early).
+``tokens``       SHA-256 of every token (admin, analyst, respondent invitation); never the token.
+``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
+                 address, no user agent, no time of day, no token: nothing links a row to a
+                 respondent or to an invitation.
+``audit``        append-only log of administrative actions (a trigger refuses UPDATE and DELETE).
+
+SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk when it returns.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+from ..errors import ParameterError
+
+metadata = sa.MetaData()
+
+surveys = sa.Table(
+    "surveys", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("title", sa.String(200), nullable=False),
+    sa.Column("spec_text", sa.LargeBinary, nullable=False),       # as uploaded, served byte for byte
+    sa.Column("spec_canonical", sa.LargeBinary, nullable=False),  # SHA-256 of these bytes is the digest
+    sa.Column("digest", sa.String(71), nullable=False, unique=True),
+    sa.Column("description", sa.Text, nullable=False),            # JSON: questions, answers, release rule
+    sa.Column("requires_token", sa.Boolean, nullable=False),
+    sa.Column("opens_at", sa.DateTime, nullable=False),           # UTC
+    sa.Column("closes_at", sa.DateTime, nullable=False),
+    sa.Column("closed_at", sa.DateTime, nullable=True),           # closed early by an administrator
+)
+
+tokens = sa.Table(
+    "tokens", metadata,
+    sa.Column("hash", sa.String(64), primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),  # admin | analyst | respondent
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), nullable=True),
+    sa.Column("used", sa.Boolean, nullable=False, default=False),
+    sa.Column("revoked", sa.Boolean, nullable=False, default=False),
+)
+
+submissions = sa.Table(
+    "submissions", metadata,
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("key_hash", sa.String(64), primary_key=True),
+    sa.Column("cell", sa.Integer, nullable=False),
+    sa.Column("answers", sa.Text, nullable=False),
+    sa.Column("day", sa.Date, nullable=False),
+)
+
+audit = sa.Table(
+    "audit", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", sa.DateTime, nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("action", sa.String(64), nullable=False),
+    sa.Column("survey_id", sa.Integer, nullable=True),
+    sa.Column("note", sa.Text, nullable=True),
+)
+
+_IMMUTABLE = "spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
+
+_SQLITE_TRIGGERS = [
+    "CREATE TRIGGER IF NOT EXISTS audit_append_only_u BEFORE UPDATE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    "CREATE TRIGGER IF NOT EXISTS audit_append_only_d BEFORE DELETE ON audit "
+    "BEGIN SELECT RAISE(ABORT, 'the audit log is append-only'); END",
+    f"CREATE TRIGGER IF NOT EXISTS surveys_immutable BEFORE UPDATE OF {_IMMUTABLE}, id ON surveys "
+    "BEGIN SELECT RAISE(ABORT, 'a published survey is immutable'); END",
+    "CREATE TRIGGER IF NOT EXISTS surveys_no_delete BEFORE DELETE ON surveys "
+    "BEGIN SELECT RAISE(ABORT, 'a published survey is immutable'); END",
+]
+
+_POSTGRES_TRIGGERS = [
+    """CREATE OR REPLACE FUNCTION probanon_refuse() RETURNS trigger AS $$
+       BEGIN RAISE EXCEPTION USING MESSAGE = TG_ARGV[0]; END; $$ LANGUAGE plpgsql""",
+    "DROP TRIGGER IF EXISTS audit_append_only ON audit",
+    "CREATE TRIGGER audit_append_only BEFORE UPDATE OR DELETE ON audit "
+    "FOR EACH ROW EXECUTE FUNCTION probanon_refuse('the audit log is append-only')",
+    "DROP TRIGGER IF EXISTS surveys_immutable ON surveys",
+    f"CREATE TRIGGER surveys_immutable BEFORE UPDATE OF {_IMMUTABLE}, id OR DELETE ON surveys "
+    "FOR EACH ROW EXECUTE FUNCTION probanon_refuse('a published survey is immutable')",
+]
+
+
+def _sqlite_pragmas(dbapi_connection, _record) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=FULL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.close()
+
+
+def normalise_url(url: str) -> str:
+    """A database URL for SQLAlchemy: a plain path is a SQLite file; ``postgresql://`` uses psycopg 3."""
+    if not isinstance(url, str) or not url.strip():
+        raise ParameterError("--database: give a SQLite file path or a database URL")
+    url = url.strip()
+    if "://" not in url:
+        return "sqlite:///" + url
+    if url.startswith("postgresql://") or url.startswith("postgres://"):
+        return "postgresql+psycopg://" + url.split("://", 1)[1]
+    return url
+
+
+def connect(url: str) -> sa.Engine:
+    """An engine on ``url`` with the schema created (idempotent) and the triggers in place."""
+    url = normalise_url(url)
+    try:
+        engine = sa.create_engine(url, pool_pre_ping=True)
+    except (sa.exc.ArgumentError, ImportError, sa.exc.NoSuchModuleError) as exc:
+        raise ParameterError(f"--database: cannot use {url.split('://', 1)[0]!r} ({str(exc).splitlines()[0]})") from None
+    if engine.dialect.name == "sqlite":
+        event.listen(engine, "connect", _sqlite_pragmas)
+    elif engine.dialect.name != "postgresql":
+        raise ParameterError(f"--database: SQLite or PostgreSQL, not {engine.dialect.name}")
+    try:
+        with engine.begin() as conn:
+            metadata.create_all(conn)
+            for ddl in _SQLITE_TRIGGERS if engine.dialect.name == "sqlite" else _POSTGRES_TRIGGERS:
+                conn.exec_driver_sql(ddl)
+    except sa.exc.OperationalError as exc:
+        raise ParameterError(f"--database: cannot open the database ({str(exc.orig).splitlines()[0]})") from None
+    return engine
+
+
+def now() -> dt.datetime:
+    """The current UTC time, naive (as stored)."""
+    return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
+
+
+def log_action(conn, role: str, action: str, survey_id: int | None = None, note: str | None = None) -> None:
+    """Append one entry to the audit log (inside the caller's transaction)."""
+    conn.execute(audit.insert().values(at=now(), role=role, action=action, survey_id=survey_id, note=note))

@@ -1,0 +1,77 @@
+"""Running the collector: ``probanon serve`` (uvicorn) and a server in a thread for the demo and tests.
+
+Nothing about a request is logged: uvicorn's access log is off, and the error log only reports the
+server's own start, stop and faults.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+import threading
+import time
+
+from ..errors import ParameterError
+
+LOG_LEVEL = "warning"
+
+
+def _config(app, **kwargs):
+    import uvicorn
+
+    return uvicorn.Config(app, access_log=False, log_level=LOG_LEVEL, server_header=False, proxy_headers=False,
+                          **kwargs)
+
+
+def init_admin(database: str) -> str:
+    """A new admin token (every earlier one revoked), for ``probanon serve --init-admin``."""
+    from . import db, security
+
+    engine = db.connect(database)
+    try:
+        with engine.begin() as conn:
+            return security.reset_admin(conn)
+    finally:
+        engine.dispose()
+
+
+def serve(database: str, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Serve the collector until interrupted."""
+    import uvicorn
+
+    from .app import create_app
+
+    app = create_app(database)
+    try:
+        sock = socket.create_server((host, port))
+    except OSError as exc:
+        raise ParameterError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
+    print(f"probanon collector on http://{host}:{sock.getsockname()[1]} (respondent page /respond/ID, "
+          f"API description /openapi.json); stop with Ctrl-C", file=sys.stderr, flush=True)
+    uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+@contextlib.contextmanager
+def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0):
+    """The collector on ``database`` in a thread, listening on a free port of ``host``; yields its
+    base URL (``http://host:port``) and stops it on exit."""
+    import uvicorn
+
+    from .app import create_app
+
+    sock = socket.create_server((host, 0))
+    server = uvicorn.Server(_config(create_app(database)))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="probanon-collector", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("the collector did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout)
+        sock.close()

@@ -1,0 +1,182 @@
+"""Publishing a survey: an immutable task made of a verified specification, the schema of the
+answers, an open/close window and a release rule.
+
+The specification must pass :func:`probanon.survey.spec.verify` (digest intact, every cell's
+failure recomputed by Algorithm A <= the stated risk) and use a function the respondent page can
+apply (ordered balls or a power diagram). Its bytes are stored as uploaded and served byte for
+byte; so is its canonical form, whose SHA-256 is the digest. A new specification is a new survey:
+a digest can be published once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import sqlalchemy as sa
+
+from ..errors import SpecificationError
+from ..survey.spec import GuaranteeError, canonical_bytes, verify
+from . import db
+from .answers import Field, SchemaError, parse_field, parse_questions, parse_schema
+
+KINDS = ("ordered-balls", "power-diagram")  # what the respondent page applies
+SMALL_CELLS = ("suppress", "flag")
+CREATE_KEYS = {"title", "spec", "answers", "opens", "closes", "requires_token", "release", "questions"}
+
+
+class Refused(Exception):
+    """A request the service refuses: HTTP ``status`` and a one-line ``detail``."""
+
+    def __init__(self, status: int, detail: str):
+        self.status = status
+        super().__init__(detail)
+
+
+def _time(value, what: str) -> dt.datetime:
+    """An ISO 8601 time with its zone, as naive UTC."""
+    try:
+        t = dt.datetime.fromisoformat(value) if isinstance(value, str) and len(value) <= 40 else None
+    except ValueError:
+        t = None
+    if t is None or t.tzinfo is None:
+        raise Refused(422, f"{what!r} must be an ISO 8601 time with its zone, e.g. 2027-01-31T23:59:59Z")
+    return t.astimezone(dt.timezone.utc).replace(tzinfo=None)
+
+
+def iso(t: dt.datetime | None) -> str | None:
+    return None if t is None else t.replace(microsecond=0).isoformat() + "Z"
+
+
+def parse_creation(body) -> dict:
+    """The row of a new survey from the administrator's request, or :class:`Refused`."""
+    if not isinstance(body, dict):
+        raise Refused(422, "the request must be a JSON object")
+    unknown = set(body) - CREATE_KEYS
+    if unknown:
+        raise Refused(422, f"unknown field {sorted(unknown)[0]!r}")
+    for key in ("title", "spec", "answers", "opens", "closes"):
+        if key not in body:
+            raise Refused(422, f"missing field {key!r}")
+    title = body["title"]
+    if not isinstance(title, str) or not 1 <= len(title.strip()) <= 200:
+        raise Refused(422, "'title' must be a non-empty string of at most 200 characters")
+    text = body["spec"]
+    if not isinstance(text, str):
+        raise Refused(422, "'spec' must be the text of the specification file")
+    try:
+        spec = json.loads(text)
+        if not isinstance(spec, dict):
+            raise SpecificationError("the specification is not a JSON object")
+        verified = verify(spec)
+    except GuaranteeError as exc:
+        raise Refused(422, f"the specification fails verification: {exc}") from None
+    except (SpecificationError, ValueError) as exc:  # json.JSONDecodeError is a ValueError
+        raise Refused(422, f"the specification cannot be checked: {str(exc).splitlines()[0]}") from None
+    function = verified.function
+    if function.kind not in KINDS:
+        raise Refused(422, f"the respondent page applies {' or '.join(KINDS)} functions, not {function.kind!r}")
+    if not function.columns:
+        raise Refused(422, "the specification's function must name its quasi-identifier columns")
+    columns = list(function.columns)
+    try:
+        answers = parse_schema(body["answers"], reserved=set(columns) | {"cell"})
+        questions = parse_questions(body.get("questions"), columns)
+    except SchemaError as exc:
+        raise Refused(422, str(exc)) from None
+    opens, closes = _time(body["opens"], "opens"), _time(body["closes"], "closes")
+    if closes <= opens:
+        raise Refused(422, "'closes' must come after 'opens'")
+    requires_token = body.get("requires_token", False)
+    if not isinstance(requires_token, bool):
+        raise Refused(422, "'requires_token' must be true or false")
+    release = body.get("release", {})
+    if not isinstance(release, dict) or set(release) - {"small_cells"} or release.get("small_cells", "suppress") not in SMALL_CELLS:
+        raise Refused(422, "'release' is {\"small_cells\": \"suppress\" | \"flag\"}")
+    description = {"questions": questions, "answers": [f.to_dict() for f in answers],
+                   "release": {"small_cells": release.get("small_cells", "suppress")}}
+    return dict(title=title.strip(), spec_text=text.encode("utf-8"), spec_canonical=canonical_bytes(spec),
+                digest=verified.digest, description=json.dumps(description, sort_keys=True),
+                requires_token=requires_token, opens_at=opens, closes_at=closes, closed_at=None)
+
+
+@dataclass
+class Survey:
+    """A published survey as read from the database (specification parsed on first use)."""
+
+    id: int
+    title: str
+    digest: str
+    spec_canonical: bytes
+    description: dict
+    requires_token: bool
+    opens_at: dt.datetime
+    closes_at: dt.datetime
+    closed_at: dt.datetime | None
+
+    @classmethod
+    def from_row(cls, row) -> "Survey":
+        return cls(id=row.id, title=row.title, digest=row.digest, spec_canonical=bytes(row.spec_canonical),
+                   description=json.loads(row.description), requires_token=row.requires_token,
+                   opens_at=row.opens_at, closes_at=row.closes_at, closed_at=row.closed_at)
+
+    @cached_property
+    def spec(self) -> dict:
+        return json.loads(self.spec_canonical)
+
+    @cached_property
+    def function(self):
+        from ..microagg.function import function_from_json
+
+        return function_from_json(json.dumps(self.spec["function"]))
+
+    @cached_property
+    def answers(self) -> tuple[Field, ...]:
+        return tuple(parse_field(f) for f in self.description["answers"])
+
+    @property
+    def k(self) -> int:
+        return int(self.spec["guarantee"]["k"])
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.spec["cells"])
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.spec["function"]["columns"])
+
+    @cached_property
+    def centroids(self) -> np.ndarray:
+        return np.asarray(self.spec["function"]["centroids"], dtype=np.float64)
+
+    def status(self, at: dt.datetime | None = None) -> str:
+        at = at or db.now()
+        if self.closed_at is not None or at >= self.closes_at:
+            return "closed"
+        return "open" if at >= self.opens_at else "scheduled"
+
+    def public(self) -> dict:
+        """What anybody may read about the survey."""
+        return {"id": self.id, "title": self.title, "digest": self.digest, "opens": iso(self.opens_at),
+                "closes": iso(self.closes_at if self.closed_at is None else min(self.closes_at, self.closed_at)),
+                "status": self.status(), "requires_token": self.requires_token, "k": self.k,
+                "cells": self.n_cells, **self.description}
+
+
+_COLUMNS = [db.surveys.c[name] for name in ("id", "title", "digest", "spec_canonical", "description",
+                                            "requires_token", "opens_at", "closes_at", "closed_at")]
+
+
+def load(conn, survey_id: int) -> Survey:
+    row = conn.execute(sa.select(*_COLUMNS).where(db.surveys.c.id == survey_id)).first()
+    if row is None:
+        raise Refused(404, f"no survey {survey_id}")
+    return Survey.from_row(row)
+
+
+def load_all(conn) -> list[Survey]:
+    return [Survey.from_row(r) for r in conn.execute(sa.select(*_COLUMNS).order_by(db.surveys.c.id))]

@@ -1,0 +1,86 @@
+"""Shared pieces of the collector tests: databases (a fresh SQLite file; a fresh PostgreSQL database
+when PROBANON_TEST_POSTGRES is set), a published survey, and a small HTTP client (standard library)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import urllib.error
+import urllib.request
+import uuid
+
+import numpy as np
+import pandas as pd
+import pytest
+
+POSTGRES = os.environ.get("PROBANON_TEST_POSTGRES")  # e.g. postgresql://probanon:probanon@127.0.0.1/probanon
+BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.skipif(
+    not POSTGRES, reason="PROBANON_TEST_POSTGRES not set (.ci/run sets it)"))]
+
+
+def fresh_database(backend: str, tmp_path):
+    """A database URL with nothing in it, and a function that removes it afterwards."""
+    if backend == "sqlite":
+        return str(tmp_path / "collector.db"), lambda: None
+    import psycopg
+
+    name = "probanon_t_" + uuid.uuid4().hex[:12]
+    base = POSTGRES.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+
+    def drop():
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    return base.rsplit("/", 1)[0] + "/" + name, drop
+
+
+def population(n: int = 300, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"age": rng.integers(18, 90, n).astype(float),
+                         "income": np.round(rng.normal(3000, 800, n), 2)})
+
+
+def design_spec(frame: pd.DataFrame, k: int = 3, participation=0.8, risk: float = 0.05):
+    """(design, spec text) for a population."""
+    from probanon.survey.design import design
+    from probanon.survey.spec import build_spec
+
+    d = design(frame, k, participation, risk)
+    return d, json.dumps(build_spec(d), indent=1)
+
+
+ANSWERS = [{"name": "happy", "type": "integer", "min": 0, "max": 10, "label": "How happy are you (0-10)?"},
+           {"name": "spending", "type": "number", "min": 0, "max": None, "required": False},
+           {"name": "region", "type": "category", "categories": ["north", "south"]}]
+
+
+def survey_body(spec_text: str, **changes) -> dict:
+    body = {"title": "Household survey", "spec": spec_text, "answers": ANSWERS,
+            "opens": "2020-01-01T00:00:00Z", "closes": "2099-01-01T00:00:00Z",
+            "questions": {"age": {"label": "Your age", "unit": "years"}, "income": {"label": "Monthly income",
+                                                                                 "unit": "EUR"}}}
+    body.update(changes)
+    return body
+
+
+def new_key() -> str:
+    return secrets.token_urlsafe(24)
+
+
+def call(base: str, method: str, path: str, body=None, token: str | None = None, raw: bytes | None = None,
+         content_type: str = "application/json", timeout: float = 30.0):
+    """(status, parsed JSON body or bytes) of one request."""
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    headers = {"Content-Type": content_type} if data is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            status, payload, ctype = resp.status, resp.read(), resp.headers.get("content-type", "")
+    except urllib.error.HTTPError as err:
+        status, payload, ctype = err.code, err.read(), err.headers.get("content-type", "")
+    return status, (json.loads(payload) if ctype.startswith("application/json") else payload)
