@@ -1,0 +1,360 @@
+// probanon respondent-side computations: pure functions, no DOM (globalThis.ProbanonSurvey).
+//
+// A respondent checks the published survey specification and finds her own cell without
+// trusting the collector (paper 1, Sec. IV.B: locally trusted respondents). Every function
+// here mirrors the Python reference it names, operation for operation in float64, so the
+// browser and `probanon survey verify` / `function.assign` agree bit for bit.
+(function (root) {
+  "use strict";
+
+  const RESCALE = 1e-250; // probanon/survey/anonymity.py RESCALE
+  const MAX_CONSTANT_SEARCH = 1e7; // anonymity.py MAX_CONSTANT_SEARCH
+  const TOLERANCE = 1e-9; // spec.py TOLERANCE: declared vs recomputed failure
+  const MAX_RECORDS = 1e8; // spec.py MAX_RECORDS
+  const VERSION = 1; // spec.py VERSION
+
+  // ------------------------------------------------------------------ paper 1, Algorithm A
+  // p_n = (1 - pi_n) p_{n-1} + pi_n ShiftDown(p_{n-1}) on p = (P{K=0}, ..., P{K=k-1}),
+  // kept with a separate log scale factor (anonymity.py _step, _log_tail, _scan).
+
+  // One step on the scaled vector v; returns the log of the factor divided out.
+  function step(v, pi) {
+    const k = v.length;
+    for (let i = k - 1; i > 0; i--) v[i] = (1.0 - pi) * v[i] + pi * v[i - 1];
+    v[0] = (1.0 - pi) * v[0];
+    let top = v[0];
+    for (let i = 1; i < k; i++) if (v[i] > top) top = v[i];
+    if (0.0 < top && top < RESCALE) {
+      for (let i = 0; i < k; i++) v[i] /= top;
+      return Math.log(top);
+    }
+    return 0.0;
+  }
+
+  // log qbar = log sum_{i=1}^{k-1} p(i) (a SUM of the pmf, never 1 - P{K >= k}); -Infinity when 0.
+  function logTail(v, scale) {
+    let tail = 0.0;
+    for (let i = 1; i < v.length; i++) tail += v[i];
+    return tail > 0.0 ? Math.log(tail) + scale : -Infinity;
+  }
+
+  // Grow the cell record by record (pis[j], or the constant pis[0]) until n >= k and
+  // log qbar <= logPbar, or n = nmax (anonymity.py _scan with start = 1).
+  function scan(pis, constant, k, logPbar, nmax) {
+    const v = new Float64Array(k);
+    v[0] = 1.0;
+    let scale = 0.0;
+    let n = 0;
+    let lt = -Infinity;
+    while (n < nmax) {
+      scale += step(v, constant ? pis[0] : pis[n]);
+      n += 1;
+      if (n >= k) {
+        lt = logTail(v, scale);
+        if (lt <= logPbar) break;
+      }
+    }
+    if (n < k) lt = logTail(v, scale);
+    return { n: n, logFailure: lt };
+  }
+
+  function checkK(k) {
+    if (!Number.isInteger(k) || k < 1) throw new Error("k must be a positive integer, got " + k);
+    return k;
+  }
+
+  function checkProbability(pi, what) {
+    if (typeof pi !== "number" || !(pi > 0.0 && pi <= 1.0)) {
+      throw new Error(what + " must be a probability in (0, 1], got " + pi);
+    }
+    return pi;
+  }
+
+  // Cell failure qbar = P{0 < K_n < k} of a cell of n records with constant participation pi,
+  // or of the records with participation pis[j] (n = pis.length). Returns {logFailure, failure}.
+  function cellFailure(k, participation, n) {
+    checkK(k);
+    let pis;
+    const constant = typeof participation === "number";
+    if (constant) {
+      pis = [checkProbability(participation, "participation")];
+      if (!Number.isInteger(n) || n < 1) throw new Error("cell size must be a positive integer, got " + n);
+    } else {
+      if (!Array.isArray(participation) || participation.length === 0) {
+        throw new Error("participation must be a probability or one per record");
+      }
+      pis = participation.map((p, j) => checkProbability(p, "participation of record " + j));
+      if (n === undefined || n === null) n = pis.length;
+      if (n !== pis.length) throw new Error(pis.length + " participation probabilities for a cell of " + n + " records");
+    }
+    const lt = scan(pis, constant, k, -Infinity, n).logFailure; // no early stop
+    return { logFailure: lt, failure: Math.exp(lt) };
+  }
+
+  // Effective anonymity n_min = min{n >= k : qbar(n) <= pbar} for a constant pi (paper 1,
+  // Algorithm A); null when no cell of up to 10^7 records reaches the risk.
+  function nMin(k, pi, risk) {
+    checkK(k);
+    checkProbability(pi, "participation");
+    if (typeof risk !== "number" || !(risk > 0.0 && risk < 1.0)) throw new Error("risk must be in (0, 1), got " + risk);
+    const logPbar = Math.log(risk);
+    const r = scan([pi], true, k, logPbar, MAX_CONSTANT_SEARCH);
+    return r.n >= k && r.logFailure <= logPbar ? r.n : null;
+  }
+
+  // ------------------------------------------------------------------ the function's rule
+  // probanon/microagg/function.py: z = (x - mean) / scale per column, then
+  //  ordered-balls: the FIRST group g with (||z - r_g||^2, z) <= (radius2_g, boundary_g)
+  //    lexicographically, the last group by default;
+  //  power-diagram: argmin_g ||z - c_g||^2 + offset_g, lowest g on ties.
+  // Squared distances are summed column by column in float64 (acc += t * t), as in the fit.
+
+  function columnsOf(f) {
+    return f.columns || f.standardization.mean.map((_, j) => String(j));
+  }
+
+  // values: an array in the function's column order, or an object keyed by column name.
+  function standardise(f, values) {
+    const mean = f.standardization.mean;
+    const scale = f.standardization.scale;
+    const names = columnsOf(f);
+    const x = Array.isArray(values) ? values : names.map((name) => values[name]);
+    if (x.length !== mean.length) throw new Error("the record has " + x.length + " values, the function expects " + mean.length);
+    return x.map((v, j) => {
+      if (typeof v !== "number" || !Number.isFinite(v)) throw new Error("value of " + names[j] + " is not a finite number: " + v);
+      return (v - mean[j]) / scale[j];
+    });
+  }
+
+  function squaredDistance(z, ref) {
+    let acc = 0.0;
+    for (let c = 0; c < z.length; c++) {
+      const t = z[c] - ref[c];
+      acc += t * t;
+    }
+    return acc;
+  }
+
+  function assignCell(f, values) {
+    if (f.kind !== "ordered-balls" && f.kind !== "power-diagram") {
+      throw new Error("this page cannot apply a function of kind " + JSON.stringify(f.kind));
+    }
+    const z = standardise(f, values);
+    if (f.kind === "ordered-balls") {
+      const refs = f.rule.references, rad2 = f.rule.radius2, bounds = f.rule.boundary;
+      for (let g = 0; g < rad2.length; g++) {
+        const acc = squaredDistance(z, refs[g]);
+        let inside = acc < rad2[g];
+        if (acc === rad2[g]) {
+          inside = true; // lexicographic tie rule against the boundary tuple
+          for (let c = 0; c < z.length; c++) {
+            if (z[c] !== bounds[g][c]) {
+              inside = z[c] < bounds[g][c];
+              break;
+            }
+          }
+        }
+        if (inside) return g;
+      }
+      return rad2.length; // the last group
+    }
+    const centers = f.rule.centers, offsets = f.rule.offsets; // power-diagram
+    let best = Infinity;
+    let arg = 0;
+    for (let g = 0; g < centers.length; g++) {
+      const acc = squaredDistance(z, centers[g]) + offsets[g];
+      if (acc < best) { // strict: the lowest g on ties
+        best = acc;
+        arg = g;
+      }
+    }
+    return arg;
+  }
+
+  // ------------------------------------------------------------------ the specification
+  // The checks of probanon/survey/spec.py verify / _check_guarantee. A malformed field stops
+  // the checks (SpecError); the findings a well-formed spec can have are collected.
+
+  class SpecError extends Error {}
+
+  function field(obj, key, where) {
+    if (obj === null || typeof obj !== "object" || Array.isArray(obj) || !(key in obj)) {
+      throw new SpecError("specification: missing " + where + JSON.stringify(key));
+    }
+    return obj[key];
+  }
+
+  function integer(value, what) {
+    if (!Number.isInteger(value)) throw new SpecError("specification: " + what + " must be an integer, got " + JSON.stringify(value));
+    return value;
+  }
+
+  function finiteArray(value, what, width) {
+    const ok = Array.isArray(value) && value.every((v) => typeof v === "number" && Number.isFinite(v));
+    if (!ok || (width !== undefined && value.length !== width)) throw new SpecError("function: " + what + " is malformed");
+    return value;
+  }
+
+  function matrix(value, what, rows, width) {
+    if (!Array.isArray(value) || value.length !== rows) throw new SpecError("function: " + what + " has the wrong shape");
+    value.forEach((row, i) => finiteArray(row, what + " row " + i, width));
+    return value;
+  }
+
+  // The parts of function.py function_from_json that the rule relies on.
+  function checkFunction(f) {
+    if (f === null || typeof f !== "object" || f.probanon_function !== 1) throw new SpecError("not a probanon function");
+    if (f.kind !== "ordered-balls" && f.kind !== "power-diagram") {
+      throw new SpecError("function: kind " + JSON.stringify(f.kind) + " cannot be applied here");
+    }
+    const std = field(f, "standardization", "function ");
+    const mean = finiteArray(field(std, "mean", "standardization "), "mean");
+    const width = mean.length;
+    const scale = finiteArray(field(std, "scale", "standardization "), "scale", width);
+    if (width === 0 || scale.some((s) => !(s > 0))) throw new SpecError("function: bad standardization parameters");
+    const sizes = field(f, "sizes", "function ");
+    if (!Array.isArray(sizes) || sizes.some((s) => !Number.isInteger(s) || s < 0)) {
+      throw new SpecError("function: 'sizes' must be non-negative integers");
+    }
+    matrix(field(f, "centroids", "function "), "centroids", sizes.length, width);
+    const rule = field(f, "rule", "function ");
+    if (f.kind === "ordered-balls") {
+      const G = sizes.length - 1;
+      finiteArray(field(rule, "radius2", "rule "), "radius2", G);
+      matrix(field(rule, "references", "rule "), "references", G, width);
+      matrix(field(rule, "boundary", "rule "), "boundary", G, width);
+    } else {
+      finiteArray(field(rule, "offsets", "rule "), "offsets", sizes.length);
+      matrix(field(rule, "centers", "rule "), "centers", sizes.length, width);
+    }
+    if (f.columns !== undefined && f.columns !== null && (!Array.isArray(f.columns) || f.columns.length !== width)) {
+      throw new SpecError("function: 'columns' must name every column");
+    }
+    return sizes;
+  }
+
+  // math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=1e-300)
+  function isClose(a, b) {
+    return a === b || Math.abs(a - b) <= Math.max(TOLERANCE * Math.max(Math.abs(a), Math.abs(b)), 1e-300);
+  }
+
+  function fmt(x) {
+    return Number(x).toPrecision(6).replace(/\.?0+(e|$)/, "$1");
+  }
+
+  // spec.py _check_guarantee: the cells whose recomputed failure exceeds the risk, as problems.
+  function checkGuarantee(spec) {
+    if (spec === null || typeof spec !== "object" || spec.probanon_survey_spec !== VERSION) {
+      throw new SpecError("not a probanon survey specification (version " + VERSION + ")");
+    }
+    const g = field(spec, "guarantee", "");
+    const k = integer(field(g, "k", "guarantee "), "k");
+    const risk = field(g, "risk", "guarantee ");
+    if (typeof risk !== "number" || !(risk > 0 && risk < 1)) throw new SpecError("specification: risk must be in (0, 1), got " + risk);
+    const model = field(g, "participation", "guarantee ");
+    const kind = field(model, "model", "participation ");
+    const records = integer(field(g, "records", "guarantee "), "records");
+    if (records < 1 || records > MAX_RECORDS) throw new SpecError("specification: " + records + " records is out of range (1.." + MAX_RECORDS + ")");
+    if (k < 1 || k > records) throw new SpecError("specification: k must be between 1 and the " + records + " records, got " + k);
+    const cells = field(spec, "cells", "");
+    const functionSizes = checkFunction(field(spec, "function", ""));
+    if (!Array.isArray(cells) || cells.length !== functionSizes.length) throw new SpecError("specification: the cells do not match the function's cells");
+    const sizes = cells.map((c, i) => integer(field(c, "size", "cell " + i + " "), "cell " + i + " size"));
+    if (sizes.some((s, i) => s !== functionSizes[i])) throw new SpecError("specification: declared cell sizes differ from the function's");
+    const total = sizes.reduce((a, b) => a + b, 0);
+    if (total !== records || Math.min(...sizes) < 1) {
+      throw new SpecError("specification: the cell sizes add up to " + total + ", not to the " + records + " records declared");
+    }
+    let pi = null;
+    if (kind === "constant") {
+      pi = field(model, "pi", "participation ");
+      if (typeof pi !== "number" || !(pi > 0 && pi <= 1)) throw new SpecError("specification: participation must be in (0, 1], got " + pi);
+      const n = nMin(k, pi, risk);
+      if (n === null) throw new SpecError("specification: no cell of up to " + MAX_CONSTANT_SEARCH + " records reaches the risk");
+      if (field(g, "n_min", "guarantee ") !== n) throw new SpecError("specification: n_min is " + n + " for this guarantee, not " + g.n_min);
+    } else if (kind !== "per-record") {
+      throw new SpecError("specification: unknown participation model " + JSON.stringify(kind));
+    }
+    const failing = [];
+    const bySize = new Map(); // constant pi: one computation per distinct size
+    cells.forEach((cell, i) => {
+      let recomputed;
+      if (kind === "constant") {
+        if (!bySize.has(sizes[i])) bySize.set(sizes[i], cellFailure(k, pi, sizes[i]).failure);
+        recomputed = bySize.get(sizes[i]);
+      } else {
+        const p = field(cell, "participation", "cell " + i + " ");
+        if (!Array.isArray(p) || p.some((v) => typeof v !== "number" || !(v > 0 && v <= 1))) {
+          throw new SpecError("cell " + i + ": participation must be probabilities in (0, 1]");
+        }
+        if (p.length !== sizes[i]) throw new SpecError("cell " + i + ": " + p.length + " participation values for " + sizes[i] + " records");
+        recomputed = cellFailure(k, p).failure;
+      }
+      const stated = field(cell, "failure", "cell " + i + " ");
+      if (typeof stated !== "number") throw new SpecError("cell " + i + ": failure must be a number, got " + JSON.stringify(stated));
+      if (!isClose(recomputed, stated)) {
+        throw new SpecError("cell " + i + ": declared failure " + fmt(stated) + " but " + sizes[i] + " records give " + fmt(recomputed));
+      }
+      if (recomputed > risk) failing.push(i);
+    });
+    if (failing.length === 0) return [];
+    const worst = failing.reduce((a, b) => (cells[b].failure > cells[a].failure ? b : a));
+    const more = failing.length > 1 ? " (" + failing.length + " of " + cells.length + " cells exceed it)" : "";
+    return ["the guarantee does not hold: cell " + worst + " of " + sizes[worst] + " records fails with probability " +
+      fmt(cells[worst].failure) + " > the stated risk " + risk + more];
+  }
+
+  // "sha256:HEX" or the 64 hex digits alone, any case, blanks around ignored (spec.py parse_digest).
+  function parseDigest(text) {
+    const m = typeof text === "string" ? /^(?:sha256:)?([0-9a-f]{64})$/i.exec(text.trim()) : null;
+    if (m === null) throw new Error("a digest is 'sha256:' followed by 64 hexadecimal digits, got " + JSON.stringify(text));
+    return "sha256:" + m[1].toLowerCase();
+  }
+
+  async function sha256(bytes) {
+    const hash = new Uint8Array(await root.crypto.subtle.digest("SHA-256", bytes));
+    return "sha256:" + Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  // Verify the canonical specification (the exact bytes whose SHA-256 is the digest: the spec
+  // without its "digest" field, spec.py canonical_bytes) against the expected digest.
+  // canonical: a string (encoded as UTF-8) or the bytes (ArrayBuffer / Uint8Array).
+  // Returns {ok, problems, spec, digest}; ok only when the digest matches and every check passes.
+  async function verifySpec(canonical, expectedDigest) {
+    const bytes = typeof canonical === "string" ? new TextEncoder().encode(canonical) : new Uint8Array(canonical);
+    const digest = await sha256(bytes);
+    const problems = [];
+    try {
+      const expected = parseDigest(expectedDigest);
+      if (expected !== digest) {
+        problems.push("its digest " + digest + " differs from the expected " + expected + ": this is not the specification that was published");
+      }
+    } catch (e) {
+      problems.push(e.message);
+    }
+    let spec = null;
+    try {
+      spec = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    } catch (e) {
+      problems.push("specification: not UTF-8 JSON text (" + e.message + ")");
+      return { ok: false, problems: problems, spec: null, digest: digest };
+    }
+    try {
+      if (spec !== null && typeof spec === "object" && "digest" in spec) {
+        throw new SpecError("specification: the canonical form must not contain the digest");
+      }
+      problems.push(...checkGuarantee(spec));
+    } catch (e) {
+      problems.push(e instanceof SpecError ? e.message : "specification: malformed value (" + e.message + ")");
+    }
+    return { ok: problems.length === 0, problems: problems, spec: spec, digest: digest };
+  }
+
+  root.ProbanonSurvey = Object.freeze({
+    cellFailure: cellFailure,
+    nMin: nMin,
+    assignCell: assignCell,
+    verifySpec: verifySpec,
+    parseDigest: parseDigest,
+  });
+})(globalThis);
