@@ -127,7 +127,7 @@ def check_answers(schema: tuple[Field, ...], answers, quasi_identifiers=()) -> d
         if name not in declared:
             if name in quasi_identifiers:
                 raise SchemaError(f"{name!r} is a quasi-identifier: send only the cell, never its value")
-            raise SchemaError("answers: undeclared field" + (f" {name!r}" if NAME.fullmatch(str(name)) else ""))
+            raise SchemaError("answers: undeclared field" + (f" {name!r}" if NAME.fullmatch(name) else ""))
     out = {}
     for f in schema:
         if f.name in answers and answers[f.name] is not None:

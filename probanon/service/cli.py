@@ -1,7 +1,13 @@
-"""``probanon serve``: the collector service (needs the ``service`` extra)."""
+"""``probanon serve`` (the collector service, needs the ``service`` extra) and ``probanon collector
+...`` (the office's client: publish, invite, analyst, close, release, audit; standard library only)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+from ..cliargs import add_input, add_output, positive_int
 from ..errors import ParameterError
 
 
@@ -30,7 +36,125 @@ def cmd_serve(args) -> int:
     return 0
 
 
+def _office(args):
+    from . import office
+
+    return office, office.read_token(args.token_file)
+
+
+def cmd_publish(args) -> int:
+    office, token = _office(args)
+    out = office.publish(args.url, token, args.spec, args.answers, args.opens, args.closes, args.title,
+                         args.questions, args.tokens, args.small_cells)
+    print(f"survey {out['id']} published; digest {out['digest']}")
+    print(f"print this digest in every invitation; respondents open {args.url.rstrip('/')}/respond/{out['id']}"
+          f"?digest={out['digest']} or run 'probanon survey respond'")
+    return 0
+
+
+def cmd_invite(args) -> int:
+    office, token = _office(args)
+    tokens = office.invite(args.url, token, args.survey, args.count)
+    args.outputs.write({args.output: "".join(t + "\n" for t in tokens)})
+    print(f"{len(tokens)} single-use invitation tokens written to {args.output} (one per line; each invitation "
+          "carries one; the collector keeps only their hashes)")
+    return 0
+
+
+def cmd_analyst(args) -> int:
+    office, token = _office(args)
+    print(office.analyst(args.url, token, args.note))
+    return 0
+
+
+def cmd_close(args) -> int:
+    office, token = _office(args)
+    office.close(args.url, token, args.survey, args.note)
+    print(f"survey {args.survey} closed")
+    return 0
+
+
+def cmd_release(args) -> int:
+    office, token = _office(args)
+    suffix = Path(args.output).suffix.lower().lstrip(".")
+    if suffix not in office.FORMATS:
+        raise ParameterError(f"-o: the release is written as .csv, .parquet or .json, not {args.output!r}")
+    released = office.release(args.url, token, args.survey)  # records and report of the same moment
+    rep = released["report"]
+    if suffix == "json":
+        data = json.dumps(released, indent=1, allow_nan=False)
+    else:
+        import pandas as pd
+
+        data = pd.DataFrame.from_records(released["records"], columns=released["columns"])
+    outputs = {args.output: data}
+    if args.report:
+        outputs[args.report] = json.dumps(rep, indent=1, allow_nan=False)
+    args.outputs.write(outputs)
+    failures = rep["failures"]
+    print(f"{rep['released_records']} records released (achieved k = {rep['achieved_k']}, required {rep['k']}); "
+          f"{rep['responses']} responses from {rep['records']} records; failing cells: "
+          f"{failures['observed_failing_cells']} observed, {failures['predicted_failing_cells']:.3g} predicted; "
+          f"{rep['suppressed_records']} records of {rep['suppressed_cells']} cells suppressed", file=sys.stderr)
+    return 0
+
+
+def cmd_audit(args) -> int:
+    office, token = _office(args)
+    for entry in office.audit_log(args.url, token):
+        survey = "" if entry["survey_id"] is None else f" survey {entry['survey_id']}"
+        print(f"{entry['at']} {entry['role']}: {entry['action']}{survey}" + (f" ({entry['note']})" if entry["note"] else ""))
+    return 0
+
+
+def _collector_parser(sub) -> None:
+    c = sub.add_parser("collector", help="the office's side of the collector: publish, invite, close, release")
+    cc = c.add_subparsers(dest="collector_command", required=True)
+
+    def command(name, help, func, survey=True):
+        p = cc.add_parser(name, help=help)
+        p.add_argument("url", help="the collector's address, e.g. https://survey.example.org")
+        if survey:
+            p.add_argument("--survey", type=positive_int, required=True, help="the survey id")
+        p.add_argument("--token-file", metavar="FILE",
+                       help="file whose first line is the token (default: the PROBANON_TOKEN environment variable)")
+        p.set_defaults(func=func)
+        return p
+
+    p = command("publish", "publish a verified specification as a new survey (admin)", cmd_publish, survey=False)
+    add_input(p, "--spec", required=True, table=False, help="the specification (probanon survey design)")
+    add_input(p, "--answers", required=True, table=False, metavar="SCHEMA.json",
+              help="the confidential answers: a JSON list of {name, type: number|integer|category, min, max, "
+                   "categories, required, label}")
+    add_input(p, "--questions", table=False, metavar="QUESTIONS.json",
+              help="labels and units of the quasi-identifiers: {column: {label, unit}}")
+    p.add_argument("--title", required=True)
+    p.add_argument("--opens", required=True, metavar="TIME", help="ISO 8601 with zone, e.g. 2027-01-01T00:00:00Z")
+    p.add_argument("--closes", required=True, metavar="TIME")
+    p.add_argument("--tokens", action="store_true", help="one single-use invitation token per respondent")
+    p.add_argument("--small-cells", choices=("suppress", "flag"), default="suppress",
+                   help="a cell that ends with 0 < K < k responses: left out of the release (default) or released "
+                        "flagged (not k-anonymous)")
+
+    p = command("invite", "issue single-use invitation tokens (admin)", cmd_invite)
+    p.add_argument("--count", type=positive_int, required=True)
+    add_output(p, "-o", "--output", required=True, metavar="TOKENS.txt")
+
+    p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, survey=False)
+    p.add_argument("--note", help="who it is for (kept in the audit log)")
+
+    p = command("close", "close a survey now (admin)", cmd_close)
+    p.add_argument("--note", help="why (kept in the audit log)")
+
+    p = command("release", "download the release and its report (analyst)", cmd_release)
+    add_output(p, "-o", "--output", required=True, metavar="FILE", help=".csv, .parquet or .json")
+    add_output(p, "--report", metavar="REPORT.json", help="participation per cell, achieved k, guarantee")
+
+    command("audit", "print the audit log (admin)", cmd_audit, survey=False)
+
+
 def add_parser(sub) -> None:
+    _collector_parser(sub)
     s = sub.add_parser("serve", help="the survey collector service (HTTP API, respondent page)")
     s.add_argument("--database", required=True, metavar="URL",
                    help="a SQLite file path (created if absent) or postgresql://user:password@host/db")

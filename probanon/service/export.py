@@ -112,4 +112,5 @@ def encode(frame: pd.DataFrame, rep: dict, fmt: str) -> bytes:
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
     records = json.loads(frame.to_json(orient="records"))
-    return json.dumps({"report": rep, "records": records}, allow_nan=False).encode("utf-8")
+    return json.dumps({"report": rep, "columns": list(frame.columns), "records": records},
+                      allow_nan=False).encode("utf-8")

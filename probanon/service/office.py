@@ -1,0 +1,71 @@
+"""The office's side of the collector, over HTTP (standard library only): publish a survey, issue
+invitations and analyst tokens, close, release, read the audit log (``probanon collector ...``).
+
+Tokens are read from the environment (``PROBANON_TOKEN``) or a file (``--token-file``), never from
+the command line, where process lists and shell histories would keep them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..errors import ParameterError
+from .http import request
+
+FORMATS = ("csv", "parquet", "json")  # by the output file's extension
+
+
+def read_token(token_file: str | None) -> str:
+    """The admin or analyst token: the first line of ``token_file``, else ``$PROBANON_TOKEN``."""
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text().splitlines()[0].strip() if Path(token_file).stat().st_size else ""
+        except OSError as exc:
+            raise ParameterError(f"--token-file: cannot read {token_file} ({exc.strerror or exc})") from None
+    else:
+        token = os.environ.get("PROBANON_TOKEN", "").strip()
+    if not token:
+        raise ParameterError("give the token in the environment (PROBANON_TOKEN) or with --token-file")
+    return token
+
+
+def publish(url: str, token: str, spec_path: str, answers_path: str, opens: str, closes: str, title: str,
+            questions_path: str | None = None, requires_token: bool = False, small_cells: str = "suppress") -> dict:
+    """Publish the specification at ``spec_path`` (sent byte for byte) with the answer schema (a JSON
+    list) at ``answers_path``; returns ``{"id", "digest"}``."""
+    try:
+        spec_text = Path(spec_path).read_text(encoding="utf-8")
+        answers = json.loads(Path(answers_path).read_text(encoding="utf-8"))
+        questions = None if questions_path is None else json.loads(Path(questions_path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ParameterError(f"cannot read {exc.filename} ({exc.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ParameterError(f"the answer schema or questions file is not JSON text ({exc})") from None
+    body = {"title": title, "spec": spec_text, "answers": answers, "opens": opens, "closes": closes,
+            "requires_token": requires_token, "release": {"small_cells": small_cells}}
+    if questions is not None:
+        body["questions"] = questions
+    return request(url, "POST", "/api/admin/surveys", body, token=token)
+
+
+def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
+    return request(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token)["tokens"]
+
+
+def analyst(url: str, token: str, note: str | None = None) -> str:
+    return request(url, "POST", "/api/admin/analysts", {"note": note}, token=token)["token"]
+
+
+def close(url: str, token: str, survey_id: int, note: str | None = None) -> None:
+    request(url, "POST", f"/api/admin/surveys/{survey_id}/close", {"note": note}, token=token)
+
+
+def release(url: str, token: str, survey_id: int) -> dict:
+    """``{"report", "columns", "records"}``: the records and their report, read together."""
+    return request(url, "GET", f"/api/surveys/{survey_id}/release?format=json", token=token)
+
+
+def audit_log(url: str, token: str) -> list[dict]:
+    return request(url, "GET", "/api/admin/audit", token=token)
