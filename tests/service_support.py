@@ -84,3 +84,37 @@ def call(base: str, method: str, path: str, body=None, token: str | None = None,
     except urllib.error.HTTPError as err:
         status, payload, ctype = err.code, err.read(), err.headers.get("content-type", "")
     return status, (json.loads(payload) if ctype.startswith("application/json") else payload)
+
+
+def chromium(logging_prefs: dict | None = None):
+    """Headless Chromium (/usr/bin/chromium) driven by Selenium in a throwaway profile, for a fixture
+    (``yield from chromium(...)``): yields the driver, quits it afterwards.
+    The test is skipped when the browser or its driver is missing, and fails instead when CI is set.
+    ``logging_prefs`` is Chrome's ``goog:loggingPrefs`` (e.g. {"browser": "ALL", "performance": "ALL"})."""
+    import shutil
+    import tempfile
+
+    browser, driver_path = "/usr/bin/chromium", "/usr/bin/chromedriver"
+    if not (os.path.exists(browser) and os.path.exists(driver_path)):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI is set but {browser} or {driver_path} is missing", pytrace=False)
+        pytest.skip(f"browser tests need {browser} and {driver_path}")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    service = pytest.importorskip("selenium.webdriver.chrome.service")
+    profile = tempfile.mkdtemp(prefix="probanon-chromium-")
+    options = webdriver.ChromeOptions()
+    options.binary_location = browser
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    if logging_prefs:
+        options.set_capability("goog:loggingPrefs", logging_prefs)
+    try:
+        drv = webdriver.Chrome(service=service.Service(executable_path=driver_path), options=options)
+        try:
+            yield drv
+        finally:
+            drv.quit()
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)

@@ -1,0 +1,272 @@
+"""The respondent page (/respond/ID) in headless Chromium against a running collector: a respondent
+types her values, reviews and sends; what the browser POSTs (read from Chrome's network log, not
+from the page) holds only the cell, and the stored row has Python's cell; invitation tokens; a
+digest mismatch in the invitation link; no external resource and no console error under the
+server's Content-Security-Policy."""
+
+import hashlib
+import json
+import re
+import secrets
+
+import numpy as np
+import pytest
+import sqlalchemy as sa
+from service_support import (
+    ANSWERS,
+    call,
+    chromium,
+    design_spec,
+    population,
+    survey_body,
+)
+
+from probanon.service import db
+from probanon.service.app import HEADERS
+from probanon.survey.spec import assign, digest, verify
+
+By = pytest.importorskip("selenium.webdriver.common.by").By
+Keys = pytest.importorskip("selenium.webdriver.common.keys").Keys
+WebDriverWait = pytest.importorskip("selenium.webdriver.support.ui").WebDriverWait
+
+TIMEOUT = 20  # seconds, for every wait on the page
+KEYS = {"digest", "cell", "answers", "idempotency_key"}
+CSP = dict(HEADERS)[b"content-security-policy"].decode()
+QUESTIONS = survey_body("")["questions"]
+QI_LABELS = [f"{QUESTIONS[c]['label']} ({QUESTIONS[c]['unit']})" for c in ("age", "income")]
+ANSWER_LABELS = {a["name"]: a.get("label", a["name"]) + ("" if a.get("required", True) else " (optional)")
+                 for a in ANSWERS}
+TOKEN_LABEL = "Invitation code (printed in your invitation)"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    yield from chromium({"browser": "ALL", "performance": "ALL"})
+
+
+@pytest.fixture
+def page(browser):
+    """The browser on a blank page, its console and network logs emptied."""
+    browser.get("about:blank")
+    browser.get_log("browser")
+    browser.get_log("performance")
+    return browser
+
+
+@pytest.fixture(scope="module")
+def published():
+    """(population, specification text, specification) of the surveys below."""
+    frame = population()
+    _, text = design_spec(frame)
+    return frame, text, json.loads(text)
+
+
+def publish(collector, text, **changes) -> dict:
+    base, admin, _ = collector
+    status, body = call(base, "POST", "/api/admin/surveys", survey_body(text, **changes), token=admin)
+    assert status == 201, body
+    return body
+
+
+def stored(database_url, survey_id) -> dict:
+    """{key hash: (cell, answers)} of the survey's rows, read from the database."""
+    engine = db.connect(database_url)
+    try:
+        with engine.connect() as conn:
+            t = db.submissions.c
+            rows = conn.execute(sa.select(t.key_hash, t.cell, t.answers).where(t.survey_id == survey_id)).all()
+    finally:
+        engine.dispose()
+    return {r.key_hash: (r.cell, json.loads(r.answers)) for r in rows}
+
+
+def network(driver) -> tuple[list, list]:
+    """(Network.requestWillBeSent, Network.responseReceived) parameters from Chrome's log since the
+    last call (reading empties the log)."""
+    events = [json.loads(e["message"])["message"] for e in driver.get_log("performance")]
+    return ([e["params"] for e in events if e["method"] == "Network.requestWillBeSent"],
+            [e["params"]["response"] for e in events if e["method"] == "Network.responseReceived"])
+
+
+def posted(driver) -> list[str]:
+    """The bodies of the POST requests since the last read of the log, as the browser sent them."""
+    bodies = []
+    for e in network(driver)[0]:
+        if e["request"]["method"] == "POST":
+            body = e["request"].get("postData")
+            if body is None:  # not inlined in the event: ask the browser
+                body = driver.execute_cdp_cmd("Network.getRequestPostData", {"requestId": e["requestId"]})["postData"]
+            bodies.append(body)
+    return bodies
+
+
+def open_survey(driver, base, survey_id, query=""):
+    driver.get(f"{base}/respond/{survey_id}{query}")
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.find_element(By.ID, "survey-form").is_displayed()
+                                         or d.find_element(By.ID, "error").is_displayed())
+
+
+def labelled(driver, label_text):
+    """The control that the <label for> with exactly this text names."""
+    assert '"' not in label_text
+    [label] = driver.find_elements(By.XPATH, f'//label[normalize-space(.)="{label_text}"]')
+    return driver.find_element(By.ID, label.get_attribute("for"))
+
+
+def type_in(driver, label_text, text, replace=False):
+    el = labelled(driver, label_text)
+    if replace:
+        el.send_keys(Keys.CONTROL, "a", Keys.NULL, Keys.BACKSPACE)
+    el.send_keys(text)  # a <select>: typing the option's text chooses it
+
+
+def fill(driver, qi_texts, answers, token=None):
+    for label, text in zip(QI_LABELS, qi_texts):
+        type_in(driver, label, text)
+    for name, label in ANSWER_LABELS.items():
+        if name in answers:
+            type_in(driver, label, str(answers[name]))
+    if token is not None:
+        type_in(driver, TOKEN_LABEL, token)
+
+
+def review_and_send(driver) -> tuple[str, str]:
+    """(the message shown at review, the page's result line) after Review and Send, by keyboard."""
+    driver.find_element(By.ID, "review").send_keys(Keys.ENTER)
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.find_element(By.ID, "review-section").is_displayed())
+    shown = driver.find_element(By.ID, "payload").text
+    driver.find_element(By.ID, "send").send_keys(Keys.ENTER)
+    result = driver.find_element(By.ID, "result")
+    WebDriverWait(driver, TIMEOUT).until(lambda d: result.text not in ("", "Sending…"))
+    return shown, result.text
+
+
+def respondents(frame, spec):
+    """Five respondents (typed values, answers): two population records, one of them the boundary
+    tuple of its ball, exactly at its radius (the tie rule decides), and three other points.
+    Incomes are typed with a decimal point: such text cannot occur in a hex digest or a key."""
+    function = verify(spec).function
+    X = frame.to_numpy(float)
+    Z = function.standardizer.transform(X)
+    on_boundary = (Z[:, None, :] == function.rule["boundary"][None]).all(axis=2)
+    i, ball = map(int, np.argwhere(on_boundary)[0])
+    assert ((Z[i] - function.rule["references"][ball]) ** 2).sum() == function.rule["radius2"][ball]  # a tie
+    j = int(np.flatnonzero(~on_boundary.any(axis=1))[0])
+
+    def typed(x):
+        return repr(float(x))  # shortest text that reads back as the same double
+
+    return [((typed(X[i, 0]), typed(X[i, 1])), {"happy": 0, "spending": 1250.75, "region": "north"}),
+            ((typed(X[j, 0]), typed(X[j, 1])), {"happy": 10, "region": "south"}),
+            (("18", "0.01"), {"happy": 5, "spending": 0, "region": "north"}),
+            (("90", "9999.99"), {"happy": 3, "spending": 80, "region": "south"}),
+            (("44.5", "3000.25"), {"happy": 7, "spending": 12.5, "region": "north"})]
+
+
+def test_respondents_send_only_their_cell(collector, page, published):
+    base, _, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text)
+    people = respondents(frame, spec)
+    cells, _ = assign(spec, [[float(a), float(b)] for (a, b), _ in people])
+    sent = []
+    for (qi_texts, answers), cell in zip(people, cells):
+        open_survey(page, base, survey["id"])
+        fill(page, qi_texts, answers)
+        shown, result = review_and_send(page)
+        assert result == "Thank you: your answers were stored."
+        [raw] = posted(page)
+        assert raw == shown  # the reviewed message, byte for byte
+        body = json.loads(raw)
+        assert set(body) == KEYS
+        assert body["digest"] == survey["digest"] and body["cell"] == int(cell) and body["answers"] == answers
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22,64}", body["idempotency_key"])
+        numbers = {v for v in body["answers"].values() if not isinstance(v, str)} | {body["cell"]}
+        assert qi_texts[1] not in raw and float(qi_texts[1]) not in numbers
+        sent.append(body)
+    rows = stored(database_url, survey["id"])
+    assert rows == {hashlib.sha256(b["idempotency_key"].encode()).hexdigest(): (b["cell"], b["answers"]) for b in sent}
+    assert sorted(c for c, _ in rows.values()) == sorted(int(c) for c in cells)
+
+
+def test_invitation_token(collector, page, published):
+    base, admin, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text, requires_token=True)
+    status, body = call(base, "POST", f"/api/admin/surveys/{survey['id']}/tokens", {"count": 1}, token=admin)
+    assert status == 200
+    [token] = body["tokens"]
+    qi_texts, answers = respondents(frame, spec)[4]
+    [cell], _ = assign(spec, [[float(t) for t in qi_texts]])
+    submissions = f"/api/surveys/{survey['id']}/submissions"
+
+    def refusal(tok):
+        status, body = call(base, "POST", submissions, {"digest": survey["digest"], "cell": int(cell),
+                                                        "answers": answers, "idempotency_key": secrets.token_urlsafe(24),
+                                                        "token": tok})
+        assert status == 403
+        return "Not stored: " + body["detail"]
+
+    open_survey(page, base, survey["id"])
+    fill(page, qi_texts, answers, token="wrong-" + secrets.token_urlsafe(16))
+    assert review_and_send(page)[1] == refusal("wrong-" + secrets.token_urlsafe(16))
+    assert stored(database_url, survey["id"]) == {}
+
+    type_in(page, TOKEN_LABEL, token, replace=True)  # an edited form is reviewed again
+    assert not page.find_element(By.ID, "review-section").is_displayed()
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    wrong, right = (json.loads(b) for b in posted(page))
+    assert set(right) == set(wrong) == KEYS | {"token"} and right["token"] == token and wrong["token"] != token
+    rows = stored(database_url, survey["id"])
+    assert rows == {hashlib.sha256(right["idempotency_key"].encode()).hexdigest(): (int(cell), answers)}
+
+    open_survey(page, base, survey["id"])  # the same invitation again
+    fill(page, qi_texts, answers, token=token)
+    assert review_and_send(page)[1] == refusal(token)
+    assert stored(database_url, survey["id"]) == rows
+
+
+def test_digest_in_the_link_must_match(collector, page, published):
+    base, _, database_url = collector
+    _, text, spec = published
+    survey = publish(collector, text)
+    assert survey["digest"] == digest(spec)  # computed here from the specification
+    other = survey["digest"][:-1] + ("0" if survey["digest"][-1] != "0" else "1")
+    open_survey(page, base, survey["id"], f"?digest={other}")
+    error = page.find_element(By.ID, "error")
+    assert error.is_displayed() and not page.find_element(By.ID, "survey-form").is_displayed()
+    assert not page.find_elements(By.CSS_SELECTOR, "input, select")  # no form was built
+    assert f"the digest in your invitation link, {other}, differs from this survey's {survey['digest']}" in error.text
+    assert page.find_element(By.ID, "digest").text == survey["digest"]
+    assert page.find_element(By.ID, "status").text == "Do not answer this survey."
+    assert posted(page) == [] and stored(database_url, survey["id"]) == {}
+
+    open_survey(page, base, survey["id"], "?digest=" + survey["digest"][7:].upper())  # the hex alone
+    assert page.find_element(By.ID, "survey-form").is_displayed()
+    assert "and the digest in your invitation link" in page.find_element(By.ID, "verified").text
+
+
+def test_no_external_resource_and_no_console_error(collector, page, published):
+    base, _, _ = collector
+    frame, text, spec = published
+    survey = publish(collector, text)
+    qi_texts, answers = respondents(frame, spec)[2]
+    open_survey(page, base, survey["id"])
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    requests, responses = network(page)
+    requested = [e["request"]["url"] for e in requests]
+    assert all(url.startswith(base + "/") for url in requested), requested
+    sid = survey["id"]
+    assert {url[len(base):] for url in requested} >= {
+        f"/respond/{sid}", "/static/respond.css", "/static/survey.js", "/static/respond.js",
+        f"/api/surveys/{sid}", f"/api/surveys/{sid}/spec/canonical", f"/api/surveys/{sid}/submissions"}
+    [document] = [r for r in responses if r["url"] == f"{base}/respond/{sid}"]
+    assert {k.lower(): v for k, v in document["headers"].items()}["content-security-policy"] == CSP
+    log = page.get_log("browser")
+    assert [e for e in log if e["level"] in ("SEVERE", "WARNING") or "Content Security Policy" in e["message"]] == []
+    # the log does report a violation: an inline script, which the policy forbids
+    page.execute_script("const s = document.createElement('script'); s.textContent = 'window.x = 1';"
+                        " document.body.append(s);")
+    assert page.execute_script("return window.x") is None
+    assert any("Content Security Policy" in e["message"] for e in page.get_log("browser"))
