@@ -8,6 +8,7 @@ atomically).
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -153,7 +154,112 @@ def cmd_evaluate(args) -> int:
 
 
 DEMO_FILES = ("index.html", "il_vs_k.png", "risk_vs_k.png", "release_mdav_k5.csv", "function_mdav_k5.json",
-              "evaluation_mdav_k5.json", "attack_mdav_k5.json")
+              "evaluation_mdav_k5.json", "attack_mdav_k5.json", "survey_spec.json", "survey_release.csv",
+              "survey_release_report.json")
+SURVEY_DEMO = {"records": 600, "k": 5, "participation": 0.7, "risk": 0.05, "columns": ["age", "income"],
+               "answers": ["health_spending", "savings"]}
+
+
+def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> dict | None:
+    """The demo's survey part (paper 1, Sec. III, locally trusted anonymisation): a specification
+    designed on a synthetic model population (:data:`SURVEY_DEMO`, at most ``records`` records),
+    published on a collector (a temporary SQLite database, a free loopback port), every person
+    responding with probability pi through :func:`probanon.service.client.respond` (the cell is
+    computed on the respondent's side), the survey closed and its release fetched by an analyst.
+    Writes survey_spec.json, survey_release.csv and survey_release_report.json into ``out_dir``
+    and adds a section to ``rep``; returns the release report (None without the service extra)."""
+    import datetime as dt
+    import tempfile
+
+    from tqdm import tqdm
+
+    from .attacks import GUARANTEES
+    from .survey.design import design
+    from .survey.spec import build_spec
+
+    heading = "Survey with uncertain participation (paper 1): design, collector, release"
+    try:
+        import fastapi, sqlalchemy, uvicorn  # noqa: E401, F401
+    except ImportError as exc:
+        rep.text(heading, f"Not run: the collector needs the service extra ({exc.name} is missing; "
+                          "pip install 'probanon[service]').")
+        return None
+    from .service import client, server
+
+    c = SURVEY_DEMO
+    k, pi, risk, qi, answered = c["k"], c["participation"], c["risk"], c["columns"], c["answers"]
+    population = synthetic_survey(min(records, c["records"]), random_state=seed)
+    d = design(population[qi], k, pi, risk)
+    spec = build_spec(d)
+    spec_text = json.dumps(spec, indent=1, allow_nan=False)
+    now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+    body = {"title": "probanon demo survey", "spec": spec_text,
+            "answers": [{"name": a, "type": "number", "min": 0, "label": a.replace("_", " ")} for a in answered],
+            "opens": (now - dt.timedelta(hours=1)).isoformat(), "closes": (now + dt.timedelta(days=1)).isoformat(),
+            "questions": {"age": {"label": "Your age", "unit": "years"},
+                          "income": {"label": "Your yearly income", "unit": None}}}
+    responds = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2]).random(len(population)) < pi
+    with tempfile.TemporaryDirectory(prefix="probanon-demo-") as tmp:
+        database = str(Path(tmp) / "collector.db")
+        admin = server.init_admin(database)
+        with server.running(database) as base:
+            _, created = client.call(base, "POST", "/api/admin/surveys", body, token=admin)
+            sid = created["id"]
+            for i in tqdm(np.flatnonzero(responds), desc="respondents", disable=quiet):
+                person = population.iloc[i]
+                client.respond(base, sid, {q: float(person[q]) for q in qi},
+                               {a: float(person[a]) for a in answered}, expected_digest=created["digest"])
+            client.call(base, "POST", f"/api/admin/surveys/{sid}/close", {"note": "demo: every respondent answered"},
+                        token=admin)
+            _, analyst = client.call(base, "POST", "/api/admin/analysts", {"note": "demo analyst"}, token=admin)
+            _, csv = client.call(base, "GET", f"/api/surveys/{sid}/release?format=csv", token=analyst["token"],
+                                 raw=True)
+            _, report = client.call(base, "GET", f"/api/surveys/{sid}/release/report", token=analyst["token"])
+    write_outputs({out_dir / "survey_spec.json": spec_text, out_dir / "survey_release.csv": csv,
+                   out_dir / "survey_release_report.json": json.dumps(report, indent=2, allow_nan=False)})
+
+    release = pd.read_csv(io.BytesIO(csv))
+    failures, cells = report["failures"], report["cells"]
+    rep.text(heading,
+             f"{GUARANTEES['survey'].text()} A model population of {len(population)} synthetic records (seed {seed}; "
+             f"quasi-identifiers {', '.join(qi)}) gives the design: k = {k}, participation pi = {pi}, acceptable cell "
+             f"failure {risk}, so every cell holds n_min = {d.n_min} or more records ({len(d.sizes)} cells of "
+             f"{d.sizes.min()}..{d.sizes.max()}), each failing (0 < responses < k) with probability <= {risk} "
+             f"(Algorithm A). The specification (survey_spec.json, digest {spec['digest']}) was published on a "
+             f"collector (probanon.service, a temporary SQLite database on 127.0.0.1); each person responded with "
+             f"probability {pi}: {int(responds.sum())} respondents, each through probanon.service.client.respond, "
+             "which verifies the specification against the invitation's digest, computes the cell on the "
+             f"respondent's side and sends only the cell and the answers ({', '.join(answered)}), never the "
+             f"{', '.join(qi)}. The survey was closed, and an analyst fetched the release (survey_release.csv: "
+             "each response as its cell's centroid and its answers, in random order; cells that ended with "
+             f"0 < responses < k suppressed) and its report (survey_release_report.json).")
+    roles = {"cell": "cell index", **{q: "cell centroid" for q in qi}, **{a: "answer" for a in answered}}
+    summary = [{"column": col, "released as": roles.get(col, ""), "records": int(release[col].count()),
+                "distinct values": int(release[col].nunique()), "mean": float(release[col].mean()),
+                "min": float(release[col].min()), "max": float(release[col].max())} for col in release.columns]
+    rep.table([dict(row, mean="", min="", max="") if row["column"] == "cell" else row for row in summary])
+    rep.text(None, "Cell failures predicted by the design against those observed in this collection, and the "
+                   "release rule's outcome: a failed cell is suppressed, so every released cell holds >= k "
+                   "responses whatever the participation was.")
+    rep.table([
+        {"quantity": "responses (participation)", "predicted": f"{pi * report['records']:.1f} ({pi})",
+         "observed": f"{report['responses']} ({report['participation']['observed']:.3f})"},
+        {"quantity": "failing cells (0 < responses < k)", "predicted": f"{failures['predicted_failing_cells']:.2f}",
+         "observed": str(failures["observed_failing_cells"])},
+        {"quantity": "some cell fails (table failure)", "predicted": f"{failures['predicted_table_failure']:.3f}",
+         "observed": "yes" if failures["observed_failing_cells"] else "no"},
+        {"quantity": "achieved k of the release", "predicted": f">= {k}", "observed": str(report["achieved_k"])},
+        {"quantity": "suppressed records (cells)", "predicted": "",
+         "observed": f"{report['suppressed_records']} ({report['suppressed_cells']})"},
+        {"quantity": "released records", "predicted": "", "observed": str(report["released_records"])},
+    ])
+    failed = [c for c in cells if c["failed"]]
+    if failed:
+        rep.text(None, "The failed cells:")
+        rep.table([{"cell": c["cell"], "records": c["size"], "responses": c["responses"],
+                    "predicted failure": c["predicted_failure"], "released": "yes" if c["released"] else "no"}
+                   for c in failed])
+    return report
 
 
 def cmd_demo(args) -> int:
@@ -244,6 +350,7 @@ def cmd_demo(args) -> int:
                for row, r in zip(risk.rows(), risk.results)])
     rep.text(None, "What each intruder knows and does: " + "; ".join(f"{r.rule}: {r.knows}" for r in risk.results)
              + ".")
+    demo_survey(out_dir, rep, args.records, args.seed, quiet=args.quiet)
     path = rep.write(out_dir)
     print(f"report written to {path}", file=sys.stderr)
     return 0

@@ -102,6 +102,18 @@ def cmd_simulate(args) -> int:
     return 0
 
 
+def cmd_respond(args) -> int:
+    """Exit 0: stored (or already stored); 2: refused, unreachable or not verified (one line)."""
+    from ..service.client import parse_pairs, respond
+
+    values, answers = parse_pairs(args.values, "values"), parse_pairs(args.answers, "answers")
+    r = respond(args.url, args.survey, values, answers, token=args.token, expected_digest=args.digest)
+    shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
+    print("sent: " + json.dumps(shown, allow_nan=False))
+    print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
+    return 0 if r.stored else 2
+
+
 def add_parser(sub) -> None:
     s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)")
     ss = s.add_subparsers(dest="survey_command", required=True)
@@ -141,6 +153,19 @@ def add_parser(sub) -> None:
                         confidential_help="the answers (kept unchanged)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     a.set_defaults(func=cmd_assign)
+
+    r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
+                                        "send only the cell and your answers")
+    r.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
+    r.add_argument("--survey", type=positive_int, required=True, metavar="ID", help="the survey's number")
+    r.add_argument("--values", required=True, metavar="NAME=X,...",
+                   help="your quasi-identifiers (every one the survey asks for); they never leave this machine")
+    r.add_argument("--answers", required=True, metavar="NAME=V,...", help="your answers (sent)")
+    r.add_argument("--token", help="your invitation token, for a survey that requires one")
+    r.add_argument("--digest", metavar="sha256:HEX",
+                   help="the digest of your invitation letter: the specification must have exactly this digest "
+                        "(default: the digest the collector lists, which proves less)")
+    r.set_defaults(func=cmd_respond)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates")
     add_input(m, "spec", table=False)

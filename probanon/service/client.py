@@ -1,0 +1,266 @@
+"""The respondent's client (paper 1, Sec. III: locally trusted anonymisation), standard library only.
+
+:func:`respond` does on the respondent's machine what the respondent page does in the browser:
+
+1. reads the survey (``GET /api/surveys/ID``: its digest and answer schema) and the published
+   specification (``GET /api/surveys/ID/spec``, the bytes as published);
+2. verifies the specification (:func:`probanon.survey.spec.verify`: digest, every cell's failure
+   recomputed by Algorithm A) against the digest the respondent received through a second channel
+   (their invitation), or else the listed one; the specification's own digest must equal the listed
+   digest in any case;
+3. assigns the cell from the respondent's quasi-identifiers (:func:`probanon.survey.spec.assign`);
+4. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
+
+A post that fails on the way (no connection, a timeout, a 5xx) is sent again with the same
+idempotency key, so the collector stores it once; a 4xx is a :class:`ServiceError` with the
+collector's one-line reason.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import math
+import re
+import secrets
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import InputError, ParameterError, ProbanonError, SpecificationError
+from ..survey.spec import assign, load_spec, parse_digest, verify
+from .answers import SchemaError, check_answers, parse_field
+
+ATTEMPTS = 3  # tries of one request when the connection fails or the collector answers 5xx
+BACKOFF = 0.5  # seconds before the second try, doubled before each further one
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+class ServiceError(ProbanonError):
+    """The collector refused a request (``status``: the HTTP status, 4xx, or the 5xx of the last try)
+    or could not be reached (``status`` None); ``detail`` is its one-line reason."""
+
+    def __init__(self, message: str, status: int | None = None, detail: str | None = None):
+        self.status = status
+        self.detail = detail
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class Response:
+    """What :func:`respond` sent and what the collector answered."""
+
+    sent: dict  # the body posted (with the token, when one was given)
+    status: int  # 201 stored, 200 already stored (the same key and content were stored before)
+    reply: dict  # the collector's answer, {"status": "stored" | "already stored"}
+    cell: int
+    digest: str
+
+    @property
+    def stored(self) -> bool:
+        return self.reply.get("status") in ("stored", "already stored")
+
+
+def _base(url) -> str:
+    if not isinstance(url, str) or urllib.parse.urlsplit(url.strip()).scheme not in ("http", "https") \
+            or not urllib.parse.urlsplit(url.strip()).netloc:
+        raise ParameterError(f"the collector's address is an http:// or https:// URL, got {url!r}")
+    return url.strip().rstrip("/")
+
+
+def _survey_id(survey_id) -> int:
+    if isinstance(survey_id, bool) or not isinstance(survey_id, (int, np.integer)) or survey_id < 1:
+        raise ParameterError(f"a survey id is a positive integer, got {survey_id!r}")
+    return int(survey_id)
+
+
+def _detail(payload: bytes) -> str:
+    try:
+        detail = json.loads(payload).get("detail")
+    except (ValueError, AttributeError):
+        detail = None
+    text = detail if isinstance(detail, str) else payload[:200].decode("utf-8", "replace")
+    return " ".join(text.split()) or "(no reason given)"
+
+
+def call(url: str, method: str, path: str, body=None, token: str | None = None, timeout: float = 30,
+         attempts: int = ATTEMPTS, raw: bool = False):
+    """(status, body) of one request to the collector at ``url``: the body parsed when it is JSON
+    (unless ``raw``), else bytes. Tried up to ``attempts`` times (``BACKOFF`` seconds, doubling,
+    between tries) while the connection fails or the collector answers 5xx; a 4xx, or the last
+    failure, is a :class:`ServiceError`. Retrying is safe for reads and for submissions (their
+    idempotency key)."""
+    base = _base(url)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+        raise ParameterError(f"attempts must be a positive integer, got {attempts!r}")
+    data = None if body is None else json.dumps(body, allow_nan=False).encode("utf-8")
+    headers = {"Accept": "application/json"}
+    if data is not None:
+        headers["Content-Type"] = "application/json"
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    where = f"{method} {path}"
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(BACKOFF * 2 ** (attempt - 1))
+        req = urllib.request.Request(base + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                payload = resp.read()
+                return resp.status, payload if raw else _parsed(payload, resp.headers.get("content-type", ""))
+        except urllib.error.HTTPError as err:
+            status, detail = err.code, _detail(err.read())
+            if status < 500:
+                raise ServiceError(f"the collector refused {where} (HTTP {status}): {detail}", status, detail) from None
+            failure = ServiceError(f"the collector failed on {where} (HTTP {status}, {attempts} tries): {detail}",
+                                   status, detail)
+        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            failure = ServiceError(f"cannot reach the collector at {base} ({reason}; {attempts} tries)")
+    raise failure
+
+
+def _parsed(payload: bytes, content_type: str):
+    if content_type.split(";")[0].strip() == "application/json":
+        try:
+            return json.loads(payload)
+        except ValueError:
+            raise ServiceError("the collector sent malformed JSON") from None
+    return payload
+
+
+def survey(url: str, survey_id: int, timeout: float = 30) -> dict:
+    """The survey's public description (``GET /api/surveys/ID``)."""
+    _, info = call(url, "GET", f"/api/surveys/{_survey_id(survey_id)}", timeout=timeout)
+    if not isinstance(info, dict) or not isinstance(info.get("digest"), str) or not isinstance(info.get("answers"), list):
+        raise ServiceError(f"the collector's description of survey {survey_id} is malformed")
+    return info
+
+
+def verified_spec(url: str, survey_id: int, info: dict, expected_digest=None, timeout: float = 30):
+    """The survey's specification as published, verified (see the module docstring)."""
+    expected = None if expected_digest is None else parse_digest(expected_digest)
+    _, raw = call(url, "GET", f"/api/surveys/{_survey_id(survey_id)}/spec", timeout=timeout, raw=True)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SpecificationError("the published specification is not UTF-8 text") from None
+    if not text.lstrip().startswith("{"):  # load_spec would read anything else as a file name
+        raise SpecificationError("the published specification is not a JSON object")
+    v = verify(load_spec(text), expected_digest=expected or info["digest"])
+    if v.digest != info["digest"]:  # only when an expected digest was given: it matched the spec
+        raise SpecificationError(f"survey {survey_id} is listed with digest {info['digest']}, its specification "
+                                 f"has {v.digest}: the collector serves another specification than it lists")
+    return v
+
+
+def cell_of(verified, values: dict) -> int:
+    """The respondent's cell from their quasi-identifiers, by column name (every column of the
+    function, nothing else)."""
+    columns = list(verified.function.columns or [])
+    if not columns:
+        raise SpecificationError("the specification's function does not name its quasi-identifiers")
+    if not isinstance(values, dict):
+        raise InputError("the quasi-identifier values are a mapping of column name to number")
+    missing = [c for c in columns if c not in values]
+    extra = [c for c in values if c not in columns]
+    if missing or extra:
+        what = f"no value for {missing[0]!r}" if missing else f"{extra[0]!r} is not a quasi-identifier of this survey"
+        raise InputError(f"{what} (the survey asks for {', '.join(columns)})")
+    row = []
+    for c in columns:
+        v = values[c]
+        try:
+            x = float(v.strip()) if isinstance(v, str) else (math.nan if isinstance(v, bool) else float(v))
+        except (TypeError, ValueError):
+            x = math.nan
+        if not math.isfinite(x):
+            raise InputError(f"the value of {c!r} must be a finite number")
+        row.append(x)
+    cells, _ = assign(verified, np.array([row]))
+    return int(cells[0])
+
+
+def typed_answers(info: dict, answers: dict) -> dict:
+    """The answers checked against the survey's schema (text given for a field is read as its
+    type: integer, number or category), or :class:`InputError` before anything is sent."""
+    if not isinstance(answers, dict):
+        raise InputError("the answers are a mapping of field name to value")
+    try:
+        schema = tuple(parse_field(f) for f in info["answers"])
+    except SchemaError as exc:
+        raise ServiceError(f"the collector's answer schema is malformed ({exc})") from None
+    fields = {f.name: f for f in schema}
+    typed = {}
+    for name, value in answers.items():
+        f = fields.get(name)
+        if f is not None and isinstance(value, str) and f.type != "category":
+            text = value.strip()
+            try:
+                if f.type == "integer" and not _INTEGER.fullmatch(text):
+                    raise ValueError
+                value = int(text) if f.type == "integer" else float(text)
+            except ValueError:
+                raise InputError(f"answer {name!r} must be {'an integer' if f.type == 'integer' else 'a number'}") from None
+        typed[name] = value
+    try:
+        return check_answers(schema, typed, quasi_identifiers=set(info.get("questions") or ()))
+    except SchemaError as exc:
+        raise InputError(str(exc)) from None
+
+
+def submit(url: str, survey_id: int, body: dict, timeout: float = 30, attempts: int = ATTEMPTS):
+    """(status, reply) of posting a submission body; sending the same body again (its idempotency
+    key) is answered 200 "already stored" and stores nothing more."""
+    status, reply = call(url, "POST", f"/api/surveys/{_survey_id(survey_id)}/submissions", body=body,
+                         timeout=timeout, attempts=attempts)
+    if not isinstance(reply, dict):
+        raise ServiceError("the collector's answer to the submission is malformed")
+    return status, reply
+
+
+def respond(url: str, survey_id: int, values: dict, answers: dict, token: str | None = None,
+            expected_digest=None, timeout: float = 30) -> Response:
+    """Answer survey ``survey_id`` at ``url``: verify its specification, compute the cell from the
+    quasi-identifier ``values`` locally and send only the cell and the ``answers`` (see the module
+    docstring). ``expected_digest``: the digest of the invitation (``sha256:HEX``); ``token``: the
+    invitation token of a survey that requires one."""
+    survey_id = _survey_id(survey_id)
+    if expected_digest is not None:
+        expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
+    info = survey(url, survey_id, timeout)
+    if info.get("requires_token") and token is None:
+        raise ParameterError(f"survey {survey_id} takes one invitation token per respondent: give yours")
+    if token is not None and not info.get("requires_token"):
+        raise ParameterError(f"survey {survey_id} takes no invitation token")
+    if token is not None and (not isinstance(token, str) or not token.strip()):
+        raise ParameterError("the invitation token is empty")
+    v = verified_spec(url, survey_id, info, expected_digest, timeout)
+    cell = cell_of(v, values)
+    body = {"digest": v.digest, "cell": cell, "answers": typed_answers(info, answers),
+            "idempotency_key": secrets.token_urlsafe(32)}
+    if token is not None:
+        body["token"] = token.strip()
+    status, reply = submit(url, survey_id, body, timeout)
+    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest)
+
+
+def parse_pairs(text: str, what: str = "values") -> dict:
+    """``"a=1,b=2"`` as ``{"a": "1", "b": "2"}`` (text: :func:`respond` reads each as its type);
+    :class:`ParameterError` on a malformed or repeated pair."""
+    if not isinstance(text, str) or not text.strip():
+        raise ParameterError(f"--{what}: give name=value pairs separated by commas")
+    out = {}
+    for pair in text.split(","):
+        name, sep, value = pair.partition("=")
+        name, value = name.strip(), value.strip()
+        if not sep or not name or not value:
+            raise ParameterError(f"--{what}: {pair.strip()!r} is not name=value")
+        if name in out:
+            raise ParameterError(f"--{what}: {name!r} is given twice")
+        out[name] = value
+    return out

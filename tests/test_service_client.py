@@ -1,0 +1,315 @@
+"""The respondent client (probanon.service.client) and ``probanon survey respond`` against a running
+collector: the cell is computed locally (equal to the published function's assignment), only the
+cell and the answers travel, a wrong digest stops everything before a request is posted, invitation
+tokens, and retries that keep the idempotency key."""
+
+import http.server
+import json
+import threading
+
+import pytest
+import sqlalchemy as sa
+
+from probanon.cli import main
+from probanon.errors import InputError, ParameterError, SpecificationError
+from probanon.service import client, db
+from probanon.survey.spec import GuaranteeError, assign, digest, verify
+from service_support import call, design_spec, population, survey_body
+
+ANSWERS = {"happy": 7, "spending": 12.5, "region": "north"}
+
+
+def _publish(base, admin, frame, **changes):
+    d, text = design_spec(frame)
+    status, created = call(base, "POST", "/api/admin/surveys", survey_body(text, **changes), token=admin)
+    assert status == 201, created
+    return d, json.loads(text), created["id"]
+
+
+def _rows(database, survey_id):
+    engine = db.connect(database)
+    try:
+        with engine.connect() as conn:
+            t = db.submissions
+            return [r._asdict() for r in conn.execute(sa.select(t).where(t.c.survey_id == survey_id))]
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture
+def posts(monkeypatch):
+    """Every request the client makes, as (method, path, body)."""
+    seen, real = [], client.call
+
+    def recording(url, method, path, body=None, **kw):
+        seen.append((method, path, body))
+        return real(url, method, path, body, **kw)
+
+    monkeypatch.setattr(client, "call", recording)
+    return seen
+
+
+def test_respond_stores_the_locally_computed_cell_and_no_quasi_identifier(collector, posts):
+    base, admin, database = collector
+    frame = population(300, seed=1)
+    d, spec, sid = _publish(base, admin, frame)
+    picked = [3, 77, 150, 299]
+    responses = []
+    for i in picked:
+        values = {"age": float(frame.age[i]), "income": float(frame.income[i])}
+        r = client.respond(base, sid, values, ANSWERS)
+        # the cell: the published function applied to the values, and the design's own label of the record
+        assert r.cell == int(assign(spec, [[values["age"], values["income"]]])[0][0]) == d.labels[i]
+        assert (r.status, r.reply, r.digest) == (201, {"status": "stored"}, spec["digest"])
+        assert set(r.sent) == {"digest", "cell", "answers", "idempotency_key"}
+        assert r.sent["answers"] == ANSWERS
+        assert set(r.sent["answers"]) == set(ANSWERS)  # no quasi-identifier name, and no value either:
+        text = json.dumps(r.sent)  # (the key is base64url and the digest hex: neither holds a '.')
+        assert repr(values["age"]) not in text and repr(values["income"]) not in text
+        responses.append(r)
+    # the only POSTs are the four submissions, and they carry nothing but the sent bodies
+    assert [b for m, _, b in posts if m == "POST"] == [r.sent for r in responses]
+    rows = _rows(database, sid)
+    assert sorted(r["cell"] for r in rows) == sorted(int(d.labels[i]) for i in picked)
+    assert set(rows[0]) == {"survey_id", "key_hash", "cell", "answers", "day"}
+    for row in rows:
+        assert json.loads(row["answers"]) == ANSWERS
+    keys = {r.sent["idempotency_key"] for r in responses}
+    assert len(keys) == 4 and all(len(k) >= 22 for k in keys)
+
+
+def test_answers_are_typed_by_the_schema_and_checked_before_sending(collector, posts):
+    base, admin, database = collector
+    frame = population(200, seed=2)
+    _, _, sid = _publish(base, admin, frame)
+    values = {"age": "41", "income": "2999.5"}
+    r = client.respond(base, sid, values, {"happy": "7", "spending": "12.5", "region": "south"})
+    assert r.sent["answers"] == {"happy": 7, "spending": 12.5, "region": "south"}
+    assert type(r.sent["answers"]["happy"]) is int and type(r.sent["answers"]["spending"]) is float
+    bad = [({"happy": "7.5", "region": "south"}, InputError, "integer"),
+           ({"happy": "7", "region": "east"}, InputError, "categories"),
+           ({"happy": "11", "region": "south"}, InputError, "must lie in"),
+           ({"region": "south"}, InputError, "required"),
+           ({"happy": "7", "region": "south", "age": "41"}, InputError, "quasi-identifier"),
+           ({"happy": "7", "region": "south", "mood": "1"}, InputError, "undeclared")]
+    for answers, error, words in bad:
+        with pytest.raises(error, match=words):
+            client.respond(base, sid, values, answers)
+    for v, words in [({"age": "41"}, "no value for 'income'"),
+                     ({"age": "41", "income": "1", "zip": "3"}, "'zip' is not a quasi-identifier"),
+                     ({"age": "old", "income": "1"}, "'age' must be a finite number")]:
+        with pytest.raises(InputError, match=words):
+            client.respond(base, sid, v, {"happy": 1, "region": "south"})
+    assert [m for m, _, _ in posts].count("POST") == 1
+    assert len(_rows(database, sid)) == 1
+
+
+def test_a_wrong_digest_is_refused_before_anything_is_sent(collector, posts, monkeypatch):
+    base, admin, database = collector
+    frame = population(200, seed=3)
+    _, spec, sid = _publish(base, admin, frame)
+    values = {"age": 50.0, "income": 3000.0}
+    other = "sha256:" + "0" * 64
+    with pytest.raises(GuaranteeError, match="differs from the expected"):
+        client.respond(base, sid, values, ANSWERS, expected_digest=other)
+    with pytest.raises(ParameterError, match="64 hexadecimal"):
+        client.respond(base, sid, values, ANSWERS, expected_digest="sha256:abc")
+    assert "POST" not in [m for m, _, _ in posts] and _rows(database, sid) == []
+    # the invitation's digest in another case is the same digest
+    r = client.respond(base, sid, values, ANSWERS, expected_digest=spec["digest"].upper().replace("SHA256:", ""))
+    assert r.status == 201 and len(_rows(database, sid)) == 1
+
+    # a collector that lists another digest than its specification's (here: the real one is the
+    # respondent's, the listed one another survey's) is refused too
+    real = client.call
+
+    def lying(url, method, path, body=None, **kw):
+        status, payload = real(url, method, path, body, **kw)
+        if method == "GET" and path == f"/api/surveys/{sid}":
+            payload = dict(payload, digest=digest({"another": "spec"}))
+        return status, payload
+
+    monkeypatch.setattr(client, "call", lying)
+    with pytest.raises(SpecificationError, match="serves another specification than it lists"):
+        client.respond(base, sid, values, ANSWERS, expected_digest=spec["digest"])
+    with pytest.raises(GuaranteeError, match="differs from the expected"):  # without the invitation's digest
+        client.respond(base, sid, values, ANSWERS)
+    assert len(_rows(database, sid)) == 1
+
+
+def test_invitation_tokens(collector, posts):
+    base, admin, database = collector
+    frame = population(200, seed=4)
+    _, spec, sid = _publish(base, admin, frame, requires_token=True)
+    status, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 2}, token=admin)
+    assert status == 200
+    first, second = issued["tokens"]
+    values = {"age": 33.0, "income": 2500.0}
+    with pytest.raises(ParameterError, match="invitation token"):
+        client.respond(base, sid, values, ANSWERS)
+    assert "POST" not in [m for m, _, _ in posts]
+    r = client.respond(base, sid, values, ANSWERS, token=first)
+    assert r.status == 201 and r.sent["token"] == first
+    with pytest.raises(client.ServiceError, match=r"HTTP 403") as used:  # a used invitation
+        client.respond(base, sid, values, ANSWERS, token=first)
+    assert used.value.status == 403 and "\n" not in str(used.value)
+    rows = _rows(database, sid)
+    assert len(rows) == 1 and first not in json.dumps(rows, default=str)
+    assert client.respond(base, sid, values, ANSWERS, token=second).status == 201
+    # a survey without invitations refuses a token before anything is sent
+    _, _, open_id = _publish(base, admin, population(200, seed=5))
+    n_posts = [m for m, _, _ in posts].count("POST")
+    with pytest.raises(ParameterError, match="takes no invitation token"):
+        client.respond(base, open_id, values, ANSWERS, token=second)
+    assert [m for m, _, _ in posts].count("POST") == n_posts
+
+
+def test_the_same_body_twice_is_stored_once(collector):
+    base, admin, database = collector
+    _, spec, sid = _publish(base, admin, population(200, seed=6))
+    r = client.respond(base, sid, {"age": 70.0, "income": 4000.0}, ANSWERS)
+    assert client.submit(base, sid, r.sent) == (200, {"status": "already stored"})
+    assert len(_rows(database, sid)) == 1
+    changed = dict(r.sent, cell=(r.cell + 1) % len(spec["cells"]))
+    with pytest.raises(client.ServiceError, match="HTTP 409") as err:
+        client.submit(base, sid, changed)
+    assert err.value.status == 409 and len(_rows(database, sid)) == 1
+
+
+class _Flaky(http.server.BaseHTTPRequestHandler):
+    """Answers 503 to the first POST, 201 to the next; records every body."""
+
+    bodies: list
+
+    def do_POST(self):  # noqa: N802 - the http.server interface
+        self.bodies.append(json.loads(self.rfile.read(int(self.headers["content-length"]))))
+        ok = len(self.bodies) > 1
+        payload = json.dumps({"status": "stored"} if ok else {"detail": "the database is unavailable; try again"})
+        self.send_response(201 if ok else 503)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_failed_post_is_retried_with_the_same_key(monkeypatch):
+    monkeypatch.setattr(client, "BACKOFF", 0.01)
+    bodies = []
+    handler = type("Flaky", (_Flaky,), {"bodies": bodies})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}"
+        body = {"digest": "sha256:" + "a" * 64, "cell": 0, "answers": {}, "idempotency_key": "k" * 43}
+        assert client.submit(base, 1, body) == (201, {"status": "stored"})
+        assert bodies == [body, body]
+        bodies.clear()
+        with pytest.raises(client.ServiceError, match=r"HTTP 503, 1 tries\): the database is unavailable") as err:
+            client.submit(base, 1, body, attempts=1)
+        assert err.value.status == 503 and bodies == [body]
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+    # nobody listens any more: three tries, then one line
+    with pytest.raises(client.ServiceError, match=r"cannot reach the collector at .*3 tries\)") as err:
+        client.submit(base, 1, body)
+    assert err.value.status is None and "\n" not in str(err.value)
+    with pytest.raises(ParameterError, match="http:// or https://"):
+        client.submit("file:///etc/passwd", 1, body)
+
+
+def test_cli_respond_end_to_end(collector, capsys):
+    base, admin, database = collector
+    frame = population(200, seed=7)
+    _, spec, sid = _publish(base, admin, frame, requires_token=True)
+    _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
+    token = issued["tokens"][0]
+    args = ["survey", "respond", base, "--survey", str(sid), "--values", "age=45, income=3100.25",
+            "--answers", "happy=3,region=south,spending=0.5", "--digest", spec["digest"]]
+    assert main(args + ["--token", token]) == 0
+    out = capsys.readouterr().out
+    assert token not in out
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("sent: ") and lines[1] == 'collector: HTTP 201 {"status": "stored"}'
+    sent = json.loads(lines[0][len("sent: "):])
+    assert sent["token"] == "(given)" and sent["digest"] == spec["digest"]
+    assert sent["cell"] == int(assign(spec, [[45.0, 3100.25]])[0][0])
+    assert sent["answers"] == {"happy": 3, "region": "south", "spending": 0.5}
+    assert set(sent) == {"digest", "cell", "answers", "idempotency_key", "token"} and "3100.25" not in out
+    rows = _rows(database, sid)
+    assert [r["cell"] for r in rows] == [sent["cell"]]
+    # errors: one line on stderr, exit 2, nothing stored
+    for bad in (args[:-2] + ["--digest", "sha256:" + "1" * 64, "--token", token],  # not the published spec
+                args + ["--token", token],  # the invitation was used
+                args,  # no invitation
+                [*args[:5], "--values", "age=45", *args[7:], "--token", token],  # a missing value
+                [*args[:7], "--answers", "happy=three,region=south", *args[9:], "--token", token],
+                [*args[:5], "--values", "age=45,,income=3", *args[7:], "--token", token]):
+        assert main(bad) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("probanon: error:") and len(err.splitlines()) == 1, err
+    assert len(_rows(database, sid)) == 1
+    assert verify(spec).digest == spec["digest"]
+
+
+def test_the_client_needs_only_the_standard_library():
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] in ('fastapi', 'starlette', 'sqlalchemy', 'uvicorn', 'psycopg'):\n"
+            "            raise ImportError(name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "from probanon.service.client import respond, parse_pairs\n"
+            "from probanon.cli import build_parser\n"
+            "print(parse_pairs('a=1, b=x'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "{'a': '1', 'b': 'x'}"
+
+
+def test_demo_survey_part(tmp_path):
+    """The demo's survey section against an independent recount: who responds (the demo's seeded
+    draw), their cells (the published function on their values), the failing cells (0 < responses
+    < k), the release (centroids of the cells kept, the respondents' answers)."""
+    import numpy as np
+    import pandas as pd
+
+    from probanon.cli import SURVEY_DEMO, demo_survey
+    from probanon.data import synthetic_survey
+    from probanon.report import Report
+
+    seed, n = 11, 300
+    rep = Report("t")
+    report = demo_survey(tmp_path, rep, n, seed)
+    spec = json.loads((tmp_path / "survey_spec.json").read_text())
+    assert verify(spec).digest == report["digest"]
+    assert json.loads((tmp_path / "survey_release_report.json").read_text()) == report
+    release = pd.read_csv(tmp_path / "survey_release.csv")
+    k, pi, qi = SURVEY_DEMO["k"], SURVEY_DEMO["participation"], SURVEY_DEMO["columns"]
+    people = synthetic_survey(n, random_state=seed)
+    responds = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2]).random(n) < pi
+    cells = assign(spec, people.loc[responds, qi].to_numpy(float))[0]
+    counts = np.bincount(cells, minlength=len(spec["cells"]))
+    failed = (counts > 0) & (counts < k)
+    assert failed.any()  # this seed makes a cell fail: the suppression is exercised
+    assert report["responses"] == responds.sum() and report["records"] == n
+    assert report["failures"]["observed_failing_cells"] == failed.sum()
+    assert report["suppressed_records"] == counts[failed].sum()
+    assert report["failures"]["predicted_failing_cells"] == pytest.approx(sum(c["failure"] for c in spec["cells"]))
+    kept = ~failed[cells]
+    assert len(release) == kept.sum() == report["released_records"]
+    assert np.array_equal(np.bincount(release["cell"], minlength=counts.size), np.where(failed, 0, counts))
+    assert report["achieved_k"] == counts[(counts > 0) & ~failed].min() >= k
+    centroids = np.asarray(spec["function"]["centroids"])[release["cell"]]
+    assert np.allclose(release[qi].to_numpy(), centroids, rtol=1e-12)
+    assert sorted(release["health_spending"]) == sorted(people.loc[responds, "health_spending"][kept])
+    page = "".join(rep.parts)
+    assert "Guarantee (survey)" in page and "achieved k of the release" in page
