@@ -8,7 +8,6 @@ atomically).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
@@ -184,7 +183,7 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
         rep.text(heading, f"Not run: the collector needs the service extra ({exc.name} is missing; "
                           "pip install 'probanon[service]').")
         return None
-    from .service import client, server
+    from .service import client, office, server
 
     c = SURVEY_DEMO
     k, pi, risk, qi, answered = c["k"], c["participation"], c["risk"], c["columns"], c["answers"]
@@ -193,32 +192,28 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
     spec = build_spec(d)
     spec_text = json.dumps(spec, indent=1, allow_nan=False)
     now = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
-    body = {"title": "probanon demo survey", "spec": spec_text,
-            "answers": [{"name": a, "type": "number", "min": 0, "label": a.replace("_", " ")} for a in answered],
-            "opens": (now - dt.timedelta(hours=1)).isoformat(), "closes": (now + dt.timedelta(days=1)).isoformat(),
-            "questions": {"age": {"label": "Your age", "unit": "years"},
-                          "income": {"label": "Your yearly income", "unit": None}}}
+    answers = [{"name": a, "type": "number", "min": 0, "label": a.replace("_", " ")} for a in answered]
+    opens, closes = (now - dt.timedelta(hours=1)).isoformat(), (now + dt.timedelta(days=1)).isoformat()
+    questions = {"age": {"label": "Your age", "unit": "years"}, "income": {"label": "Your yearly income", "unit": None}}
     responds = np.random.default_rng(np.random.SeedSequence(seed).spawn(3)[2]).random(len(population)) < pi
     with tempfile.TemporaryDirectory(prefix="probanon-demo-") as tmp:
         database = str(Path(tmp) / "collector.db")
         admin = server.init_admin(database)
         with server.running(database) as base:
-            _, created = client.call(base, "POST", "/api/admin/surveys", body, token=admin)
+            created = office.publish(base, admin, spec_text, answers, opens, closes, "probanon demo survey",
+                                     questions)
             sid = created["id"]
             for i in tqdm(np.flatnonzero(responds), desc="respondents", disable=quiet):
                 person = population.iloc[i]
                 client.respond(base, sid, {q: float(person[q]) for q in qi},
                                {a: float(person[a]) for a in answered}, expected_digest=created["digest"])
-            client.call(base, "POST", f"/api/admin/surveys/{sid}/close", {"note": "demo: every respondent answered"},
-                        token=admin)
-            _, analyst = client.call(base, "POST", "/api/admin/analysts", {"note": "demo analyst"}, token=admin)
-            _, csv = client.call(base, "GET", f"/api/surveys/{sid}/release?format=csv", token=analyst["token"],
-                                 raw=True)
-            _, report = client.call(base, "GET", f"/api/surveys/{sid}/release/report", token=analyst["token"])
-    write_outputs({out_dir / "survey_spec.json": spec_text, out_dir / "survey_release.csv": csv,
+            office.close(base, admin, sid, "demo: every respondent answered")
+            released = office.release(base, office.analyst(base, admin, "demo analyst"), sid)
+    report = released["report"]
+    release = pd.DataFrame.from_records(released["records"], columns=released["columns"])
+    write_outputs({out_dir / "survey_spec.json": spec_text, out_dir / "survey_release.csv": release,
                    out_dir / "survey_release_report.json": json.dumps(report, indent=2, allow_nan=False)})
 
-    release = pd.read_csv(io.BytesIO(csv))
     failures, cells = report["failures"], report["cells"]
     rep.text(heading,
              f"{GUARANTEES['survey'].text()} A model population of {len(population)} synthetic records (seed {seed}; "

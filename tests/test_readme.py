@@ -61,3 +61,37 @@ def test_readme_examples_run_as_printed(tmp_path):
             assert took < LIMIT, (command, took)
             ran += 1
     assert ran >= 20
+
+
+@pytest.mark.slow
+def test_readme_survey_walkthrough_runs_as_printed(tmp_path):
+    """The "Running a survey" block, on a free port instead of 8080: design, serve, publish, invite,
+    respond, close, release, audit; the one response lands in a cell below k, so it is suppressed."""
+    import json
+    import socket
+
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Running a survey"):text.index("## Examples")]
+    block = re.search(r"```bash\n(.*?)```", section, re.S).group(1)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "shared").symlink_to(SHARED_DATA.parent)
+    work = tmp_path / "repo"
+    work.mkdir()
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    env.pop("PROBANON_TOKEN", None)
+    proc = subprocess.Popen(["bash", "-euo", "pipefail", "-c", block.replace("8080", str(port))], cwd=work, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        out, _ = proc.communicate(timeout=300)
+    finally:
+        try:  # the server, if the block stopped before its 'kill %1'
+            os.killpg(proc.pid, 9)
+        except ProcessLookupError:
+            pass
+    assert proc.returncode == 0, out[-3000:]
+    report = json.loads((work / "out" / "release_report.json").read_text())
+    assert report["responses"] == 1 and report["released_records"] == 0 and report["suppressed_records"] == 1
+    for action in ("survey published", "invitations issued", "analyst token issued", "survey closed", "release"):
+        assert f": {action}" in out

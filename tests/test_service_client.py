@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from probanon.cli import main
 from probanon.errors import InputError, ParameterError, SpecificationError
 from probanon.service import client, db
+from probanon.service import http as service_http
 from probanon.survey.spec import GuaranteeError, assign, digest, verify
 from service_support import call, design_spec, population, survey_body
 
@@ -196,7 +197,7 @@ class _Flaky(http.server.BaseHTTPRequestHandler):
 
 
 def test_a_failed_post_is_retried_with_the_same_key(monkeypatch):
-    monkeypatch.setattr(client, "BACKOFF", 0.01)
+    monkeypatch.setattr(service_http, "BACKOFF", 0.01)
     bodies = []
     handler = type("Flaky", (_Flaky,), {"bodies": bodies})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)

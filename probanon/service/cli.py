@@ -30,7 +30,8 @@ def cmd_serve(args) -> int:
     if args.init_admin:
         token = server.init_admin(args.database)
         print(token)
-        print("this admin token is shown once and stored hashed; every earlier admin token is revoked")
+        print("the admin token above is shown once and stored hashed; every earlier admin token is revoked",
+              file=sys.stderr)
         return 0
     server.serve(args.database, host=args.host, port=args.port)
     return 0
@@ -44,8 +45,19 @@ def _office(args):
 
 def cmd_publish(args) -> int:
     office, token = _office(args)
-    out = office.publish(args.url, token, args.spec, args.answers, args.opens, args.closes, args.title,
-                         args.questions, args.tokens, args.small_cells)
+    documents = {}
+    for name in ("spec", "answers", "questions"):
+        path = getattr(args, name)
+        try:
+            documents[name] = None if path is None else Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParameterError(f"--{name}: cannot read {path} ({getattr(exc, 'strerror', None) or exc})") from None
+    try:
+        answers, questions = (None if documents[n] is None else json.loads(documents[n]) for n in ("answers", "questions"))
+    except ValueError as exc:
+        raise ParameterError(f"--answers / --questions must be JSON ({exc})") from None
+    out = office.publish(args.url, token, documents["spec"], answers, args.opens, args.closes, args.title,
+                         questions, args.tokens, args.small_cells)
     print(f"survey {out['id']} published; digest {out['digest']}")
     print(f"print this digest in every invitation; respondents open {args.url.rstrip('/')}/respond/{out['id']}"
           f"?digest={out['digest']} or run 'probanon survey respond'")

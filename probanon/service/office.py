@@ -7,14 +7,14 @@ the command line, where process lists and shell histories would keep them.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ..errors import ParameterError
-from .http import request
+from .http import call
 
 FORMATS = ("csv", "parquet", "json")  # by the output file's extension
+# publishing and issuing tokens are not retried: a lost answer would publish or issue twice
 
 
 def read_token(token_file: str | None) -> str:
@@ -31,41 +31,33 @@ def read_token(token_file: str | None) -> str:
     return token
 
 
-def publish(url: str, token: str, spec_path: str, answers_path: str, opens: str, closes: str, title: str,
-            questions_path: str | None = None, requires_token: bool = False, small_cells: str = "suppress") -> dict:
-    """Publish the specification at ``spec_path`` (sent byte for byte) with the answer schema (a JSON
-    list) at ``answers_path``; returns ``{"id", "digest"}``."""
-    try:
-        spec_text = Path(spec_path).read_text(encoding="utf-8")
-        answers = json.loads(Path(answers_path).read_text(encoding="utf-8"))
-        questions = None if questions_path is None else json.loads(Path(questions_path).read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ParameterError(f"cannot read {exc.filename} ({exc.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ParameterError(f"the answer schema or questions file is not JSON text ({exc})") from None
+def publish(url: str, token: str, spec_text: str, answers: list, opens: str, closes: str, title: str,
+            questions: dict | None = None, requires_token: bool = False, small_cells: str = "suppress") -> dict:
+    """Publish a specification (its text, sent byte for byte) with the schema of the answers;
+    returns ``{"id", "digest"}``."""
     body = {"title": title, "spec": spec_text, "answers": answers, "opens": opens, "closes": closes,
             "requires_token": requires_token, "release": {"small_cells": small_cells}}
     if questions is not None:
         body["questions"] = questions
-    return request(url, "POST", "/api/admin/surveys", body, token=token)
+    return call(url, "POST", "/api/admin/surveys", body, token=token, attempts=1)[1]
 
 
 def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
-    return request(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token)["tokens"]
+    return call(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token, attempts=1)[1]["tokens"]
 
 
 def analyst(url: str, token: str, note: str | None = None) -> str:
-    return request(url, "POST", "/api/admin/analysts", {"note": note}, token=token)["token"]
+    return call(url, "POST", "/api/admin/analysts", {"note": note}, token=token, attempts=1)[1]["token"]
 
 
 def close(url: str, token: str, survey_id: int, note: str | None = None) -> None:
-    request(url, "POST", f"/api/admin/surveys/{survey_id}/close", {"note": note}, token=token)
+    call(url, "POST", f"/api/admin/surveys/{survey_id}/close", {"note": note}, token=token)
 
 
 def release(url: str, token: str, survey_id: int) -> dict:
     """``{"report", "columns", "records"}``: the records and their report, read together."""
-    return request(url, "GET", f"/api/surveys/{survey_id}/release?format=json", token=token)
+    return call(url, "GET", f"/api/surveys/{survey_id}/release?format=json", token=token)[1]
 
 
 def audit_log(url: str, token: str) -> list[dict]:
-    return request(url, "GET", "/api/admin/audit", token=token)
+    return call(url, "GET", "/api/admin/audit", token=token)[1]
