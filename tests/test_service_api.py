@@ -1,0 +1,910 @@
+"""The collector's HTTP API (issue 15) against a real server on 127.0.0.1, on SQLite and on
+PostgreSQL (PROBANON_TEST_POSTGRES): bad input refused with the right 4xx and the database left
+unchanged, idempotency and the survey window, roles and tokens, what is stored, immutability,
+releases (small cells, formats, random order, report, audit), OpenAPI and security headers.
+
+Every expected number is computed here from what the test sent and from the specification JSON,
+never read back from the service.
+"""
+
+import base64
+import collections
+import concurrent.futures
+import copy
+import datetime as dt
+import hashlib
+import http.client
+import io
+import itertools
+import json
+import math
+import re
+import urllib.error
+import urllib.parse
+import urllib.request
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from service_support import (
+    ANSWERS,
+    BACKENDS,
+    call,
+    design_spec,
+    fresh_database,
+    new_key,
+    population,
+    survey_body,
+)
+
+from probanon.service import db
+from probanon.service.server import init_admin, running
+from probanon.survey.anonymity import effective_anonymity
+
+# ---------------------------------------------------------------- helpers
+
+FIELDS = ANSWERS + [{"name": "children", "type": "integer", "required": False}]  # an integer without bounds
+VALID = {"happy": 5, "region": "north"}  # the required answers
+INJECTION = "'; DROP TABLE submissions; --"
+DROP = object()  # a field value meaning "leave the field out"
+STORED, REPLAYED = (201, {"status": "stored"}), (200, {"status": "already stored"})
+_seeds = itertools.count(1000)  # every survey of a database needs its own specification
+
+
+class Raw(str):
+    """A JSON literal written as is into a request body (NaN, 1.0, huge numbers)."""
+
+
+def encode(body) -> bytes:
+    """The JSON of ``body`` with every :class:`Raw` value written verbatim and :data:`DROP` fields left out."""
+    literals = {}
+
+    def walk(value):
+        if isinstance(value, Raw):
+            literals[f"@raw{len(literals)}@"] = str(value)
+            return f"@raw{len(literals) - 1}@"
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items() if v is not DROP}
+        return value
+
+    text = json.dumps(walk(body))
+    for placeholder, literal in literals.items():
+        text = text.replace(json.dumps(placeholder), literal)
+    return text.encode()
+
+
+def canonical(spec: dict) -> bytes:
+    """The canonical bytes of a specification, as the contract defines them."""
+    body = {k: v for k, v in spec.items() if k != "digest"}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+
+
+def digest_of(spec: dict) -> str:
+    return "sha256:" + hashlib.sha256(canonical(spec)).hexdigest()
+
+
+def make_spec(n: int = 40) -> SimpleNamespace:
+    """A specification no survey has used (k = 3): its population, design, dict and text."""
+    frame = population(n, seed=next(_seeds))
+    design, text = design_spec(frame, k=3)
+    return SimpleNamespace(frame=frame, design=design, spec=json.loads(text), text=text)
+
+
+def publish(base, admin, text=None, **changes) -> SimpleNamespace:
+    """Publish a survey (answer fields :data:`FIELDS`) from a fresh specification or ``text``."""
+    made = make_spec() if text is None else SimpleNamespace(frame=None, design=None, spec=json.loads(text), text=text)
+    status, body = call(base, "POST", "/api/admin/surveys", survey_body(made.text, **{"answers": FIELDS, **changes}),
+                        token=admin)
+    assert status == 201, body
+    spec = made.spec
+    assert body["digest"] == digest_of(spec)
+    return SimpleNamespace(id=body["id"], digest=body["digest"], spec=spec, text=made.text, frame=made.frame,
+                           design=made.design, n_cells=len(spec["cells"]), sizes=[c["size"] for c in spec["cells"]],
+                           centroids=spec["function"]["centroids"], columns=spec["function"]["columns"])
+
+
+def submission(s, cell=0, answers=None, **fields) -> dict:
+    """A valid submission to survey ``s`` with ``answers`` merged into :data:`VALID` (a non-dict
+    replaces them) and top-level ``fields`` changed; :data:`DROP` removes a field."""
+    merged = {**VALID, **(answers or {})} if isinstance(answers, (dict, type(None))) else answers
+    if isinstance(merged, dict):
+        merged = {k: v for k, v in merged.items() if v is not DROP}
+    body = {"digest": s.digest, "cell": cell, "answers": merged, "idempotency_key": new_key(), **fields}
+    return {k: v for k, v in body.items() if v is not DROP}
+
+
+def submit(base, s, body):
+    return call(base, "POST", f"/api/surveys/{s.id}/submissions", raw=encode(body))
+
+
+def respond(base, s, cell, answers) -> dict:
+    """Store one response (201) and return it as the record the release must contain."""
+    body = {"digest": s.digest, "cell": cell, "answers": answers, "idempotency_key": new_key()}
+    assert submit(base, s, body) == STORED
+    record = {"cell": cell, **{col: float(v) for col, v in zip(s.columns, s.centroids[cell])}}
+    record.update({f["name"]: answers.get(f["name"]) for f in FIELDS})
+    return record
+
+
+def analyst_token(base, admin) -> str:
+    status, body = call(base, "POST", "/api/admin/analysts", {"note": "tests"}, token=admin)
+    assert status == 200, body
+    return body["token"]
+
+
+def invitations(base, admin, s, count: int) -> list:
+    status, body = call(base, "POST", f"/api/admin/surveys/{s.id}/tokens", {"count": count}, token=admin)
+    assert status == 200, body
+    return body["tokens"]
+
+
+def dump(engine) -> dict:
+    """Every row of every table (whatever tables exist), as sorted text."""
+    out = {}
+    with engine.connect() as conn:
+        for table in sorted(sa.inspect(conn).get_table_names()):
+            rows = conn.execute(sa.text(f'SELECT * FROM "{table}"')).all()
+            out[table] = sorted(repr(tuple(bytes(v).decode("utf-8", "replace") if isinstance(v, (bytes, memoryview))
+                                           else v for v in row)) for row in rows)
+    return out
+
+
+def count(engine, table: str) -> int:
+    with engine.connect() as conn:
+        return conn.execute(sa.select(sa.func.count()).select_from(db.metadata.tables[table])).scalar_one()
+
+
+def fetch(base, method, path, data=None, headers=None):
+    """(status, lower-cased headers, body bytes) of one request."""
+    req = urllib.request.Request(base + path, data=data, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+
+
+def post_chunked(base, path, data: bytes, chunk: int = 1024):
+    """POST ``data`` with Transfer-Encoding: chunked (no Content-Length): (status, JSON body)."""
+    url = urllib.parse.urlsplit(base)
+    conn = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+    try:
+        conn.request("POST", path, body=(data[i:i + chunk] for i in range(0, len(data), chunk)),
+                     headers={"Content-Type": "application/json"}, encode_chunked=True)
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def send(base, req: dict):
+    if "chunked" in req:
+        return post_chunked(base, req["path"], req["chunked"])
+    return call(base, req.get("method", "POST"), req["path"], body=req.get("body"), raw=req.get("raw"),
+                token=req.get("token"), content_type=req.get("content_type", "application/json"))
+
+
+def assert_error(status, body, expected: int):
+    assert status == expected, body
+    assert isinstance(body, dict) and set(body) == {"detail"}, body
+    assert isinstance(body["detail"], str) and body["detail"] and "\n" not in body["detail"]
+
+
+KINDS = {"cell": int, "age": float, "income": float, "happy": int, "spending": float, "region": str,
+         "children": int, "below_k": bool}
+
+
+def released(base, token, survey_id, fmt):
+    """(status, records as plain dicts, or the error body) of a release in ``fmt``."""
+    status, payload = call(base, "GET", f"/api/surveys/{survey_id}/release?format={fmt}", token=token)
+    if status != 200:
+        return status, payload
+    if fmt == "json":
+        frame = pd.DataFrame(payload["records"])
+    elif fmt == "csv":
+        frame = pd.read_csv(io.BytesIO(payload), keep_default_na=False, na_values=[""], dtype={"region": str})
+    else:
+        frame = pd.read_parquet(io.BytesIO(payload))
+    records = [{col: None if pd.isna(v) else KINDS[col](v) for col, v in row.items()}
+               for row in frame.astype(object).to_dict(orient="records")]
+    return status, records
+
+
+def multiset(records, digits: int | None = None) -> collections.Counter:
+    """The records as a multiset; ``digits``: floats compared to that many significant digits."""
+    def value(v):
+        return float(f"{v:.{digits}g}") if digits and isinstance(v, float) else v
+    return collections.Counter(tuple(sorted((k, value(v)) for k, v in r.items())) for r in records)
+
+
+def audit(base, admin) -> list:
+    status, body = call(base, "GET", "/api/admin/audit", token=admin)
+    assert status == 200, body
+    return body
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared(request, tmp_path_factory):
+    """One collector shared by the tests that compare the whole database before and after their
+    request (so they cannot disturb each other), instead of a server each: surveys A (no tokens),
+    B and C (invitation tokens), an analyst token and an engine on the database."""
+    url, drop = fresh_database(request.param, tmp_path_factory.mktemp("shared"))
+    engine = None
+    try:
+        admin = init_admin(url)
+        with running(url) as base:
+            engine = db.connect(url)
+            ctx = SimpleNamespace(base=base, admin=admin, url=url, engine=engine)
+            ctx.A = publish(base, admin)
+            ctx.B = publish(base, admin, requires_token=True)
+            ctx.C = publish(base, admin, requires_token=True)
+            ctx.analyst = analyst_token(base, admin)
+            yield ctx
+    finally:
+        if engine is not None:
+            engine.dispose()
+        drop()
+
+
+@pytest.fixture
+def engine(collector):
+    engine = db.connect(collector[2])
+    yield engine
+    engine.dispose()
+
+
+# ---------------------------------------------------------------- 1. bad input
+
+def to(survey="A", token=None, **fields):
+    """A submission to survey A (or B, C) with ``fields`` changed; a callable value gets the survey."""
+    def build(ctx):
+        s = getattr(ctx, survey)
+        changes = {k: v(s) if callable(v) else v for k, v in fields.items()}
+        body = submission(s, **changes)
+        if token is not None:
+            body["token"] = token(ctx)
+        return {"path": f"/api/surveys/{s.id}/submissions", "raw": encode(body)}
+    return build
+
+
+def to_a(**request):
+    """A request to survey A's submissions; a callable value gets the context."""
+    return lambda ctx: {"path": f"/api/surveys/{ctx.A.id}/submissions",
+                        **{k: v(ctx) if callable(v) else v for k, v in request.items()}}
+
+
+def valid(ctx) -> bytes:
+    return encode(submission(ctx.A))
+
+
+def padded(ctx) -> bytes:
+    """A valid submission made larger than 16 KiB by blanks: only its size is wrong."""
+    return valid(ctx)[:-1] + b" " * (16 * 1024) + b"}"
+
+
+def fresh_token(survey):
+    def make(ctx):
+        return invitations(ctx.base, ctx.admin, getattr(ctx, survey), 1)[0]
+    return make
+
+
+def used_token(ctx):
+    token = fresh_token("B")(ctx)
+    assert submit(ctx.base, ctx.B, {**submission(ctx.B), "token": token}) == STORED
+    return token
+
+
+def creation(tamper=None, spec_text=None, **changes):
+    """A request to publish a survey from a fresh specification (``tamper``: spec dict -> text)."""
+    def build(ctx):
+        made = make_spec()
+        text = made.text
+        if spec_text is not None:
+            text = spec_text(ctx)
+        elif tamper is not None:
+            text = tamper(copy.deepcopy(made.spec))
+        body = survey_body(text, **{"answers": FIELDS, **changes})
+        return {"path": "/api/admin/surveys", "body": body, "token": ctx.admin}
+    return build
+
+
+def altered(edit, redigest: bool):
+    """A tamper: ``edit`` the specification, then keep its digest or recompute it."""
+    def tamper(spec):
+        edit(spec)
+        if redigest:
+            spec["digest"] = digest_of(spec)
+        return json.dumps(spec, indent=1)
+    return tamper
+
+
+def _cell_sizes(spec):
+    """One record moved from cell 1 to cell 0 in the declared cells (the total stays right)."""
+    spec["cells"][0]["size"] += 1
+    spec["cells"][1]["size"] -= 1
+
+
+def _function_sizes(spec):
+    spec["function"]["sizes"][0] += 1
+    spec["function"]["sizes"][1] -= 1
+
+
+def _centroid(spec):
+    spec["function"]["centroids"][0][0] += 1.0
+
+
+def _kind(spec):
+    spec["function"]["kind"] = "intervals"
+
+
+def _lower_risk(spec):
+    """A risk below the worst cell's failure, with n_min recomputed: well-formed, guarantee fails."""
+    g = spec["guarantee"]
+    g["risk"] = max(c["failure"] for c in spec["cells"]) / 2
+    g["n_min"] = effective_anonymity(g["k"], g["participation"]["pi"], g["risk"]).n
+
+
+def admin_post(path, body):
+    return lambda ctx: {"path": path.format(A=ctx.A.id, B=ctx.B.id), "body": body, "token": ctx.admin}
+
+
+def analyst_get(path):
+    return lambda ctx: {"method": "GET", "path": path.format(A=ctx.A.id), "token": ctx.analyst}
+
+
+def case(name, status, build, says=None, hidden=None):
+    """A bad request: ``build(ctx)`` makes it; the expected status, a phrase the detail ``says``,
+    and what was sent that the detail must not echo (``hidden``)."""
+    return pytest.param(build, status, says, hidden, id=name)
+
+
+BAD_INPUT = [
+    # -- transport: body syntax, size, content type
+    case("malformed-json", 400, to_a(raw=b'{"digest": "sha256:')),
+    case("not-an-object", 422, to_a(raw=b"[1, 2]")),
+    case("nan", 400, to(answers={"spending": Raw("NaN")})),
+    case("infinity", 400, to(answers={"spending": Raw("-Infinity")})),
+    case("oversized", 413, to_a(raw=padded)),
+    case("oversized-chunked", 413, to_a(chunked=padded)),
+    case("content-type-text", 415, to_a(raw=valid, content_type="text/plain")),
+    case("content-type-form", 415, to_a(raw=valid, content_type="application/x-www-form-urlencoded")),
+    # -- the cell
+    case("cell-string", 422, to(cell="3")),
+    case("cell-true", 422, to(cell=True)),
+    case("cell-float", 422, to(cell=Raw("1.0"))),
+    case("cell-null", 422, to(cell=None)),
+    case("cell-negative", 422, to(cell=-1)),
+    case("cell-n-cells", 422, to(cell=lambda s: s.n_cells)),
+    case("cell-missing", 422, to(cell=DROP)),
+    # -- the answers
+    case("integer-as-string", 422, to(answers={"happy": "5"})),
+    case("integer-as-fraction", 422, to(answers={"happy": 5.5})),
+    case("integer-as-float", 422, to(answers={"happy": Raw("5.0")})),
+    case("integer-true", 422, to(answers={"happy": True})),
+    case("number-true", 422, to(answers={"spending": True})),
+    case("number-as-string", 422, to(answers={"spending": "12"})),
+    case("number-overflows-to-infinity", 422, to(answers={"spending": Raw("1e400")})),
+    case("number-integer-beyond-float", 422, to(answers={"spending": Raw("1" + "0" * 400)})),
+    case("integer-beyond-64-bits", 422, to(answers={"children": Raw(str(2**63))})),
+    case("above-max", 422, to(answers={"happy": 11})),
+    case("below-min", 422, to(answers={"spending": -0.01})),
+    case("category-not-listed", 422, to(answers={"region": "east"}), hidden="east"),
+    case("category-not-a-string", 422, to(answers={"region": 1})),
+    case("category-sql-injection", 422, to(answers={"region": INJECTION}), hidden="DROP"),
+    case("required-answer-missing", 422, to(answers={"region": DROP})),
+    case("required-answer-null", 422, to(answers={"happy": None})),
+    case("answers-not-an-object", 422, to(answers=[5, "north"])),
+    case("unknown-answer", 422, to(answers={"mood": 3})),
+    case("quasi-identifier-in-answers", 422, to(answers={"age": 41}), says="quasi-identifier", hidden="41"),
+    case("quasi-identifier-income", 422, to(answers={"income": 3000.5}), says="quasi-identifier", hidden="3000"),
+    # -- the other fields
+    case("unknown-field", 422, to(comment="hello")),
+    case("quasi-identifier-top-level", 422, to(age=41), says="quasi-identifier", hidden="41"),
+    case("digest-wrong", 422, to(digest="sha256:" + "0" * 64)),
+    case("digest-upper-case", 422, to(digest=lambda s: s.digest.upper())),
+    case("digest-of-another-survey", 422, lambda ctx: to(digest=ctx.B.digest)(ctx)),
+    case("digest-missing", 422, to(digest=DROP)),
+    case("key-missing", 422, to(idempotency_key=DROP)),
+    case("key-too-short", 422, to(idempotency_key="a" * 21)),
+    case("key-too-long", 422, to(idempotency_key="a" * 65)),
+    case("key-sql-injection", 422, to(idempotency_key="x' OR '1'='1'; DROP TABLE submissions; --"), hidden="DROP"),
+    case("unknown-survey", 404, lambda ctx: {"path": "/api/surveys/999999/submissions", "raw": valid(ctx)}),
+    # -- invitation tokens
+    case("token-missing", 403, to("B")),
+    case("token-unknown", 403, to("B", token=lambda ctx: new_key())),
+    case("token-reused", 403, to("B", token=used_token)),
+    case("token-of-another-survey", 403, to("B", token=fresh_token("C"))),
+    case("token-admin-as-invitation", 403, to("B", token=lambda ctx: ctx.admin)),
+    case("token-analyst-as-invitation", 403, to("B", token=lambda ctx: ctx.analyst)),
+    case("token-to-survey-without-tokens", 422, to("A", token=fresh_token("B"))),
+    # -- publishing a survey
+    case("spec-cell-size-same-digest", 422, creation(altered(_cell_sizes, redigest=False))),
+    case("spec-cell-size-new-digest", 422, creation(altered(_cell_sizes, redigest=True))),
+    case("spec-function-same-digest", 422, creation(altered(_centroid, redigest=False))),
+    case("spec-function-sizes-new-digest", 422, creation(altered(_function_sizes, redigest=True))),
+    case("spec-function-kind-new-digest", 422, creation(altered(_kind, redigest=True))),
+    case("spec-guarantee-fails", 422, creation(altered(_lower_risk, redigest=True)), says="guarantee"),
+    case("spec-not-json", 422, creation(spec_text=lambda ctx: "{not json")),
+    case("spec-published-already", 409, creation(spec_text=lambda ctx: ctx.A.text)),
+    case("spec-published-already-reformatted", 409, creation(spec_text=lambda ctx: json.dumps(ctx.A.spec))),
+    case("closes-equals-opens", 422, creation(opens="2030-01-01T00:00:00Z", closes="2030-01-01T00:00:00Z")),
+    case("closes-before-opens", 422, creation(opens="2030-01-02T00:00:00Z", closes="2030-01-01T00:00:00Z")),
+    case("opens-without-zone", 422, creation(opens="2030-01-01T00:00:00")),
+    case("answer-named-like-quasi-identifier", 422, creation(answers=FIELDS + [{"name": "age", "type": "integer"}]),
+         says="quasi-identifier"),
+    case("answer-named-cell", 422, creation(answers=FIELDS + [{"name": "cell", "type": "integer"}])),
+    case("answer-bound-beyond-float", 422, creation(answers=[{"name": "x", "type": "number", "max": 10**400}])),
+    case("answer-free-text", 422, creation(answers=[{"name": "x", "type": "text"}])),
+    case("release-unknown-rule", 422, creation(release={"small_cells": "publish"})),
+    case("release-unknown-key", 422, creation(release={"small_cells": "suppress", "min_k": 1})),
+    case("creation-unknown-field", 422, creation(owner="me")),
+    case("creation-malformed-json", 400, lambda ctx: {"path": "/api/admin/surveys", "raw": b'{"title": ',
+                                                      "token": ctx.admin}),
+    case("creation-content-type", 415, lambda ctx: {**creation()(ctx), "content_type": "text/plain"}),
+    # -- other administrator and analyst requests
+    case("tokens-count-zero", 422, admin_post("/api/admin/surveys/{B}/tokens", {"count": 0})),
+    case("tokens-count-string", 422, admin_post("/api/admin/surveys/{B}/tokens", {"count": "3"})),
+    case("tokens-count-true", 422, admin_post("/api/admin/surveys/{B}/tokens", {"count": True})),
+    case("tokens-for-survey-without-tokens", 409, admin_post("/api/admin/surveys/{A}/tokens", {"count": 2})),
+    case("tokens-unknown-survey", 404, admin_post("/api/admin/surveys/999999/tokens", {"count": 2})),
+    case("close-unknown-survey", 404, admin_post("/api/admin/surveys/999999/close", {})),
+    case("close-note-not-text", 422, admin_post("/api/admin/surveys/{A}/close", {"note": 5})),
+    case("analyst-unknown-field", 422, admin_post("/api/admin/analysts", {"role": "admin"})),
+    case("release-unknown-format", 422, analyst_get("/api/surveys/{A}/release?format=xml")),
+    case("release-unknown-survey", 404, analyst_get("/api/surveys/999999/release?format=csv")),
+]
+
+
+@pytest.mark.parametrize("build, status, says, hidden", BAD_INPUT)
+def test_bad_input_is_refused_and_changes_nothing(shared, build, status, says, hidden):
+    """``says``: a phrase the one-line detail contains; ``hidden``: what was sent and must not be echoed."""
+    req = build(shared)  # may prepare (issue or use a token) before the state is taken
+    before = dump(shared.engine)
+    got, body = send(shared.base, req)
+    assert_error(got, body, status)
+    if says:
+        assert says in body["detail"]
+    if hidden:
+        assert hidden not in body["detail"]
+    assert dump(shared.engine) == before
+
+
+def test_the_valid_request_behind_the_bad_cases_is_stored(shared):
+    """The control: the submission every bad case alters is itself accepted (one more row)."""
+    before = count(shared.engine, "submissions")
+    assert submit(shared.base, shared.A, submission(shared.A, answers={"children": 2**62})) == STORED
+    token = invitations(shared.base, shared.admin, shared.B, 1)[0]
+    assert submit(shared.base, shared.B, {**submission(shared.B), "token": token}) == STORED
+    assert count(shared.engine, "submissions") == before + 2
+
+
+@pytest.mark.parametrize("method, path", [
+    ("POST", "/api/admin/surveys"), ("POST", "/api/admin/surveys/{A}/tokens"), ("POST", "/api/admin/surveys/{A}/close"),
+    ("POST", "/api/admin/analysts"), ("GET", "/api/surveys/{A}/release?format=xml")])
+def test_no_token_is_refused_before_the_request_is_examined(shared, method, path):
+    """Without a token the answer is 401 whatever the body (none here) or the parameters."""
+    before = dump(shared.engine)
+    status, body = call(shared.base, method, path.format(A=shared.A.id))
+    assert_error(status, body, 401)
+    assert dump(shared.engine) == before
+
+
+@pytest.mark.parametrize("statement, message", [
+    ("UPDATE surveys SET spec_text = :b", "immutable"),
+    ("UPDATE surveys SET spec_canonical = :b", "immutable"),
+    ("UPDATE surveys SET digest = 'sha256:0'", "immutable"),
+    ("UPDATE surveys SET description = '{}'", "immutable"),
+    ("DELETE FROM surveys", "immutable"),
+    ("UPDATE audit SET note = 'rewritten'", "append-only"),
+    ("DELETE FROM audit", "append-only"),
+])
+def test_published_surveys_and_the_audit_log_cannot_be_changed_in_the_database(shared, statement, message):
+    before = dump(shared.engine)
+    assert before["surveys"] and before["audit"]
+    params = {"b": b"{}"} if ":b" in statement else {}
+    with pytest.raises(sa.exc.DBAPIError, match=message), shared.engine.begin() as conn:
+        conn.execute(sa.text(statement), params)
+    assert dump(shared.engine) == before
+
+
+# ---------------------------------------------------------------- 2. idempotency and the window
+
+def test_the_same_idempotency_key_stores_one_row(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    body = submission(s, cell=1, answers={"spending": 12.5})
+    assert submit(base, s, body) == STORED
+    assert submit(base, s, body) == REPLAYED
+    reordered = {**body, "answers": dict(reversed(list(body["answers"].items())))}
+    assert submit(base, s, reordered) == REPLAYED
+    assert count(engine, "submissions") == 1
+    before = dump(engine)
+    for other in ({**body, "cell": 2}, {**body, "answers": {**body["answers"], "happy": 6}},
+                  {**body, "answers": {k: v for k, v in body["answers"].items() if k != "spending"}}):
+        assert_error(*submit(base, s, other), 409)
+    assert dump(engine) == before
+
+
+def test_a_retry_with_the_same_invitation_is_already_stored(collector, engine):
+    """A respondent whose answer was stored but who did not hear it retries: 200, not 403."""
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    token = invitations(base, admin, s, 1)[0]
+    body = {**submission(s), "token": token}
+    assert submit(base, s, body) == STORED
+    assert submit(base, s, body) == REPLAYED
+    assert count(engine, "submissions") == 1
+    assert_error(*submit(base, s, {**submission(s), "token": token}), 403)  # the invitation is used
+    assert count(engine, "submissions") == 1
+
+
+def test_concurrent_retries_store_one_row_and_an_invitation_serves_once(collector, engine):
+    """Requests sent at the same time (so they may share one commit batch): the same key stores one
+    row; one invitation under eight different keys stores one row."""
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    token, other = invitations(base, admin, s, 2)
+    same = {**submission(s), "token": token}
+    different = [{**submission(s, cell=1), "token": other} for _ in range(8)]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        retries = list(pool.map(lambda body: submit(base, s, body), [same] * 8))
+        reuses = list(pool.map(lambda body: submit(base, s, body), different))
+    assert sorted(status for status, _ in retries) == [200] * 7 + [201]
+    assert sorted(status for status, _ in reuses) == [201] + [403] * 7
+    with engine.connect() as conn:
+        assert sorted(conn.execute(sa.select(db.submissions.c.cell)).scalars()) == [0, 1]
+
+
+def test_a_scheduled_survey_refuses_submissions(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin, opens="2098-01-01T00:00:00Z", closes="2099-01-01T00:00:00Z")
+    status, info = call(base, "GET", f"/api/surveys/{s.id}")
+    assert (status, info["status"], info["opens"]) == (200, "scheduled", "2098-01-01T00:00:00Z")
+    assert s.id not in [x["id"] for x in call(base, "GET", "/api/surveys")[1]]
+    before = dump(engine)
+    assert_error(*submit(base, s, submission(s)), 409)
+    assert dump(engine) == before
+
+
+def test_a_survey_past_its_close_refuses_submissions(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin, opens="2020-01-01T00:00:00Z", closes="2021-01-01T00:00:00Z")
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["status"] == "closed"
+    before = dump(engine)
+    assert_error(*submit(base, s, submission(s)), 409)
+    assert dump(engine) == before
+
+
+def test_a_survey_closed_early_refuses_submissions(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    stored = submission(s)
+    assert submit(base, s, stored) == STORED
+    assert s.id in [x["id"] for x in call(base, "GET", "/api/surveys")[1]]
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {"note": "enough"}, token=admin) == \
+        (200, {"status": "closed"})
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["status"] == "closed"
+    assert s.id not in [x["id"] for x in call(base, "GET", "/api/surveys")[1]]
+    assert [(e["role"], e["survey_id"], e["note"]) for e in audit(base, admin) if e["action"] == "survey closed"] == \
+        [("admin", s.id, "enough")]
+    before = dump(engine)
+    assert_error(*submit(base, s, submission(s)), 409)
+    assert_error(*submit(base, s, stored), 409)
+    assert dump(engine) == before
+
+
+# ---------------------------------------------------------------- 3. roles and tokens
+
+def test_each_endpoint_takes_only_its_role(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    analyst = analyst_token(base, admin)
+    respondent = invitations(base, admin, s, 1)[0]
+    spare = make_spec().text
+    admin_requests = [("POST", "/api/admin/surveys", survey_body(spare, answers=FIELDS)),
+                      ("POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 1}),
+                      ("POST", f"/api/admin/surveys/{s.id}/close", {}),
+                      ("POST", "/api/admin/analysts", {}),
+                      ("GET", "/api/admin/audit", None)]
+    analyst_requests = [("GET", f"/api/surveys/{s.id}/release{query}", None)
+                        for query in ("?format=csv", "?format=json", "?format=parquet", "/report")]
+    refusals = [(None, 401), ("x" + new_key(), 401), (respondent, 403)]
+    before = dump(engine)
+    for requests, wrong in ((admin_requests, analyst), (analyst_requests, admin)):
+        for method, path, body in requests:
+            for token, status in refusals + [(wrong, 403)]:
+                assert_error(*call(base, method, path, body, token=token), status)
+    for header in ("Basic " + base64.b64encode(b"admin:admin").decode(), "Bearer", admin, "Token " + admin):
+        status, _, reply = fetch(base, "GET", "/api/admin/audit", headers={"Authorization": header})
+        assert status == 401, reply
+    assert dump(engine) == before
+    # the right roles are accepted (so the refusals above were about the role)
+    assert call(base, "GET", "/api/admin/audit", token=admin)[0] == 200
+    assert call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[0] == 200
+
+
+def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    analysts = [analyst_token(base, admin) for _ in range(3)]
+    respondents = invitations(base, admin, s, 50)
+    tokens = [admin] + analysts + respondents
+    assert len(set(tokens)) == len(tokens)
+    for token in tokens:
+        assert re.fullmatch(r"[A-Za-z0-9_-]{22,}", token)
+        assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) * 8 >= 128
+    key = new_key()
+    assert submit(base, s, {**submission(s, idempotency_key=key), "token": respondents[0]}) == STORED
+    with engine.connect() as conn:
+        hashes = [r.hash for r in conn.execute(sa.select(db.tokens.c.hash))]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
+    assert sorted(hashes) == sorted(hashlib.sha256(t.encode()).hexdigest() for t in tokens)
+    text = json.dumps(dump(engine))
+    for secret in tokens + [key]:
+        assert secret not in text
+
+
+def test_init_admin_again_revokes_the_old_admin_token(collector, capsys):
+    from probanon.cli import main
+
+    base, admin, database = collector
+    assert call(base, "GET", "/api/admin/audit", token=admin)[0] == 200
+    assert main(["serve", "--database", database, "--init-admin"]) == 0
+    new = capsys.readouterr().out.splitlines()[0].strip()
+    assert new != admin and re.fullmatch(r"[A-Za-z0-9_-]{22,}", new)
+    assert_error(*call(base, "GET", "/api/admin/audit", token=admin), 401)
+    assert_error(*call(base, "POST", "/api/admin/analysts", {}, token=admin), 401)
+    assert [e["action"] for e in audit(base, new)].count("admin token issued") == 2
+
+
+# ---------------------------------------------------------------- 4. nothing linkable stored
+
+def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    token = invitations(base, admin, s, 1)[0]
+    with engine.connect() as conn:
+        columns = sa.inspect(conn).get_columns("submissions")
+    assert [c["name"] for c in columns] == ["survey_id", "key_hash", "cell", "answers", "day"]
+    day_type = next(c["type"] for c in columns if c["name"] == "day")
+    assert isinstance(day_type, sa.Date) and not isinstance(day_type, sa.DateTime)
+    key = new_key()
+    before = dump(engine)
+    today = dt.datetime.now(dt.UTC).date()
+    assert submit(base, s, {**submission(s, cell=2, idempotency_key=key), "token": token}) == STORED
+    after_day = dt.datetime.now(dt.UTC).date()
+    after = dump(engine)
+    # what changed: one submission row, and the invitation marked used (nothing else, no time anywhere)
+    assert {t for t in after if after[t] != before[t]} == {"submissions", "tokens"}
+    assert len(after["submissions"]) == len(before["submissions"]) + 1
+    with engine.connect() as conn:
+        (row,) = conn.execute(sa.text("SELECT * FROM submissions")).mappings().all()
+        raw_day = conn.execute(sa.text("SELECT day FROM submissions")).scalar_one()
+        used = conn.execute(sa.select(db.tokens.c.used).where(
+            db.tokens.c.hash == hashlib.sha256(token.encode()).hexdigest())).scalar_one()
+    assert set(row) == {"survey_id", "key_hash", "cell", "answers", "day"}
+    assert (row["survey_id"], row["cell"], json.loads(row["answers"])) == (s.id, 2, VALID)
+    assert row["key_hash"] == hashlib.sha256(key.encode()).hexdigest()
+    if engine.dialect.name == "sqlite":
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d", raw_day)
+        raw_day = dt.date.fromisoformat(raw_day)
+    assert type(raw_day) is dt.date and raw_day in (today, after_day)
+    assert used in (True, 1)
+    text = json.dumps(after)
+    assert key not in text and token not in text
+    assert len(audit(base, admin)) == len(before["audit"])  # a submission is not logged
+
+
+# ---------------------------------------------------------------- 5. immutability
+
+def test_the_spec_is_served_byte_for_byte_and_its_canonical_form_hashes_to_the_digest(collector, engine):
+    base, admin, _ = collector
+    spec = make_spec().spec
+    text = json.dumps(spec, indent=4) + "\n"
+    s = publish(base, admin, text=text)
+    status, headers, served = fetch(base, "GET", f"/api/surveys/{s.id}/spec")
+    assert (status, served) == (200, text.encode("utf-8"))
+    assert headers["content-type"].startswith("application/json")
+    status, _, served = fetch(base, "GET", f"/api/surveys/{s.id}/spec/canonical")
+    assert (status, served) == (200, canonical(spec))
+    assert "sha256:" + hashlib.sha256(served).hexdigest() == spec["digest"] == s.digest
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["digest"] == spec["digest"]
+    before = dump(engine)
+    for again in (text, json.dumps(spec), json.dumps(spec, indent=2, sort_keys=True)):
+        status, body = call(base, "POST", "/api/admin/surveys", survey_body(again, answers=FIELDS, title="Again"),
+                            token=admin)
+        assert_error(status, body, 409)
+    assert dump(engine) == before
+
+
+# ---------------------------------------------------------------- 6. releases
+
+def answers_for(i: int) -> dict:
+    """Distinct answers for response i, some optional fields left out; the spending needs all 17
+    significant digits of a double to be written exactly."""
+    a = {"happy": i % 11, "region": ("north", "south")[i % 2]}
+    if i % 4:
+        a["spending"] = (0.1 + 0.2) * (i + 1) + 1000 / 7
+    if i % 3 == 0:
+        a["children"] = i // 3
+    return a
+
+
+def fill(base, s, counts: dict, start: int = 0) -> list:
+    """Submit counts[cell] responses to each cell; the expected released records."""
+    records, i = [], start
+    for cell, n in counts.items():
+        for _ in range(n):
+            records.append(respond(base, s, cell, answers_for(i)))
+            i += 1
+    return records
+
+
+COLUMNS = ["cell", "age", "income"] + [f["name"] for f in FIELDS]
+SIGNIFICANT = 10  # digits compared where exactness is not the point (see test_released_values_are_exact)
+
+
+def test_release_suppresses_small_cells_and_reports_participation(collector):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    analyst = analyst_token(base, admin)
+    k = s.spec["guarantee"]["k"]
+    assert k == 3 and s.n_cells >= 5
+    for cell, centroid in enumerate(s.centroids):  # original units: the means of the population's cells
+        assert np.allclose(centroid, s.frame[s.design.labels == cell].mean().to_numpy(), rtol=1e-12)
+    counts = dict.fromkeys(range(s.n_cells), 0)
+    releases = 0
+
+    # large cells only: released before the close
+    counts.update({0: 3, 2: 5})
+    big = fill(base, s, {0: 3, 2: 5})
+    status, records = released(base, analyst, s.id, "json")
+    assert status == 200 and multiset(records, SIGNIFICANT) == multiset(big, SIGNIFICANT)
+    releases += 1
+
+    # small cells arrive: no release until the close (minimum batch)
+    counts.update({3: 1, 4: 2})
+    small = fill(base, s, {3: 1, 4: 2}, start=len(big))
+    for fmt in ("csv", "parquet", "json"):
+        assert_error(*released(base, analyst, s.id, fmt), 409)
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+
+    for fmt in ("csv", "parquet", "json"):
+        status, records = released(base, analyst, s.id, fmt)
+        assert status == 200, records
+        releases += 1
+        assert list(records[0]) == COLUMNS, fmt
+        assert multiset(records, SIGNIFICANT) == multiset(big, SIGNIFICANT), fmt  # small cells left out
+        assert not {r["cell"] for r in small} & {r["cell"] for r in records}
+
+    status, payload = call(base, "GET", f"/api/surveys/{s.id}/release?format=json", token=analyst)
+    releases += 1
+    status, report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)
+    assert status == 200
+    small_cells = [c for c in range(s.n_cells) if 0 < counts[c] < k]
+    assert small_cells == [3, 4]
+    for rep in (payload["report"], report):
+        assert rep["k"] == k and rep["status"] == "closed"
+        assert rep["achieved_k"] == min(n for n in counts.values() if n >= k) == 3
+        assert rep["flagged_cells"] == small_cells
+        assert rep["failures"]["observed_failing_cells"] == len(small_cells)
+        assert math.isclose(rep["failures"]["predicted_failing_cells"],
+                            math.fsum(c["failure"] for c in s.spec["cells"]), rel_tol=1e-12)
+        assert rep["suppressed_records"] == sum(counts[c] for c in small_cells) == len(small)
+        assert rep["released_records"] == len(big)
+        assert [(c["cell"], c["size"], c["responses"], c["participation"], c["failed"], c["released"])
+                for c in rep["cells"]] == \
+            [(c, s.sizes[c], counts[c], counts[c] / s.sizes[c], 0 < counts[c] < k, counts[c] >= k)
+             for c in range(s.n_cells)]
+        assert [c["predicted_failure"] for c in rep["cells"]] == [c["failure"] for c in s.spec["cells"]]
+
+    entries = [e for e in audit(base, admin) if e["survey_id"] == s.id and e["action"].startswith("release")]
+    assert all(e["role"] == "analyst" for e in entries)
+    assert [e["action"] for e in entries].count("release") == releases
+    assert [e["action"] for e in entries].count("release report") == 1
+
+
+def test_released_values_are_exact_in_every_format(collector):
+    """The centroids are the specification's and the answers those sent, to the last bit, in CSV,
+    Parquet and JSON alike."""
+    base, admin, _ = collector
+    s = publish(base, admin)
+    analyst = analyst_token(base, admin)
+    sent = fill(base, s, {0: 3, 1: 4})
+    for fmt in ("csv", "parquet", "json"):
+        status, records = released(base, analyst, s.id, fmt)
+        assert status == 200, records
+        assert multiset(records) == multiset(sent), fmt
+
+
+def test_release_flags_small_cells_when_asked(collector):
+    base, admin, _ = collector
+    s = publish(base, admin, release={"small_cells": "flag"})
+    analyst = analyst_token(base, admin)
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["release"] == {"small_cells": "flag"}
+    counts = {0: 1, 1: 2, 2: 3, 4: 5}
+    records = fill(base, s, counts)
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    expected = [{**r, "below_k": counts[r["cell"]] < 3} for r in records]
+    for fmt in ("csv", "parquet", "json"):
+        status, got = released(base, analyst, s.id, fmt)
+        assert status == 200, got
+        assert list(got[0]) == COLUMNS + ["below_k"], fmt
+        assert multiset(got, SIGNIFICANT) == multiset(expected, SIGNIFICANT), fmt
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert report["flagged_cells"] == [0, 1]
+    assert report["achieved_k"] == min(counts.values())
+    assert report["suppressed_records"] == 0 and report["released_records"] == sum(counts.values())
+
+
+def test_release_order_is_random(collector):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    analyst = analyst_token(base, admin)
+    fill(base, s, dict(enumerate(s.sizes)))  # every cell full: the release is allowed while open
+    orders = []
+    for _ in range(5):
+        status, records = released(base, analyst, s.id, "json")
+        assert status == 200 and len(records) == sum(s.sizes) == 40
+        orders.append([tuple(sorted(r.items())) for r in records])
+    assert all(collections.Counter(o) == collections.Counter(orders[0]) for o in orders)
+    assert len({tuple(o) for o in orders}) > 1
+
+
+def test_categories_with_sql_are_stored_and_released_verbatim(collector, engine):
+    base, admin, _ = collector
+    odd = [INJECTION, 'Robert"); DROP TABLE surveys;--', "O'Brien, \"Bob\"\nline two", "NULL", "naïve ✓"]
+    fields = [{"name": "happy", "type": "integer", "min": 0, "max": 10},
+              {"name": "region", "type": "category", "categories": odd}]
+    status, body = call(base, "POST", "/api/admin/surveys",
+                        survey_body(make_spec().text, answers=fields, title=INJECTION), token=admin)
+    assert status == 201, body
+    info = call(base, "GET", f"/api/surveys/{body['id']}")[1]
+    assert info["title"] == INJECTION and info["answers"][1]["categories"] == odd
+    s = SimpleNamespace(id=body["id"], digest=body["digest"])
+    sent = [(cell, category) for cell in (0, 1) for category in odd for _ in range(3)]
+    for i, (cell, category) in enumerate(sent):
+        assert submit(base, s, submission(s, cell=cell, answers={"happy": i % 11, "region": category})) == STORED
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    analyst = analyst_token(base, admin)
+    for fmt in ("csv", "parquet", "json"):
+        status, records = released(base, analyst, s.id, fmt)
+        assert status == 200, records
+        assert collections.Counter((r["cell"], r["happy"], r["region"]) for r in records) == \
+            collections.Counter((cell, i % 11, category) for i, (cell, category) in enumerate(sent)), fmt
+    assert count(engine, "submissions") == len(sent) and count(engine, "surveys") == 1
+    assert set(sa.inspect(engine).get_table_names()) >= {"surveys", "submissions", "tokens", "audit"}
+
+
+# ---------------------------------------------------------------- 7. OpenAPI and headers
+
+def test_openapi_describes_the_submission_and_no_docs_page_is_served(shared):
+    status, api = call(shared.base, "GET", "/openapi.json")
+    assert status == 200
+    post = api["paths"]["/api/surveys/{survey_id}/submissions"]["post"]
+    schema = post["requestBody"]["content"]["application/json"]["schema"]
+    assert set(schema["properties"]) == {"digest", "cell", "answers", "idempotency_key", "token"}
+    assert set(schema["required"]) == {"digest", "cell", "answers", "idempotency_key"}
+    assert schema["additionalProperties"] is False
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert fetch(shared.base, "GET", path)[0] == 404
+    status, _, page = fetch(shared.base, "GET", f"/respond/{shared.A.id}")
+    assert status == 200
+    links = re.findall(rb"""(?:src|href)\s*=\s*["']([^"']*)""", page)
+    assert links and all(link.startswith(b"/static/") for link in links)
+    assert b"http://" not in page and b"https://" not in page
+
+
+@pytest.mark.parametrize("path", ["/api/surveys/{A}", "/api/surveys/{A}/spec", "/api/surveys/999999",
+                                  "/respond/{A}", "/static/respond.js", "/openapi.json"])
+def test_security_headers(shared, path):
+    status, headers, _ = fetch(shared.base, "GET", path.format(A=shared.A.id))
+    assert status in (200, 404)
+    assert "default-src 'self'" in headers["content-security-policy"]
+    assert "no-store" in headers["cache-control"]
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
