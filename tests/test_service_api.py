@@ -390,6 +390,7 @@ BAD_INPUT = [
     case("number-overflows-to-infinity", 422, to(answers={"spending": Raw("1e400")})),
     case("number-integer-beyond-float", 422, to(answers={"spending": Raw("1" + "0" * 400)})),
     case("integer-beyond-64-bits", 422, to(answers={"children": Raw(str(2**63))})),
+    case("integer-beyond-2-to-53", 422, to(answers={"children": Raw(str(2**53))})),  # not exact in JavaScript
     case("above-max", 422, to(answers={"happy": 11})),
     case("below-min", 422, to(answers={"spending": -0.01})),
     case("category-not-listed", 422, to(answers={"region": "east"}), hidden="east"),
@@ -476,7 +477,7 @@ def test_bad_input_is_refused_and_changes_nothing(shared, build, status, says, h
 def test_the_valid_request_behind_the_bad_cases_is_stored(shared):
     """The control: the submission every bad case alters is itself accepted (one more row)."""
     before = count(shared.engine, "submissions")
-    assert submit(shared.base, shared.A, submission(shared.A, answers={"children": 2**62})) == STORED
+    assert submit(shared.base, shared.A, submission(shared.A, answers={"children": 2**53 - 1})) == STORED  # the largest exact integer
     token = invitations(shared.base, shared.admin, shared.B, 1)[0]
     assert submit(shared.base, shared.B, {**submission(shared.B), "token": token}) == STORED
     assert count(shared.engine, "submissions") == before + 2
@@ -509,6 +510,15 @@ def test_published_surveys_and_the_audit_log_cannot_be_changed_in_the_database(s
     with pytest.raises(sa.exc.DBAPIError, match=message), shared.engine.begin() as conn:
         conn.execute(sa.text(statement), params)
     assert dump(shared.engine) == before
+
+
+def test_a_closed_survey_cannot_be_reopened_in_the_database(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    with engine.begin() as conn:  # closing is allowed once, reopening never
+        conn.execute(sa.text("UPDATE surveys SET closed_at = :t WHERE id = :i"), {"t": dt.datetime(2030, 1, 1), "i": s.id})
+    with pytest.raises(sa.exc.DBAPIError, match="stays closed"), engine.begin() as conn:
+        conn.execute(sa.text("UPDATE surveys SET closed_at = NULL WHERE id = :i"), {"i": s.id})
 
 
 # ---------------------------------------------------------------- 2. idempotency and the window

@@ -18,6 +18,7 @@ NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_FIELDS = 200
 MAX_CATEGORIES = 1000
 MAX_TEXT = 200
+MAX_INTEGER = 2**53 - 1  # integers beyond are not exact in JavaScript or in a float column
 
 
 class SchemaError(ValueError):
@@ -30,11 +31,19 @@ def _text(value, what: str, limit: int = MAX_TEXT) -> str:
     return value
 
 
+def _finite(value) -> bool:
+    """A JSON number that a float holds: not a bool, not NaN or infinite, not an integer beyond
+    +-(2^53 - 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return abs(value) <= MAX_INTEGER if isinstance(value, int) else math.isfinite(value)
+
+
 def _number(value, what: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise SchemaError(f"{what} must be a finite number or null")
+    if not _finite(value):
+        raise SchemaError(f"{what} must be a finite number (integers within +-(2^53 - 1)) or null")
     return value
 
 
@@ -60,9 +69,9 @@ class Field:
                 raise SchemaError(f"answer {self.name!r} must be one of its {len(self.categories)} categories")
             return value
         if self.type == "integer":
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SchemaError(f"answer {self.name!r} must be an integer")
-        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            if not isinstance(value, int) or not _finite(value):
+                raise SchemaError(f"answer {self.name!r} must be an integer within +-(2^53 - 1)")
+        elif not _finite(value):
             raise SchemaError(f"answer {self.name!r} must be a finite number")
         if (self.min is not None and value < self.min) or (self.max is not None and value > self.max):
             raise SchemaError(f"answer {self.name!r} must lie in [{self.min}, {self.max}]")

@@ -153,6 +153,10 @@ def create_app(database_url: str) -> FastAPI:
             raise
         return conn
 
+    async def require(request: Request, role: str) -> None:
+        """Refuse a request without a valid ``role`` token before its body is read."""
+        await run_in_threadpool(lambda: authorised(request, role).close())
+
     # ---------------------------------------------------------------- public
     @app.get("/api/surveys", summary="The open surveys")
     def open_surveys():
@@ -201,7 +205,7 @@ def create_app(database_url: str) -> FastAPI:
     # ---------------------------------------------------------------- admin
     @app.post("/api/admin/surveys", status_code=201, openapi_extra=CREATION_SCHEMA, summary="Publish a survey")
     async def create(request: Request):
-        await run_in_threadpool(lambda: authorised(request, "admin").close())
+        await require(request, "admin")
         row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES))
 
         def store():
@@ -218,6 +222,7 @@ def create_app(database_url: str) -> FastAPI:
 
     @app.post("/api/admin/surveys/{survey_id}/tokens", summary="Issue single-use respondent invitations")
     async def invitations(survey_id: int, request: Request):
+        await require(request, "admin")
         body = await read_json(request, MAX_SUBMISSION_BYTES)
         count = body.get("count") if isinstance(body, dict) and set(body) <= {"count"} else None
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_TOKENS_PER_REQUEST:
@@ -237,6 +242,7 @@ def create_app(database_url: str) -> FastAPI:
 
     @app.post("/api/admin/surveys/{survey_id}/close", summary="Close a survey now")
     async def close(survey_id: int, request: Request):
+        await require(request, "admin")
         note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
 
         def do():
@@ -254,6 +260,7 @@ def create_app(database_url: str) -> FastAPI:
 
     @app.post("/api/admin/analysts", summary="Issue an analyst token")
     async def analyst(request: Request):
+        await require(request, "admin")
         note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
 
         def do():
@@ -276,9 +283,9 @@ def create_app(database_url: str) -> FastAPI:
     @app.get("/api/surveys/{survey_id}/release", summary="The release (analyst)",
              responses={200: {"content": {t: {} for t in export.FORMATS.values()}}})
     def release(survey_id: int, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
-        if format not in export.FORMATS:
-            raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
         with authorised(request, "analyst") as conn:
+            if format not in export.FORMATS:
+                raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
             s = surveys.load(conn, survey_id)
             frame, rep = export.release(conn, s)
             db.log_action(conn, "analyst", "release", survey_id, f"{format}, {len(frame)} records")

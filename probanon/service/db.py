@@ -2,7 +2,7 @@
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
-                 ``closed_at`` may be set, by an administrator closing the survey early).
+                 ``closed_at`` may be set, once, by an administrator closing the survey early).
 ``tokens``       SHA-256 of every token (admin, analyst, respondent invitation); never the token.
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token: nothing links a row to a
@@ -76,6 +76,8 @@ _SQLITE_TRIGGERS = [
     "BEGIN SELECT RAISE(ABORT, 'a published survey is immutable'); END",
     "CREATE TRIGGER IF NOT EXISTS surveys_no_delete BEFORE DELETE ON surveys "
     "BEGIN SELECT RAISE(ABORT, 'a published survey is immutable'); END",
+    "CREATE TRIGGER IF NOT EXISTS surveys_stay_closed BEFORE UPDATE OF closed_at ON surveys "
+    "WHEN OLD.closed_at IS NOT NULL BEGIN SELECT RAISE(ABORT, 'a closed survey stays closed'); END",
 ]
 
 _POSTGRES_TRIGGERS = [
@@ -87,6 +89,9 @@ _POSTGRES_TRIGGERS = [
     "DROP TRIGGER IF EXISTS surveys_immutable ON surveys",
     f"CREATE TRIGGER surveys_immutable BEFORE UPDATE OF {_IMMUTABLE}, id OR DELETE ON surveys "
     "FOR EACH ROW EXECUTE FUNCTION probanon_refuse('a published survey is immutable')",
+    "DROP TRIGGER IF EXISTS surveys_stay_closed ON surveys",
+    "CREATE TRIGGER surveys_stay_closed BEFORE UPDATE OF closed_at ON surveys FOR EACH ROW "
+    "WHEN (OLD.closed_at IS NOT NULL) EXECUTE FUNCTION probanon_refuse('a closed survey stays closed')",
 ]
 
 

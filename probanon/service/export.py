@@ -111,6 +111,8 @@ def encode(frame: pd.DataFrame, rep: dict, fmt: str) -> bytes:
         buffer = io.BytesIO()
         frame.to_parquet(buffer, index=False)
         return buffer.getvalue()
-    records = json.loads(frame.to_json(orient="records"))
+    columns = [[None if pd.isna(v) else v.item() if isinstance(v, np.generic) else v for v in frame[c]]
+               for c in frame.columns]  # exact floats (repr), NA as null
+    records = [dict(zip(frame.columns, row)) for row in zip(*columns)]
     return json.dumps({"report": rep, "columns": list(frame.columns), "records": records},
                       allow_nan=False).encode("utf-8")
