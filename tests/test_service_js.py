@@ -7,14 +7,12 @@ import hashlib
 import http.server
 import json
 import math
-import os
-import shutil
-import tempfile
 import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
+from service_support import chromium
 
 from probanon.data import synthetic_survey
 from probanon.errors import SpecificationError
@@ -30,16 +28,6 @@ from probanon.survey.spec import (
 )
 
 STATIC = Path(__file__).resolve().parents[1] / "probanon" / "service" / "static"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-
-if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-    if os.environ.get("CI"):
-        pytest.fail(f"CI is set but {CHROMIUM} or {CHROMEDRIVER} is missing", pytrace=False)
-    pytest.skip(f"browser tests need {CHROMIUM} and {CHROMEDRIVER}", allow_module_level=True)
-
-webdriver = pytest.importorskip("selenium.webdriver")
-Service = pytest.importorskip("selenium.webdriver.chrome.service").Service
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -61,15 +49,7 @@ def static_url():
 
 @pytest.fixture(scope="module")
 def driver(static_url):
-    profile = tempfile.mkdtemp(prefix="probanon-chromium-")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile}"):
-        options.add_argument(flag)
-    drv = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
-    try:
+    for drv in chromium():
         drv.set_script_timeout(120)
         drv.get(static_url + "/")
         loaded = drv.execute_async_script("""
@@ -81,10 +61,7 @@ def driver(static_url):
             document.head.appendChild(s);""")
         assert loaded == "object"
         assert drv.execute_script("return window.isSecureContext") is True
-        yield drv
-    finally:
-        drv.quit()
-        shutil.rmtree(profile, ignore_errors=True)
+        yield drv  # the loop's next step quits the browser
 
 
 def js_assign(driver, function_dict, points):
