@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench bench-service install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,9 @@ test: $(VENV)/.installed-test
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/mdav.py
+
+bench-service: $(VENV)/.installed-test
+	$(BIN)/python benchmarks/service.py
 
 clean:
 	rm -rf $(VENV) report .pytest_cache .hypothesis

@@ -1,0 +1,341 @@
+"""Benchmark of the collector's submission endpoint (``POST /api/surveys/{id}/submissions``).
+
+Starts ``probanon serve`` as a subprocess on a fresh SQLite file (and on a fresh PostgreSQL
+database with ``--postgres URL`` or PROBANON_TEST_POSTGRES), publishes one survey and sends
+``--count`` valid submissions from ``--clients`` client processes (asyncio + aiohttp) holding
+``--connections`` concurrent requests in all, on loopback (closed loop; with ``--rate R``, open
+loop: R new submissions per second whatever the answers, latency counted from arrival). Prints, per backend, the throughput
+(acknowledged submissions per second of wall time, first request to last answer), the p50 and p99
+latency of one request, and, read back from the database after the server has stopped, the
+acknowledged keys missing (lost), keys stored more than once (duplicates) and rows nobody was told
+about (unacknowledged). Each run uses a new database and a new server; ``--repeat`` runs per
+backend, best and median reported. The server's CPU time (from /proc) shows whether it is the
+bottleneck.
+
+Run from the repository root::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/service.py
+    PYTHONPATH=. .venv/bin/python benchmarks/service.py --count 5000 --repeat 1 --connections 32
+    PYTHONPATH=. .venv/bin/python benchmarks/service.py --rate 1000 --connections 256
+    PYTHONPATH=. .venv/bin/python benchmarks/service.py --postgres postgresql://probanon:probanon@127.0.0.1/probanon
+
+Goal (issue 15): >= 1,000 acknowledged submissions/s with p99 < 50 ms and 0 lost on SQLite on
+a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import hashlib
+import json
+import multiprocessing
+import os
+import platform
+import random
+import secrets
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+
+ANSWERS = [{"name": "happy", "type": "integer", "min": 0, "max": 10, "label": "How happy are you (0-10)?"},
+           {"name": "spending", "type": "number", "min": 0, "max": None, "required": False},
+           {"name": "region", "type": "category", "categories": ["north", "south"]}]
+START_SECONDS = 60.0
+
+
+# ---------------------------------------------------------------------------------------
+# server and survey
+
+def _request(base: str, method: str, path: str, body=None, token=None, timeout: float = 30.0):
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
+                                 method=method, headers=headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode(errors="replace")
+
+
+def start_server(database: str, log) -> tuple[subprocess.Popen, str]:
+    """``probanon serve`` on 127.0.0.1 and a free port, once it answers."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
+                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_SECONDS
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"the collector exited with {proc.returncode} (log: {log.name})")
+        try:
+            if _request(base, "GET", "/api/surveys", timeout=2)[0] == 200:
+                return proc, base
+        except OSError:
+            pass
+        time.sleep(0.05)
+    proc.kill()
+    sys.exit(f"the collector did not answer within {START_SECONDS} s (log: {log.name})")
+
+
+def server_cpu(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux /proc), NaN elsewhere."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return float("nan")
+
+
+def publish(base: str, admin: str) -> tuple[int, str, int]:
+    """(survey id, digest, number of cells) of a new survey on a synthetic population."""
+    import numpy as np
+    import pandas as pd
+
+    from probanon.survey.design import design
+    from probanon.survey.spec import build_spec
+
+    rng = np.random.default_rng(0)
+    population = pd.DataFrame({"age": rng.integers(18, 90, 2000).astype(float),
+                               "income": np.round(rng.normal(3000, 800, 2000), 2)})
+    spec = json.dumps(build_spec(design(population, 5, 0.8, 0.05)))
+    status, created = _request(base, "POST", "/api/admin/surveys", {
+        "title": "Benchmark", "spec": spec, "answers": ANSWERS, "opens": "2020-01-01T00:00:00Z",
+        "closes": "2099-01-01T00:00:00Z"}, token=admin)
+    if status != 201:
+        sys.exit(f"publishing the survey failed: {status} {created}")
+    return created["id"], created["digest"], _request(base, "GET", f"/api/surveys/{created['id']}")[1]["cells"]
+
+
+def fresh_postgres(url: str) -> tuple[str, callable]:
+    """A new empty database beside ``url``'s (its role needs CREATEDB), and its removal."""
+    import psycopg
+
+    url = url.replace("postgresql+psycopg://", "postgresql://")
+    name = "probanon_bench_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+
+    def drop():
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    return url.rsplit("/", 1)[0] + "/" + name, drop
+
+
+def stored_keys(database: str, survey_id: int) -> list[str]:
+    import sqlalchemy as sa
+
+    from probanon.service.db import normalise_url
+
+    engine = sa.create_engine(normalise_url(database))
+    try:
+        with engine.connect() as conn:
+            t = sa.table("submissions", sa.column("survey_id"), sa.column("key_hash"))
+            return list(conn.execute(sa.select(t.c.key_hash).where(t.c.survey_id == survey_id)).scalars())
+    finally:
+        engine.dispose()
+
+
+# ---------------------------------------------------------------------------------------
+# clients (child processes: this module without numpy, pandas or SQLAlchemy, which would lengthen
+# the client's garbage collections)
+
+async def _client(url: str, bodies: list[bytes], connections: int, rate: float | None, seed: int):
+    """Closed loop (``rate`` None): ``connections`` workers each send the next submission as soon as
+    theirs is answered. Open loop: submissions start at Poisson arrival times of ``rate`` per second
+    whether or not earlier ones were answered (at most ``connections`` in flight, the others wait
+    for a connection); a latency then counts from the arrival time, waiting included."""
+    import aiohttp
+
+    latencies, acked, statuses = [], [], {}
+    headers = {"Content-Type": "application/json"}
+
+    async def send(session, i, t0):
+        try:
+            async with session.post(url, data=bodies[i], headers=headers) as resp:
+                await resp.read()
+                status = resp.status
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            status = type(exc).__name__
+        latencies.append(time.perf_counter() - t0)
+        statuses[status] = statuses.get(status, 0) + 1
+        if status == 201:
+            acked.append(i)
+
+    async def worker(session, pending):
+        for i in pending:
+            await send(session, i, time.perf_counter())
+
+    async def arrivals(session):
+        rng, tasks, due = random.Random(seed), [], time.perf_counter()
+        for i in range(len(bodies)):
+            due += rng.expovariate(rate)
+            await asyncio.sleep(due - time.perf_counter())
+            tasks.append(asyncio.create_task(send(session, i, due)))
+        await asyncio.gather(*tasks)
+
+    connector = aiohttp.TCPConnector(limit=connections)
+    async with aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=60)) as session:
+        start = time.perf_counter()
+        if rate is None:
+            pending = iter(range(len(bodies)))
+            await asyncio.gather(*(worker(session, pending) for _ in range(connections)))
+        else:
+            await arrivals(session)
+        end = time.perf_counter()
+    return latencies, acked, statuses, start, end
+
+
+def client_process(url, digest, n_cells, count, connections, rate, seed, barrier, results):
+    """Sends ``count`` new submissions; puts (latencies, acknowledged keys, statuses, start, end, CPU s)."""
+    rng = random.Random(seed)
+    keys = [secrets.token_urlsafe(24) for _ in range(count)]
+    bodies = [json.dumps({"digest": digest, "cell": rng.randrange(n_cells), "idempotency_key": key,
+                          "answers": {"happy": rng.randrange(11), "spending": round(rng.uniform(0, 5000), 2),
+                                      "region": rng.choice(["north", "south"])}}).encode() for key in keys]
+    try:
+        import uvloop
+        run = uvloop.run
+    except ImportError:
+        run = asyncio.run
+    gc.collect()
+    gc.freeze()  # a full collection of the bodies would stall the client, and be counted as latency
+    barrier.wait(60)
+    cpu = time.process_time()
+    latencies, acked, statuses, start, end = run(_client(url, bodies, connections, rate, seed))
+    results.put((latencies, [keys[i] for i in acked], statuses, start, end, time.process_time() - cpu))
+
+
+# ---------------------------------------------------------------------------------------
+# one run, the table
+
+def run_once(database: str, args, log) -> dict:
+    import numpy as np
+
+    from probanon.service.server import init_admin
+
+    admin = init_admin(database)
+    proc, base = start_server(database, log)
+    try:
+        survey_id, digest, n_cells = publish(base, admin)
+        url = f"{base}/api/surveys/{survey_id}/submissions"
+        ctx = multiprocessing.get_context("spawn")
+        barrier, results = ctx.Barrier(args.clients), ctx.Queue()
+        shares = [args.count // args.clients + (i < args.count % args.clients) for i in range(args.clients)]
+        conns = [args.connections // args.clients + (i < args.connections % args.clients)
+                 for i in range(args.clients)]
+        rate = None if args.rate is None else args.rate / args.clients
+        children = [ctx.Process(target=client_process, args=(url, digest, n_cells, shares[i], conns[i], rate,
+                                                              1000 + i, barrier, results))
+                    for i in range(args.clients)]
+        for c in children:
+            c.start()
+        cpu0 = server_cpu(proc.pid)
+        parts = [results.get(timeout=args.count / 10 + 120) for _ in children]
+        cpu1 = server_cpu(proc.pid)
+        for c in children:
+            c.join(30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    latencies = np.concatenate([np.asarray(p[0]) for p in parts])
+    acked = [k for p in parts for k in p[1]]
+    statuses = {}
+    for p in parts:
+        for s, n in p[2].items():
+            statuses[s] = statuses.get(s, 0) + n
+    wall = max(p[4] for p in parts) - min(p[3] for p in parts)
+    stored = stored_keys(database, survey_id)
+    acked_hashes = {hashlib.sha256(k.encode()).hexdigest() for k in acked}
+    stored_set = set(stored)
+    return {"acked": len(acked), "wall": wall, "rate": len(acked) / wall,
+            "p50": 1000 * float(np.percentile(latencies, 50)), "p99": 1000 * float(np.percentile(latencies, 99)),
+            "lost": len(acked_hashes - stored_set), "duplicates": len(stored) - len(stored_set),
+            "unacknowledged": len(stored_set - acked_hashes),
+            "errors": {s: n for s, n in statuses.items() if s != 201},
+            "server_cpu": (cpu1 - cpu0) / wall, "client_cpu": sum(p[5] for p in parts) / wall}
+
+
+def bench(backend: str, args, log) -> list[dict]:
+    runs = []
+    for r in range(args.repeat):
+        if backend == "sqlite":
+            tmp = tempfile.TemporaryDirectory(prefix="probanon-bench-")
+            database, drop = os.path.join(tmp.name, "collector.db"), tmp.cleanup
+        else:
+            database, drop = fresh_postgres(args.postgres)
+        try:
+            res = run_once(database, args, log)
+        finally:
+            drop()
+        runs.append(res)
+        print(f"  {backend:8s} run {r + 1}: {res['acked']} acknowledged in {res['wall']:.2f} s = "
+              f"{res['rate']:,.0f}/s, p50 {res['p50']:.1f} ms, p99 {res['p99']:.1f} ms, lost {res['lost']}, "
+              f"duplicates {res['duplicates']}, unacknowledged rows {res['unacknowledged']}, "
+              f"errors {res['errors'] or 0}; server {res['server_cpu']:.2f} cores, "
+              f"clients {res['client_cpu']:.2f} cores", flush=True)
+    return runs
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--count", type=int, default=20_000, help="submissions per run (default 20000)")
+    p.add_argument("--connections", type=int, default=32, help="concurrent requests in all (default 32)")
+    p.add_argument("--clients", type=int, default=1, help="client processes (default 1)")
+    p.add_argument("--rate", type=float, default=None, metavar="R",
+                   help="open loop: R new submissions per second (Poisson arrivals), at most --connections "
+                        "in flight; default: closed loop, --connections clients sending back to back")
+    p.add_argument("--repeat", type=int, default=3, help="runs per backend (default 3)")
+    p.add_argument("--postgres", default=os.environ.get("PROBANON_TEST_POSTGRES"), metavar="URL",
+                   help="also on a fresh database beside this one (default: $PROBANON_TEST_POSTGRES)")
+    p.add_argument("--log", default=os.path.join(tempfile.gettempdir(), "probanon-bench-server.log"),
+                   help="the servers' output")
+    args = p.parse_args(argv)
+    for name in ("count", "connections", "clients", "repeat"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name} must be at least 1")
+    if args.rate is not None and not args.rate > 0:
+        p.error("--rate must be positive")
+    if args.clients > args.connections:
+        p.error("--clients must not exceed --connections")
+
+    backends = ["sqlite"] + (["postgres"] if args.postgres else [])
+    print(f"{platform.python_implementation()} {platform.python_version()}, {os.cpu_count()} CPUs; "
+          f"{args.count} submissions, {args.connections} connections, {args.clients} client process(es), "
+          + (f"open loop at {args.rate:g}/s, " if args.rate else "closed loop, ") + f"{args.repeat} run(s) per backend")
+    with open(args.log, "ab") as log:
+        table = {b: bench(b, args, log) for b in backends}
+
+    def best_median(values, best):
+        return f"{best(values):>9,.1f} {statistics.median(values):>9,.1f}"
+
+    print(f"\n{'backend':10s} {'acked/s best':>12s} {'median':>9s} {'p50 ms best':>11s} {'median':>9s} "
+          f"{'p99 ms best':>11s} {'median':>9s} {'lost':>5s} {'dup':>4s} {'errors':>6s} {'server cores':>12s}")
+    for b, runs in table.items():
+        print(f"{b:10s} {best_median([r['rate'] for r in runs], max):>22s} "
+              f"{best_median([r['p50'] for r in runs], min):>21s} {best_median([r['p99'] for r in runs], min):>21s} "
+              f"{sum(r['lost'] for r in runs):>5d} {sum(r['duplicates'] for r in runs):>4d} "
+              f"{sum(sum(r['errors'].values()) for r in runs):>6d} "
+              f"{statistics.median(r['server_cpu'] for r in runs):>12.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
