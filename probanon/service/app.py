@@ -7,7 +7,6 @@ inline script), ``no-referrer`` and ``no-store``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -193,7 +192,7 @@ def create_app(database_url: str) -> FastAPI:
         if status != "open":
             raise Refused(409, f"the survey is {status}")
         body = await read_json(request, MAX_SUBMISSION_BYTES)
-        result = await asyncio.wrap_future(state["writer"].submit(submissions.parse(s, body)))
+        result = await state["writer"].submit(submissions.parse(s, body))
         return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
 
     @app.get("/respond/{survey_id}", include_in_schema=False)

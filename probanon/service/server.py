@@ -7,6 +7,7 @@ server's own start, stop and faults.
 from __future__ import annotations
 
 import contextlib
+import gc
 import socket
 import sys
 import threading
@@ -43,6 +44,8 @@ def serve(database: str, host: str = "127.0.0.1", port: int = 8000) -> None:
     from .app import create_app
 
     app = create_app(database)
+    gc.collect()
+    gc.freeze()  # the imported modules' objects out of the collector's way: no 100 ms pauses under load
     try:
         sock = socket.create_server((host, port))
     except OSError as exc:

@@ -12,7 +12,7 @@ then answers each request. A client is told 201 only when its row is on disk.
 
 from __future__ import annotations
 
-import concurrent.futures
+import asyncio
 import hashlib
 import json
 import queue
@@ -77,23 +77,35 @@ def parse(survey: Survey, body) -> Submission:
 
 
 STORED, REPLAYED = "stored", "already stored"
+_INSERT = db.submissions.insert()
 
 
-def _write_one(conn, s: Submission, closed: set) -> str:
-    """Store one submission inside the batch transaction: its status, or :class:`Refused`."""
-    if s.survey_id in closed:
-        raise Refused(409, "the survey is closed")
+def _write(conn, batch: list[Submission]) -> list:
+    """Store a batch inside one transaction: per submission its status, or the :class:`Refused`
+    to answer. Keys already stored are read in one query and the new rows inserted in one
+    statement; a refused submission writes nothing (its token update matched no row)."""
     t = db.submissions.c
-    old = conn.execute(sa.select(t.cell, t.answers).where(t.survey_id == s.survey_id, t.key_hash == s.key_hash)).first()
-    if old is not None:
-        if old.cell == s.cell and old.answers == s.answers:
-            return REPLAYED
-        raise Refused(409, "this idempotency key was used for another submission")
-    if s.token is not None and not consume_invitation(conn, s.token, s.survey_id):
-        raise Refused(403, "unknown, revoked or already used invitation token")
-    conn.execute(db.submissions.insert().values(survey_id=s.survey_id, key_hash=s.key_hash, cell=s.cell,
-                                                answers=s.answers, day=db.now().date()))
-    return STORED
+    closed = _closed(conn, {s.survey_id for s in batch})
+    stored = {(r.survey_id, r.key_hash): (r.cell, r.answers) for r in conn.execute(
+        sa.select(t.survey_id, t.key_hash, t.cell, t.answers).where(t.key_hash.in_({s.key_hash for s in batch})))}
+    day, rows, results = db.now().date(), [], []
+    for s in batch:
+        old = stored.get((s.survey_id, s.key_hash))
+        if s.survey_id in closed:
+            results.append(Refused(409, "the survey is closed"))
+        elif old is not None:
+            results.append(REPLAYED if old == (s.cell, s.answers) else
+                           Refused(409, "this idempotency key was used for another submission"))
+        elif s.token is not None and not consume_invitation(conn, s.token, s.survey_id):
+            results.append(Refused(403, "unknown, revoked or already used invitation token"))
+        else:
+            stored[(s.survey_id, s.key_hash)] = (s.cell, s.answers)
+            rows.append({"survey_id": s.survey_id, "key_hash": s.key_hash, "cell": s.cell, "answers": s.answers,
+                         "day": day})
+            results.append(STORED)
+    if rows:
+        conn.execute(_INSERT, rows)
+    return results
 
 
 def _closed(conn, survey_ids) -> set:
@@ -101,8 +113,20 @@ def _closed(conn, survey_ids) -> set:
     return {r.id for r in conn.execute(sa.select(c.id).where(c.id.in_(survey_ids), c.closed_at.is_not(None)))}
 
 
+def _settle(pairs) -> None:
+    """Answer each waiting request (in its event loop)."""
+    for future, result in pairs:
+        if future.cancelled():  # the client went away
+            continue
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
+
+
 class Writer:
-    """The thread that commits submissions in batches; :meth:`submit` returns a future of the status."""
+    """The thread that commits submissions in batches; :meth:`submit` (called in the event loop)
+    returns an asyncio future of the status, settled once the batch is committed."""
 
     def __init__(self, engine: sa.Engine):
         self.engine = engine
@@ -110,9 +134,10 @@ class Writer:
         self.thread = threading.Thread(target=self._run, name="probanon-writer", daemon=True)
         self.thread.start()
 
-    def submit(self, s: Submission) -> concurrent.futures.Future:
-        future = concurrent.futures.Future()
-        self.queue.put((s, future))
+    def submit(self, s: Submission) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self.queue.put((s, future, loop))
         return future
 
     def close(self) -> None:
@@ -138,29 +163,23 @@ class Writer:
 
     def _commit(self, batch) -> None:
         """One transaction for the batch; if it fails as a whole (another process wrote the same
-        key, the database is gone), each row again in its own transaction."""
+        key, the database is gone), each submission again in its own transaction."""
+        submissions = [s for s, _, _ in batch]
         try:
-            results = self._transaction(batch)
-        except Exception:  # noqa: BLE001 - retried row by row, where each error is reported
+            results = self._transaction(submissions)
+        except Exception:  # noqa: BLE001 - retried one by one, where each error is reported
             results = []
-            for item in batch:
+            for s in submissions:
                 try:
-                    results.extend(self._transaction([item]))
-                except Exception as exc:  # noqa: BLE001
-                    results.append(exc if isinstance(exc, Refused) else Refused(503, "the database is unavailable; try again"))
-        for (_, future), result in zip(batch, results):
-            if isinstance(result, Exception):
-                future.set_exception(result)
-            else:
-                future.set_result(result)
+                    results.extend(self._transaction([s]))
+                except Exception:  # noqa: BLE001
+                    results.append(Refused(503, "the database is unavailable; try again"))
+        by_loop: dict = {}
+        for (_, future, loop), result in zip(batch, results):
+            by_loop.setdefault(loop, []).append((future, result))
+        for loop, pairs in by_loop.items():
+            loop.call_soon_threadsafe(_settle, pairs)
 
-    def _transaction(self, batch) -> list:
-        results = []
+    def _transaction(self, submissions: list[Submission]) -> list:
         with self.engine.begin() as conn:
-            closed = _closed(conn, {s.survey_id for s, _ in batch})
-            for s, _ in batch:
-                try:  # a refused row has written nothing (the token update matched no row)
-                    results.append(_write_one(conn, s, closed))
-                except Refused as exc:
-                    results.append(exc)
-        return results
+            return _write(conn, submissions)
