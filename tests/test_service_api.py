@@ -652,7 +652,8 @@ def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
     with engine.connect() as conn:
         hashes = [r.hash for r in conn.execute(sa.select(db.tokens.c.hash))]
     assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
-    assert sorted(hashes) == sorted(hashlib.sha256(t.encode()).hexdigest() for t in tokens)
+    unused = [t for t in tokens if t != respondents[0]]  # the used invitation is deleted
+    assert sorted(hashes) == sorted(hashlib.sha256(t.encode()).hexdigest() for t in unused)
     text = json.dumps(dump(engine))
     for secret in tokens + [key]:
         assert secret not in text
@@ -688,14 +689,14 @@ def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector
     assert submit(base, s, {**submission(s, cell=2, idempotency_key=key), "token": token}) == STORED
     after_day = dt.datetime.now(dt.UTC).date()
     after = dump(engine)
-    # what changed: one submission row, and the invitation marked used (nothing else, no time anywhere)
+    # what changed: one submission row, and the invitation deleted (nothing else, no time anywhere)
     assert {t for t in after if after[t] != before[t]} == {"submissions", "tokens"}
     assert len(after["submissions"]) == len(before["submissions"]) + 1
     with engine.connect() as conn:
         (row,) = conn.execute(sa.text("SELECT * FROM submissions")).mappings().all()
         raw_day = conn.execute(sa.text("SELECT day FROM submissions")).scalar_one()
-        used = conn.execute(sa.select(db.tokens.c.used).where(
-            db.tokens.c.hash == hashlib.sha256(token.encode()).hexdigest())).scalar_one()
+        left = conn.execute(sa.select(db.tokens.c.hash).where(
+            db.tokens.c.hash == hashlib.sha256(token.encode()).hexdigest())).first()
     assert set(row) == {"survey_id", "key_hash", "cell", "answers", "day"}
     assert (row["survey_id"], row["cell"], json.loads(row["answers"])) == (s.id, 2, VALID)
     assert row["key_hash"] == hashlib.sha256(key.encode()).hexdigest()
@@ -703,7 +704,7 @@ def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector
         assert re.fullmatch(r"\d{4}-\d\d-\d\d", raw_day)
         raw_day = dt.date.fromisoformat(raw_day)
     assert type(raw_day) is dt.date and raw_day in (today, after_day)
-    assert used in (True, 1)
+    assert left is None  # a used invitation leaves no row to match with the submission
     text = json.dumps(after)
     assert key not in text and token not in text
     assert len(audit(base, admin)) == len(before["audit"])  # a submission is not logged
@@ -918,3 +919,55 @@ def test_security_headers(shared, path):
     assert "no-store" in headers["cache-control"]
     assert headers["x-content-type-options"] == "nosniff"
     assert headers["referrer-policy"] == "no-referrer"
+
+
+# ---------------------------------------------------------------- token ids, revocation, the actor of each action
+
+def test_an_analyst_token_is_revoked_by_its_id_and_the_audit_log_names_the_actor(collector):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    status, issued = call(base, "POST", "/api/admin/analysts", {"note": "release team"}, admin)
+    assert status == 200 and issued["id"] == hashlib.sha256(issued["token"].encode()).hexdigest()[:12]
+    assert call(base, "GET", f"/api/surveys/{s.id}/release/report", token=issued["token"])[0] == 200
+    assert call(base, "POST", "/api/admin/tokens/0123456789ab/revoke", {}, admin)[0] == 404
+    assert call(base, "POST", "/api/admin/tokens/XYZ/revoke", {}, admin)[0] == 422
+    assert call(base, "POST", f"/api/admin/tokens/{issued['id']}/revoke", {}, issued["token"])[0] == 403
+    assert call(base, "POST", f"/api/admin/tokens/{issued['id']}/revoke", {"note": "left"}, admin)[0] == 200
+    assert call(base, "GET", f"/api/surveys/{s.id}/release/report", token=issued["token"])[0] == 401
+    log = audit(base, admin)
+    admin_id = hashlib.sha256(admin.encode()).hexdigest()[:12]
+    by_action = {e["action"]: e for e in log}
+    assert by_action["survey published"]["actor"] == admin_id
+    assert by_action["release report"]["actor"] == issued["id"] and by_action["release report"]["role"] == "analyst"
+    assert by_action["analyst token revoked"]["actor"] == admin_id
+    assert issued["id"] in by_action["analyst token revoked"]["note"]
+
+
+def test_the_writer_finds_stored_keys_through_the_primary_key(collector, engine):
+    """The writer's stored-keys query (once per committed batch) must use an index, not scan the table."""
+    from probanon.service.submissions import Submission, _write
+
+    s = publish(*collector[:2])
+    seen = []
+
+    def capture(_conn, _cursor, statement, parameters, _context, _many):
+        if statement.lstrip().upper().startswith("SELECT") and "FROM submissions" in statement:
+            seen.append((statement, parameters))
+
+    sa.event.listen(engine, "before_cursor_execute", capture)
+    try:
+        with engine.connect() as conn:
+            transaction = conn.begin()
+            assert _write(conn, [Submission(s.id, "a" * 64, 0, "{}", None)]) == ["stored"]
+            transaction.rollback()
+    finally:
+        sa.event.remove(engine, "before_cursor_execute", capture)
+    (statement, parameters), = seen
+    with engine.connect() as conn:
+        if engine.dialect.name == "sqlite":
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, parameters))
+            assert "SCAN submissions" not in plan and "PRIMARY KEY" in plan.upper(), plan
+        else:
+            conn.exec_driver_sql("SET enable_seqscan = off")  # a tiny table: can an index serve the query?
+            plan = " ".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
+            assert "Index" in plan, plan

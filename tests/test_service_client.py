@@ -314,3 +314,12 @@ def test_demo_survey_part(tmp_path):
     assert sorted(release["health_spending"]) == sorted(people.loc[responds, "health_spending"][kept])
     page = "".join(rep.parts)
     assert "Guarantee (survey)" in page and "achieved k of the release" in page
+
+
+def test_a_quasi_identifier_asked_as_an_answer_is_never_sent():
+    """A collector whose answer schema asks for a quasi-identifier (the page and this client read the
+    schema from the collector, outside the digest) gets nothing: the client refuses before sending."""
+    info = {"answers": [{"name": "age", "type": "number"}, {"name": "happy", "type": "integer"}]}
+    with pytest.raises(client.ServiceError, match="quasi-identifier 'age'"):
+        client.typed_answers(info, {"age": "41", "happy": "3"}, ["age", "income"])
+    assert client.typed_answers(info, {"age": "41", "happy": "3"}, ["income"]) == {"age": 41.0, "happy": 3}

@@ -7,9 +7,12 @@ inline script), ``no-referrer`` and ``no-store``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from pathlib import Path
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
@@ -18,13 +21,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from . import db, export, security, submissions, surveys
-from .security import Unauthorised
 from .surveys import Refused
 
 STATIC = Path(__file__).with_name("static")
 MAX_SUBMISSION_BYTES = 16 * 1024
 MAX_ADMIN_BYTES = 64 * 1024 * 1024  # a per-record specification of 10^6 records is about 20 MB
 MAX_TOKENS_PER_REQUEST = 100_000
+BODY_SECONDS = 10  # a body that takes longer is refused (slow clients hold no request open for ever)
+WRITE_SECONDS = 30  # a submission not committed by then is answered 503 (retry with the same key)
 HEADERS = [
     (b"content-security-policy", b"default-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"),
     (b"referrer-policy", b"no-referrer"),
@@ -59,12 +63,19 @@ async def read_json(request: Request, limit: int):
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > limit):
         raise Refused(413, f"the body exceeds {limit} bytes")
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise Refused(413, f"the body exceeds {limit} bytes")
-        chunks.append(chunk)
+    async def receive() -> list:
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise Refused(413, f"the body exceeds {limit} bytes")
+            chunks.append(chunk)
+        return chunks
+
+    try:
+        chunks = await asyncio.wait_for(receive(), BODY_SECONDS)
+    except TimeoutError:
+        raise Refused(408, f"the body did not arrive within {BODY_SECONDS} s") from None
     try:
         return json.loads(b"".join(chunks), parse_constant=_no_constant)
     except (ValueError, RecursionError):
@@ -117,8 +128,7 @@ def create_app(database_url: str) -> FastAPI:
                               "their cell and their answers, never their quasi-identifiers.")
     app.add_middleware(SecurityHeaders)
 
-    @app.exception_handler(Refused)
-    @app.exception_handler(Unauthorised)
+    @app.exception_handler(Refused)  # Unauthorised included
     async def refused(_request, exc):
         return JSONResponse({"detail": str(exc)}, status_code=exc.status)
 
@@ -140,34 +150,34 @@ def create_app(database_url: str) -> FastAPI:
         with engine.connect() as conn:
             return survey(conn, survey_id)
 
+    @contextlib.contextmanager
     def authorised(request: Request, role: str):
-        """A connection in a transaction, after checking the bearer token for ``role``."""
+        """(connection in a transaction, the token's id), after checking the bearer token for ``role``;
+        committed when the block ends without an error."""
         token = security.bearer(request.headers.get("authorization"))
-        conn = engine.connect()
-        try:
-            conn.begin()
-            security.check(conn, token, role)
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        with engine.begin() as conn:
+            yield conn, security.check(conn, token, role)
 
-    async def require(request: Request, role: str) -> None:
-        """Refuse a request without a valid ``role`` token before its body is read."""
-        await run_in_threadpool(lambda: authorised(request, role).close())
+    async def require(request: Request, role: str) -> str:
+        """Refuse a request without a valid ``role`` token before its body is read; the token's id."""
+        def check():
+            with authorised(request, role) as (_, actor):
+                return actor
+
+        return await run_in_threadpool(check)
 
     # ---------------------------------------------------------------- public
     @app.get("/api/surveys", summary="The open surveys")
     def open_surveys():
         with engine.connect() as conn:
-            return [{k: v for k, v in s.public().items() if k in ("id", "title", "digest", "opens", "closes",
-                                                                   "requires_token", "status")}
-                    for s in surveys.load_all(conn) if s.status() == "open"]
+            ids = conn.execute(sa.select(db.surveys.c.id).order_by(db.surveys.c.id)).scalars().all()
+        return [{k: v for k, v in s.public().items() if k in ("id", "title", "digest", "opens", "closes",
+                                                               "requires_token", "status")}
+                for s in map(cached, ids) if s.status() == "open"]
 
     @app.get("/api/surveys/{survey_id}", summary="A survey's public description")
     def describe(survey_id: int):
-        with engine.connect() as conn:
-            return surveys.load(conn, survey_id).public()
+        return cached(survey_id).public()
 
     @app.get("/api/surveys/{survey_id}/spec", summary="The specification, byte for byte as published")
     def spec(survey_id: int):
@@ -181,8 +191,7 @@ def create_app(database_url: str) -> FastAPI:
     @app.get("/api/surveys/{survey_id}/spec/canonical",
              summary="The canonical bytes of the specification: their SHA-256 is the digest")
     def canonical(survey_id: int):
-        with engine.connect() as conn:
-            return Response(surveys.load(conn, survey_id).spec_canonical, media_type="application/json")
+        return Response(cached(survey_id).spec_canonical, media_type="application/json")
 
     @app.post("/api/surveys/{survey_id}/submissions", status_code=201, openapi_extra=SUBMISSION_SCHEMA,
               summary="Submit a cell and the answers", responses={200: {"description": "already stored"}})
@@ -192,7 +201,10 @@ def create_app(database_url: str) -> FastAPI:
         if status != "open":
             raise Refused(409, f"the survey is {status}")
         body = await read_json(request, MAX_SUBMISSION_BYTES)
-        result = await state["writer"].submit(submissions.parse(s, body))
+        try:
+            result = await asyncio.wait_for(state["writer"].submit(submissions.parse(s, body)), WRITE_SECONDS)
+        except TimeoutError:  # the row may still be committed: the same idempotency key tells
+            raise Refused(503, "the database did not answer in time; send the same submission again") from None
         return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
@@ -204,16 +216,18 @@ def create_app(database_url: str) -> FastAPI:
     # ---------------------------------------------------------------- admin
     @app.post("/api/admin/surveys", status_code=201, openapi_extra=CREATION_SCHEMA, summary="Publish a survey")
     async def create(request: Request):
-        await require(request, "admin")
+        actor = await require(request, "admin")
         row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES))
 
         def store():
-            with engine.begin() as conn:
-                if conn.execute(db.surveys.select().with_only_columns(db.surveys.c.id)
-                                .where(db.surveys.c.digest == row["digest"])).first() is not None:
-                    raise Refused(409, "a survey with this specification exists: a new survey needs a new specification")
-                survey_id = conn.execute(db.surveys.insert().values(**row)).inserted_primary_key[0]
-                db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}")
+            try:
+                with engine.begin() as conn:
+                    survey_id = conn.execute(db.surveys.insert().values(**row)).inserted_primary_key[0]
+                    db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}",
+                                  actor)
+            except sa.exc.IntegrityError:  # the digest is unique
+                raise Refused(409, "a survey with this specification exists: a new survey needs a new "
+                                   "specification") from None
             return survey_id
 
         survey_id = await run_in_threadpool(store)
@@ -228,13 +242,11 @@ def create_app(database_url: str) -> FastAPI:
             raise Refused(422, f"send {{\"count\": n}} with 1 <= n <= {MAX_TOKENS_PER_REQUEST}")
 
         def issue():
-            with authorised(request, "admin") as conn:
-                s = survey(conn, survey_id)
-                if not s.requires_token:
+            with authorised(request, "admin") as (conn, actor):
+                if not survey(conn, survey_id).requires_token:
                     raise Refused(409, "this survey takes no invitation tokens")
                 tokens = [security.issue(conn, "respondent", survey_id) for _ in range(count)]
-                db.log_action(conn, "admin", "invitations issued", survey_id, f"{count} tokens")
-                conn.commit()
+                db.log_action(conn, "admin", "invitations issued", survey_id, f"{count} tokens", actor)
             return {"tokens": tokens}
 
         return await run_in_threadpool(issue)
@@ -245,14 +257,11 @@ def create_app(database_url: str) -> FastAPI:
         note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
 
         def do():
-            with authorised(request, "admin") as conn:
-                s = survey(conn, survey_id)
-                if s.closed_at is None:
-                    at = db.now()
-                    conn.execute(db.surveys.update().where(db.surveys.c.id == survey_id).values(closed_at=at))
-                    db.log_action(conn, "admin", "survey closed", survey_id, note)
-                    conn.commit()
-                    cache.pop(survey_id, None)
+            with authorised(request, "admin") as (conn, actor):
+                if survey(conn, survey_id).closed_at is None:
+                    conn.execute(db.surveys.update().where(db.surveys.c.id == survey_id).values(closed_at=db.now()))
+                    db.log_action(conn, "admin", "survey closed", survey_id, note, actor)
+            cache.pop(survey_id, None)
             return {"status": "closed"}
 
         return await run_in_threadpool(do)
@@ -263,42 +272,53 @@ def create_app(database_url: str) -> FastAPI:
         note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
 
         def do():
-            with authorised(request, "admin") as conn:
+            with authorised(request, "admin") as (conn, actor):
                 token = security.issue(conn, "analyst")
-                db.log_action(conn, "admin", "analyst token issued", None, note)
-                conn.commit()
-            return {"token": token}
+                db.log_action(conn, "admin", "analyst token issued", None,
+                              f"id {security.token_id(token)}" + (f": {note}" if note else ""), actor)
+            return {"token": token, "id": security.token_id(token)}
+
+        return await run_in_threadpool(do)
+
+    @app.post("/api/admin/tokens/{token_id}/revoke", summary="Revoke an admin or analyst token by its id")
+    async def revoke(token_id: str, request: Request):
+        await require(request, "admin")
+        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
+
+        def do():
+            with authorised(request, "admin") as (conn, actor):
+                role = security.revoke(conn, token_id)
+                db.log_action(conn, "admin", f"{role} token revoked", None,
+                              f"id {token_id}" + (f": {note}" if note else ""), actor)
+            return {"status": "revoked"}
 
         return await run_in_threadpool(do)
 
     @app.get("/api/admin/audit", summary="The audit log (append-only)")
     def audit_log(request: Request):
-        with authorised(request, "admin") as conn:
+        with authorised(request, "admin") as (conn, _):
             rows = conn.execute(db.audit.select().order_by(db.audit.c.id)).all()
-        return [{"at": surveys.iso(r.at), "role": r.role, "action": r.action, "survey_id": r.survey_id,
-                 "note": r.note} for r in rows]
+        return [{"at": surveys.iso(r.at), "role": r.role, "actor": r.actor, "action": r.action,
+                 "survey_id": r.survey_id, "note": r.note} for r in rows]
 
     # ---------------------------------------------------------------- analyst
     @app.get("/api/surveys/{survey_id}/release", summary="The release (analyst)",
              responses={200: {"content": {t: {} for t in export.FORMATS.values()}}})
     def release(survey_id: int, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
-        with authorised(request, "analyst") as conn:
+        with authorised(request, "analyst") as (conn, actor):
             if format not in export.FORMATS:
                 raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
-            s = surveys.load(conn, survey_id)
-            frame, rep = export.release(conn, s)
-            db.log_action(conn, "analyst", "release", survey_id, f"{format}, {len(frame)} records")
-            conn.commit()
+            frame, rep = export.release(conn, surveys.load(conn, survey_id))
+            db.log_action(conn, "analyst", "release", survey_id, f"{format}, {len(frame)} records", actor)
         return Response(export.encode(frame, rep, format), media_type=export.FORMATS[format],
                         headers={"content-disposition": f'attachment; filename="survey-{survey_id}.{format}"'})
 
     @app.get("/api/surveys/{survey_id}/release/report", summary="Participation and guarantee of the release (analyst)")
     def release_report(survey_id: int, request: Request):
-        with authorised(request, "analyst") as conn:
+        with authorised(request, "analyst") as (conn, actor):
             s = surveys.load(conn, survey_id)
             rep = export.report(s, export.responses(conn, s))
-            db.log_action(conn, "analyst", "release report", survey_id)
-            conn.commit()
+            db.log_action(conn, "analyst", "release report", survey_id, None, actor)
         return rep
 
     return app

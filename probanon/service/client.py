@@ -105,7 +105,7 @@ def cell_of(verified, values: dict) -> int:
     return int(cells[0])
 
 
-def typed_answers(info: dict, answers: dict) -> dict:
+def typed_answers(info: dict, answers: dict, columns) -> dict:
     """The answers checked against the survey's schema (text given for a field is read as its
     type: integer, number or category), or :class:`InputError` before anything is sent."""
     if not isinstance(answers, dict):
@@ -115,6 +115,9 @@ def typed_answers(info: dict, answers: dict) -> dict:
     except SchemaError as exc:
         raise ServiceError(f"the collector's answer schema is malformed ({exc})") from None
     fields = {f.name: f for f in schema}
+    asked = [name for name in fields if name in columns]
+    if asked:  # the specification's quasi-identifiers never leave this machine, whatever the collector asks
+        raise ServiceError(f"the collector asks for the quasi-identifier {asked[0]!r} as an answer: not sent")
     typed = {}
     for name, value in answers.items():
         f = fields.get(name)
@@ -128,7 +131,7 @@ def typed_answers(info: dict, answers: dict) -> dict:
                 raise InputError(f"answer {name!r} must be {'an integer' if f.type == 'integer' else 'a number'}") from None
         typed[name] = value
     try:
-        return check_answers(schema, typed, quasi_identifiers=set(info.get("questions") or ()))
+        return check_answers(schema, typed, quasi_identifiers=set(columns))
     except SchemaError as exc:
         raise InputError(str(exc)) from None
 
@@ -161,7 +164,7 @@ def respond(url: str, survey_id: int, values: dict, answers: dict, token: str | 
         raise ParameterError("the invitation token is empty")
     v = verified_spec(url, survey_id, info, expected_digest, timeout)
     cell = cell_of(v, values)
-    body = {"digest": v.digest, "cell": cell, "answers": typed_answers(info, answers),
+    body = {"digest": v.digest, "cell": cell, "answers": typed_answers(info, answers, v.function.columns),
             "idempotency_key": secrets.token_urlsafe(32)}
     if token is not None:
         body["token"] = token.strip()

@@ -4,10 +4,17 @@
                  the digest and the answer schema never change (a trigger refuses it: only
                  ``closed_at`` may be set, once, by an administrator closing the survey early).
 ``tokens``       SHA-256 of every token (admin, analyst, respondent invitation); never the token.
+                 An invitation is deleted when it is used (no "used" flag to match with rows).
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
-                 address, no user agent, no time of day, no token: nothing links a row to a
-                 respondent or to an invitation.
-``audit``        append-only log of administrative actions (a trigger refuses UPDATE and DELETE).
+                 address, no user agent, no time of day, no token. On SQLite the table has no
+                 rowid: rows are kept in the order of their random key hash, not of arrival.
+``audit``        append-only log of administrative actions, each with the acting token's id
+                 (the first 12 hex digits of its hash); a trigger refuses UPDATE and DELETE.
+
+Whoever can read the database files or the server's transaction metadata (PostgreSQL's
+transaction ids, SQLite's WAL before a checkpoint) may still tie an invitation's deletion to the
+row inserted in the same transaction: an office that must not know who answered what keeps no
+record of which invitation token went to whom.
 
 SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk when it returns.
 """
@@ -42,7 +49,6 @@ tokens = sa.Table(
     sa.Column("hash", sa.String(64), primary_key=True),
     sa.Column("role", sa.String(16), nullable=False),  # admin | analyst | respondent
     sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), nullable=True),
-    sa.Column("used", sa.Boolean, nullable=False, default=False),
     sa.Column("revoked", sa.Boolean, nullable=False, default=False),
 )
 
@@ -53,6 +59,7 @@ submissions = sa.Table(
     sa.Column("cell", sa.Integer, nullable=False),
     sa.Column("answers", sa.Text, nullable=False),
     sa.Column("day", sa.Date, nullable=False),
+    sqlite_with_rowid=False,
 )
 
 audit = sa.Table(
@@ -60,12 +67,13 @@ audit = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("at", sa.DateTime, nullable=False),
     sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("actor", sa.String(12), nullable=True),  # the acting token's id
     sa.Column("action", sa.String(64), nullable=False),
     sa.Column("survey_id", sa.Integer, nullable=True),
     sa.Column("note", sa.Text, nullable=True),
 )
 
-_IMMUTABLE = "spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
+_IMMUTABLE = "title, spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
 
 _SQLITE_TRIGGERS = [
     "CREATE TRIGGER IF NOT EXISTS audit_append_only_u BEFORE UPDATE ON audit "
@@ -101,6 +109,7 @@ def _sqlite_pragmas(dbapi_connection, _record) -> None:
     cursor.execute("PRAGMA synchronous=FULL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA secure_delete=ON")  # a used invitation's bytes are overwritten
     cursor.close()
 
 
@@ -120,7 +129,7 @@ def connect(url: str) -> sa.Engine:
     """An engine on ``url`` with the schema created (idempotent) and the triggers in place."""
     url = normalise_url(url)
     try:
-        engine = sa.create_engine(url, pool_pre_ping=True)
+        engine = sa.create_engine(url, pool_pre_ping=True, hide_parameters=True)  # no values in error logs
     except (sa.exc.ArgumentError, ImportError, sa.exc.NoSuchModuleError) as exc:
         raise ParameterError(f"--database: cannot use {url.split('://', 1)[0]!r} ({str(exc).splitlines()[0]})") from None
     if engine.dialect.name == "sqlite":
@@ -129,6 +138,8 @@ def connect(url: str) -> sa.Engine:
         raise ParameterError(f"--database: SQLite or PostgreSQL, not {engine.dialect.name}")
     try:
         with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":  # servers starting together create the schema in turn
+                conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")
             metadata.create_all(conn)
             for ddl in _SQLITE_TRIGGERS if engine.dialect.name == "sqlite" else _POSTGRES_TRIGGERS:
                 conn.exec_driver_sql(ddl)
@@ -142,6 +153,8 @@ def now() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)
 
 
-def log_action(conn, role: str, action: str, survey_id: int | None = None, note: str | None = None) -> None:
+def log_action(conn, role: str, action: str, survey_id: int | None = None, note: str | None = None,
+               actor: str | None = None) -> None:
     """Append one entry to the audit log (inside the caller's transaction)."""
-    conn.execute(audit.insert().values(at=now(), role=role, action=action, survey_id=survey_id, note=note))
+    conn.execute(audit.insert().values(at=now(), role=role, actor=actor, action=action, survey_id=survey_id,
+                                       note=note))

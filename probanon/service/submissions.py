@@ -86,8 +86,9 @@ def _write(conn, batch: list[Submission]) -> list:
     statement; a refused submission writes nothing (its token update matched no row)."""
     t = db.submissions.c
     closed = _closed(conn, {s.survey_id for s in batch})
-    stored = {(r.survey_id, r.key_hash): (r.cell, r.answers) for r in conn.execute(
-        sa.select(t.survey_id, t.key_hash, t.cell, t.answers).where(t.key_hash.in_({s.key_hash for s in batch})))}
+    stored = {(r.survey_id, r.key_hash): (r.cell, r.answers) for r in conn.execute(  # through the primary key
+        sa.select(t.survey_id, t.key_hash, t.cell, t.answers).where(
+            t.survey_id.in_({s.survey_id for s in batch}), t.key_hash.in_({s.key_hash for s in batch})))}
     day, rows, results = db.now().date(), [], []
     for s in batch:
         old = stored.get((s.survey_id, s.key_hash))
@@ -109,8 +110,10 @@ def _write(conn, batch: list[Submission]) -> list:
 
 
 def _closed(conn, survey_ids) -> set:
+    """The surveys closed by now (early, or at their closing time) among ``survey_ids``."""
     c = db.surveys.c
-    return {r.id for r in conn.execute(sa.select(c.id).where(c.id.in_(survey_ids), c.closed_at.is_not(None)))}
+    return {r.id for r in conn.execute(sa.select(c.id).where(
+        c.id.in_(survey_ids), sa.or_(c.closed_at.is_not(None), c.closes_at <= db.now())))}
 
 
 def _settle(pairs) -> None:
@@ -178,7 +181,10 @@ class Writer:
         for (_, future, loop), result in zip(batch, results):
             by_loop.setdefault(loop, []).append((future, result))
         for loop, pairs in by_loop.items():
-            loop.call_soon_threadsafe(_settle, pairs)
+            try:
+                loop.call_soon_threadsafe(_settle, pairs)
+            except RuntimeError:  # the server stopped: nobody waits any more
+                pass
 
     def _transaction(self, submissions: list[Submission]) -> list:
         with self.engine.begin() as conn:

@@ -128,12 +128,6 @@ class Survey:
         return json.loads(self.spec_canonical)
 
     @cached_property
-    def function(self):
-        from ..microagg.function import function_from_json
-
-        return function_from_json(json.dumps(self.spec["function"]))
-
-    @cached_property
     def answers(self) -> tuple[Field, ...]:
         return tuple(parse_field(f) for f in self.description["answers"])
 
@@ -176,7 +170,3 @@ def load(conn, survey_id: int) -> Survey:
     if row is None:
         raise Refused(404, f"no survey {survey_id}")
     return Survey.from_row(row)
-
-
-def load_all(conn) -> list[Survey]:
-    return [Survey.from_row(r) for r in conn.execute(sa.select(*_COLUMNS).order_by(db.surveys.c.id))]

@@ -99,6 +99,12 @@
       const when = survey.status === "scheduled" ? "It opens on " + survey.opens + "." : "It closed on " + survey.closes + ".";
       return setStatus("This survey is not open. " + when);
     }
+    const qi = spec.function.columns || [];
+    const asked = (survey.answers || []).find((a) => qi.includes(a.name));
+    if (asked) {  // the quasi-identifiers never leave this device, whatever the collector's form asks
+      return refuse("The collector asks for " + asked.name + ", a value that must stay on your device, as an " +
+        "answer. Do not answer this survey.");
+    }
     buildForm();
     setStatus("Verified. Please fill in the form, then choose Review.");
   }

@@ -262,7 +262,7 @@
     const sizes = cells.map((c, i) => integer(field(c, "size", "cell " + i + " "), "cell " + i + " size"));
     if (sizes.some((s, i) => s !== functionSizes[i])) throw new SpecError("specification: declared cell sizes differ from the function's");
     const total = sizes.reduce((a, b) => a + b, 0);
-    if (total !== records || Math.min(...sizes) < 1) {
+    if (total !== records || sizes.some((size) => size < 1)) {
       throw new SpecError("specification: the cell sizes add up to " + total + ", not to the " + records + " records declared");
     }
     let pi = null;
