@@ -208,7 +208,7 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
                 client.respond(base, sid, {q: float(person[q]) for q in qi},
                                {a: float(person[a]) for a in answered}, expected_digest=created["digest"])
             office.close(base, admin, sid, "demo: every respondent answered")
-            released = office.release(base, office.analyst(base, admin, "demo analyst"), sid)
+            released = office.release(base, office.analyst(base, admin, "demo analyst")["token"], sid)
     report = released["report"]
     release = pd.DataFrame.from_records(released["records"], columns=released["columns"])
     write_outputs({out_dir / "survey_spec.json": spec_text, out_dir / "survey_release.csv": release,

@@ -3,6 +3,7 @@ collector: the cell is computed locally (equal to the published function's assig
 cell and the answers travel, a wrong digest stops everything before a request is posted, invitation
 tokens, and retries that keep the idempotency key."""
 
+import hashlib
 import http.server
 import json
 import threading
@@ -323,3 +324,21 @@ def test_a_quasi_identifier_asked_as_an_answer_is_never_sent():
     with pytest.raises(client.ServiceError, match="quasi-identifier 'age'"):
         client.typed_answers(info, {"age": "41", "happy": "3"}, ["age", "income"])
     assert client.typed_answers(info, {"age": "41", "happy": "3"}, ["income"]) == {"age": 41.0, "happy": 3}
+
+
+def test_office_cli_issues_and_revokes_an_analyst_token(collector, monkeypatch, capsys):
+    base, admin, _ = collector
+    monkeypatch.setenv("PROBANON_TOKEN", admin)
+    assert main(["collector", "analyst", base, "--note", "team"]) == 0
+    out, err = capsys.readouterr()
+    token = out.strip()
+    ident = err.split("analyst token ")[1].split()[0]
+    assert ident == hashlib.sha256(token.encode()).hexdigest()[:12]
+    assert main(["collector", "revoke", base, "--id", ident, "--note", "left the team"]) == 0
+    assert main(["collector", "revoke", base, "--id", ident]) == 2  # no longer active
+    assert "no active admin or analyst token" in capsys.readouterr().err
+    assert main(["collector", "audit", base]) == 0
+    assert f"admin {hashlib.sha256(admin.encode()).hexdigest()[:12]}: analyst token revoked" \
+        in capsys.readouterr().out
+    monkeypatch.setenv("PROBANON_TOKEN", token)
+    assert main(["collector", "audit", base]) == 2  # the revoked token opens nothing

@@ -75,7 +75,17 @@ def cmd_invite(args) -> int:
 
 def cmd_analyst(args) -> int:
     office, token = _office(args)
-    print(office.analyst(args.url, token, args.note))
+    issued = office.analyst(args.url, token, args.note)
+    print(issued["token"])
+    print(f"analyst token {issued['id']} (shown once; revoke it with 'probanon collector revoke URL --id "
+          f"{issued['id']}')", file=sys.stderr)
+    return 0
+
+
+def cmd_revoke(args) -> int:
+    office, token = _office(args)
+    office.revoke(args.url, token, args.id, args.note)
+    print(f"token {args.id} revoked")
     return 0
 
 
@@ -115,7 +125,8 @@ def cmd_audit(args) -> int:
     office, token = _office(args)
     for entry in office.audit_log(args.url, token):
         survey = "" if entry["survey_id"] is None else f" survey {entry['survey_id']}"
-        print(f"{entry['at']} {entry['role']}: {entry['action']}{survey}" + (f" ({entry['note']})" if entry["note"] else ""))
+        print(f"{entry['at']} {entry['role']} {entry['actor']}: {entry['action']}{survey}"
+              + (f" ({entry['note']})" if entry["note"] else ""))
     return 0
 
 
@@ -154,6 +165,11 @@ def _collector_parser(sub) -> None:
 
     p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, survey=False)
     p.add_argument("--note", help="who it is for (kept in the audit log)")
+
+    p = command("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, survey=False)
+    p.add_argument("--id", required=True, help="the token's id (12 hexadecimal digits, printed when it was issued "
+                                               "and beside its actions in the audit log)")
+    p.add_argument("--note", help="why (kept in the audit log)")
 
     p = command("close", "close a survey now (admin)", cmd_close)
     p.add_argument("--note", help="why (kept in the audit log)")

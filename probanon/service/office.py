@@ -46,8 +46,13 @@ def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
     return call(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token, attempts=1)[1]["tokens"]
 
 
-def analyst(url: str, token: str, note: str | None = None) -> str:
-    return call(url, "POST", "/api/admin/analysts", {"note": note}, token=token, attempts=1)[1]["token"]
+def analyst(url: str, token: str, note: str | None = None) -> dict:
+    """A new analyst token: ``{"token", "id"}`` (the id names it in the audit log and revokes it)."""
+    return call(url, "POST", "/api/admin/analysts", {"note": note}, token=token, attempts=1)[1]
+
+
+def revoke(url: str, token: str, token_id: str, note: str | None = None) -> None:
+    call(url, "POST", f"/api/admin/tokens/{token_id}/revoke", {"note": note}, token=token)
 
 
 def close(url: str, token: str, survey_id: int, note: str | None = None) -> None:
