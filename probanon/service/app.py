@@ -166,6 +166,17 @@ def create_app(database_url: str) -> FastAPI:
 
         return await run_in_threadpool(check)
 
+    async def noted_action(request: Request, work):
+        """An admin action whose body is ``{"note"}``: ``work(conn, actor, note)`` in one transaction."""
+        await require(request, "admin")
+        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
+
+        def do():
+            with authorised(request, "admin") as (conn, actor):
+                return work(conn, actor, note)
+
+        return await run_in_threadpool(do)
+
     # ---------------------------------------------------------------- public
     @app.get("/api/surveys", summary="The open surveys")
     def open_surveys():
@@ -253,46 +264,37 @@ def create_app(database_url: str) -> FastAPI:
 
     @app.post("/api/admin/surveys/{survey_id}/close", summary="Close a survey now")
     async def close(survey_id: int, request: Request):
-        await require(request, "admin")
-        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
-
-        def do():
-            with authorised(request, "admin") as (conn, actor):
-                if survey(conn, survey_id).closed_at is None:
-                    conn.execute(db.surveys.update().where(db.surveys.c.id == survey_id).values(closed_at=db.now()))
-                    db.log_action(conn, "admin", "survey closed", survey_id, note, actor)
-            cache.pop(survey_id, None)
+        def work(conn, actor, note):
+            if survey(conn, survey_id).closed_at is None:
+                conn.execute(db.surveys.update().where(db.surveys.c.id == survey_id).values(closed_at=db.now()))
+                db.log_action(conn, "admin", "survey closed", survey_id, note, actor)
             return {"status": "closed"}
 
-        return await run_in_threadpool(do)
+        try:
+            return await noted_action(request, work)
+        finally:
+            cache.pop(survey_id, None)
 
     @app.post("/api/admin/analysts", summary="Issue an analyst token")
     async def analyst(request: Request):
-        await require(request, "admin")
-        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
+        def work(conn, actor, note):
+            token = security.issue(conn, "analyst")
+            ident = security.token_id(token)
+            db.log_action(conn, "admin", "analyst token issued", None, f"id {ident}" + (f": {note}" if note else ""),
+                          actor)
+            return {"token": token, "id": ident}
 
-        def do():
-            with authorised(request, "admin") as (conn, actor):
-                token = security.issue(conn, "analyst")
-                db.log_action(conn, "admin", "analyst token issued", None,
-                              f"id {security.token_id(token)}" + (f": {note}" if note else ""), actor)
-            return {"token": token, "id": security.token_id(token)}
-
-        return await run_in_threadpool(do)
+        return await noted_action(request, work)
 
     @app.post("/api/admin/tokens/{token_id}/revoke", summary="Revoke an admin or analyst token by its id")
     async def revoke(token_id: str, request: Request):
-        await require(request, "admin")
-        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
-
-        def do():
-            with authorised(request, "admin") as (conn, actor):
-                role = security.revoke(conn, token_id)
-                db.log_action(conn, "admin", f"{role} token revoked", None,
-                              f"id {token_id}" + (f": {note}" if note else ""), actor)
+        def work(conn, actor, note):
+            role = security.revoke(conn, token_id)
+            db.log_action(conn, "admin", f"{role} token revoked", None, f"id {token_id}" + (f": {note}" if note else ""),
+                          actor)
             return {"status": "revoked"}
 
-        return await run_in_threadpool(do)
+        return await noted_action(request, work)
 
     @app.get("/api/admin/audit", summary="The audit log (append-only)")
     def audit_log(request: Request):
