@@ -306,6 +306,12 @@ def test_demo_writes_report(tmp_path):
     release = pd.read_csv(tmp_path / "rep" / "release_mdav_k5.csv")
     assert "id" not in release.columns  # the direct identifier is not published
     _check_demo_risk(tmp_path / "rep", page, release)
+    # the survey part (issue 15): a collector run whose release holds only cells of >= k responses
+    survey = json.loads((tmp_path / "rep" / "survey_release_report.json").read_text())
+    survey_release = pd.read_csv(tmp_path / "rep" / "survey_release.csv")
+    assert "Survey with uncertain participation (paper 1)" in page and survey["responses"] > 0
+    assert survey_release["cell"].value_counts().min() >= survey["k"] == 5
+    assert len(survey_release) == survey["released_records"] == survey["responses"] - survey["suppressed_records"]
     assert main(["demo", "--output-dir", str(tmp_path / "rep"), "--records", "300", "--quiet"]) == 2  # exists
     assert main(["demo", "--output-dir", str(tmp_path / "rep" / "index.html"), "--quiet"]) == 2  # a file
 
