@@ -36,7 +36,6 @@ import platform
 import random
 import secrets
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,6 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-import uuid
 
 ANSWERS = [{"name": "happy", "type": "integer", "min": 0, "max": 10, "label": "How happy are you (0-10)?"},
            {"name": "spending", "type": "number", "min": 0, "max": None, "required": False},
@@ -70,23 +68,12 @@ def _request(base: str, method: str, path: str, body=None, token=None, timeout: 
 
 def start_server(database: str, log) -> tuple[subprocess.Popen, str]:
     """``probanon serve`` on 127.0.0.1 and a free port, once it answers."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
-    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + START_SECONDS
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            sys.exit(f"the collector exited with {proc.returncode} (log: {log.name})")
-        try:
-            if _request(base, "GET", "/api/surveys", timeout=2)[0] == 200:
-                return proc, base
-        except OSError:
-            pass
-        time.sleep(0.05)
-    proc.kill()
-    sys.exit(f"the collector did not answer within {START_SECONDS} s (log: {log.name})")
+    from probanon.service.server import spawn
+
+    try:
+        return spawn(database, log, START_SECONDS)
+    except RuntimeError as exc:
+        sys.exit(f"{exc} (log: {log.name})")
 
 
 def server_cpu(pid: int) -> float:
@@ -117,22 +104,6 @@ def publish(base: str, admin: str) -> tuple[int, str, int]:
     if status != 201:
         sys.exit(f"publishing the survey failed: {status} {created}")
     return created["id"], created["digest"], _request(base, "GET", f"/api/surveys/{created['id']}")[1]["cells"]
-
-
-def fresh_postgres(url: str) -> tuple[str, callable]:
-    """A new empty database beside ``url``'s (its role needs CREATEDB), and its removal."""
-    import psycopg
-
-    url = url.replace("postgresql+psycopg://", "postgresql://")
-    name = "probanon_bench_" + uuid.uuid4().hex[:12]
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-
-    def drop():
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-    return url.rsplit("/", 1)[0] + "/" + name, drop
 
 
 def stored_keys(database: str, survey_id: int) -> list[str]:
@@ -280,7 +251,9 @@ def bench(backend: str, args, log) -> list[dict]:
             tmp = tempfile.TemporaryDirectory(prefix="probanon-bench-")
             database, drop = os.path.join(tmp.name, "collector.db"), tmp.cleanup
         else:
-            database, drop = fresh_postgres(args.postgres)
+            from probanon.service.db import scratch_postgres
+
+            database, drop = scratch_postgres(args.postgres, "probanon_bench_")
         try:
             res = run_once(database, args, log)
         finally:

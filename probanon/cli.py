@@ -177,13 +177,12 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
     from .survey.spec import build_spec
 
     heading = "Survey with uncertain participation (paper 1): design, collector, release"
-    try:
-        import fastapi, sqlalchemy, uvicorn  # noqa: E401, F401
-    except ImportError as exc:
-        rep.text(heading, f"Not run: the collector needs the service extra ({exc.name} is missing; "
+    from .service import client, missing_extra, office, server
+
+    if missing_extra():
+        rep.text(heading, f"Not run: the collector needs the service extra ({missing_extra()} is missing; "
                           "pip install 'probanon[service]').")
         return None
-    from .service import client, office, server
 
     c = SURVEY_DEMO
     k, pi, risk, qi, answered = c["k"], c["participation"], c["risk"], c["columns"], c["answers"]

@@ -8,7 +8,6 @@ import os
 import secrets
 import urllib.error
 import urllib.request
-import uuid
 
 import numpy as np
 import pandas as pd
@@ -23,18 +22,9 @@ def fresh_database(backend: str, tmp_path):
     """A database URL with nothing in it, and a function that removes it afterwards."""
     if backend == "sqlite":
         return str(tmp_path / "collector.db"), lambda: None
-    import psycopg
+    from probanon.service.db import scratch_postgres
 
-    name = "probanon_t_" + uuid.uuid4().hex[:12]
-    base = POSTGRES.replace("postgresql+psycopg://", "postgresql://")
-    with psycopg.connect(base, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-
-    def drop():
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-    return base.rsplit("/", 1)[0] + "/" + name, drop
+    return scratch_postgres(POSTGRES, "probanon_t_")
 
 
 def population(n: int = 300, seed: int = 0) -> pd.DataFrame:

@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import http.client
 import itertools
 import json
 import random
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 
@@ -32,36 +29,18 @@ PER_CLIENT = 400          # bound on one client's submissions in a round
 START_SECONDS = 20.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class Server:
     """``probanon serve`` in a subprocess on 127.0.0.1 and a free port."""
 
     def __init__(self, database: str, log_path):
-        port = _free_port()
-        self.base = f"http://127.0.0.1:{port}"
+        from probanon.service.server import spawn
+
         self.log_path = log_path
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
-                                          "--host", "127.0.0.1", "--port", str(port)],
-                                         stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            if self.proc.poll() is not None:
-                pytest.fail(f"the collector exited with {self.proc.returncode}: {self._log()}")
             try:
-                if call(self.base, "GET", "/api/surveys", timeout=2)[0] == 200:
-                    return
-            except (OSError, http.client.HTTPException):
-                pass
-            if time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"the collector did not answer within {START_SECONDS} s: {self._log()}")
-            time.sleep(0.05)
+                self.proc, self.base = spawn(database, log, START_SECONDS)
+            except RuntimeError as exc:
+                pytest.fail(f"{exc}: {self._log()}")
 
     def _log(self) -> str:
         with open(self.log_path, errors="replace") as f:

@@ -29,3 +29,10 @@ GET      /api/surveys/ID/release/report         analyst    participation per cel
 Needs the ``service`` extra (FastAPI, uvicorn, SQLAlchemy, psycopg); the respondent client
 (:mod:`probanon.service.client`) needs only the standard library.
 """
+
+
+def missing_extra() -> str | None:
+    """The first package of the ``service`` extra that is not installed, or None."""
+    import importlib.util
+
+    return next((name for name in ("fastapi", "sqlalchemy", "uvicorn") if importlib.util.find_spec(name) is None), None)

@@ -127,6 +127,13 @@ def parse_schema(fields, reserved) -> tuple[Field, ...]:
     return parsed
 
 
+def undeclared(name, quasi_identifiers, what: str) -> str:
+    """The refusal of an undeclared field ``name`` (a quasi-identifier is named as such)."""
+    if name in quasi_identifiers:
+        return f"{name!r} is a quasi-identifier: send only the cell, never its value"
+    return f"{what}: undeclared field" + (f" {name!r}" if NAME.fullmatch(name) else "")
+
+
 def check_answers(schema: tuple[Field, ...], answers, quasi_identifiers=()) -> dict:
     """The answers, in schema order, if they fit; optional fields left out are absent."""
     if not isinstance(answers, dict):
@@ -134,9 +141,7 @@ def check_answers(schema: tuple[Field, ...], answers, quasi_identifiers=()) -> d
     declared = {f.name: f for f in schema}
     for name in answers:
         if name not in declared:
-            if name in quasi_identifiers:
-                raise SchemaError(f"{name!r} is a quasi-identifier: send only the cell, never its value")
-            raise SchemaError("answers: undeclared field" + (f" {name!r}" if NAME.fullmatch(name) else ""))
+            raise SchemaError(undeclared(name, quasi_identifiers, "answers"))
     out = {}
     for f in schema:
         if f.name in answers and answers[f.name] is not None:

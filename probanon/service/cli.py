@@ -20,11 +20,11 @@ def _port(text: str) -> int:
 
 
 def cmd_serve(args) -> int:
-    try:
-        import fastapi, sqlalchemy, uvicorn  # noqa: E401, F401
-    except ImportError as exc:
-        raise ParameterError(f"the collector needs the service extra ({exc.name} is missing): "
-                             "pip install 'probanon[service]'") from None
+    from . import missing_extra
+
+    if missing_extra():
+        raise ParameterError(f"the collector needs the service extra ({missing_extra()} is missing): "
+                             "pip install 'probanon[service]'")
     from . import server
 
     if args.init_admin:

@@ -148,6 +148,25 @@ def connect(url: str) -> sa.Engine:
     return engine
 
 
+def scratch_postgres(url: str, prefix: str = "probanon_scratch_"):
+    """(URL of a new empty database beside ``url``'s, a function that drops it): for trials, tests and
+    benchmarks; the role of ``url`` needs CREATEDB."""
+    import uuid
+
+    import psycopg
+
+    base = url.replace("postgresql+psycopg://", "postgresql://")
+    name = prefix + uuid.uuid4().hex[:12]
+    with psycopg.connect(base, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+
+    def drop():
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    return base.rsplit("/", 1)[0] + "/" + name, drop
+
+
 def now() -> dt.datetime:
     """The current UTC time, naive (as stored)."""
     return dt.datetime.now(dt.timezone.utc).replace(tzinfo=None, microsecond=0)

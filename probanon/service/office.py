@@ -21,7 +21,7 @@ def read_token(token_file: str | None) -> str:
     """The admin or analyst token: the first line of ``token_file``, else ``$PROBANON_TOKEN``."""
     if token_file is not None:
         try:
-            token = Path(token_file).read_text().splitlines()[0].strip() if Path(token_file).stat().st_size else ""
+            token = next(iter(Path(token_file).read_text().splitlines()), "").strip()
         except OSError as exc:
             raise ParameterError(f"--token-file: cannot read {token_file} ({exc.strerror or exc})") from None
     else:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -53,6 +54,29 @@ def serve(database: str, host: str = "127.0.0.1", port: int = 8000) -> None:
     print(f"probanon collector on http://{host}:{sock.getsockname()[1]} (respondent page /respond/ID, "
           f"API description /openapi.json); stop with Ctrl-C", file=sys.stderr, flush=True)
     uvicorn.Server(_config(app)).run(sockets=[sock])
+
+
+def spawn(database: str, log, timeout: float = 60.0):
+    """``probanon serve`` in a subprocess on 127.0.0.1 and a free port, once it answers:
+    (process, base URL); its output goes to the file ``log``. RuntimeError if it does not start."""
+    from .http import ServiceError, call
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
+                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        try:
+            call(base, "GET", "/api/surveys", timeout=2, attempts=1)
+            return proc, base
+        except ServiceError:
+            time.sleep(0.05)
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    raise RuntimeError(f"the collector did not answer within {timeout} s (exit status {proc.returncode})")
 
 
 @contextlib.contextmanager

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 
 from . import db
-from .answers import NAME, SchemaError, check_answers
+from .answers import SchemaError, check_answers, undeclared
 from .security import MAX_TOKEN_LENGTH, consume_invitation
 from .surveys import Refused, Survey
 
@@ -47,9 +47,7 @@ def parse(survey: Survey, body) -> Submission:
         raise Refused(422, "the submission must be a JSON object")
     for name in body:
         if name not in KEYS:
-            if name in survey.columns:
-                raise Refused(422, f"{name!r} is a quasi-identifier: send only the cell, never its value")
-            raise Refused(422, "unknown field" + (f" {name!r}" if NAME.fullmatch(name) else ""))
+            raise Refused(422, undeclared(name, survey.columns, "submission"))
     for name in ("digest", "cell", "answers", "idempotency_key"):
         if name not in body:
             raise Refused(422, f"missing field {name!r}")
