@@ -17,6 +17,7 @@ from .._params import ParamsMixin
 from .._validation import check_k, check_matrix
 from ..data import Standardizer, select_columns
 from ..errors import NotFittedError
+from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
 
 
@@ -34,8 +35,19 @@ def _quiet(stage: str, done: int, total: int) -> None:
 
 class Microaggregator(ParamsMixin):
     """Base class: subclasses implement ``_partition(Z, X, progress) -> (labels, function
-    kind, rule)`` (Z standardised, X the original values, ``progress`` a callable, see
-    :meth:`fit`)."""
+    kind, rule)`` (Z standardised, X the original values or None, ``progress`` a callable, see
+    :meth:`fit`).
+
+    A subclass with the parameters ``block_size`` and ``n_jobs`` fits in blocks
+    (:mod:`.blocks`): ``block_size=None`` blocks automatically (none below 200,000 records,
+    then blocks of at most ``_default_block_size`` records), 0 never, an integer B >= 2k into
+    blocks of k..B records; ``n_jobs`` worker processes (None: every core this process may
+    use; the result does not depend on it). Fitted: ``block_size_`` (B, 0 when not blocked),
+    ``n_blocks_``, ``block_sizes_`` (records per block) and ``blocks_`` (a one-line statement);
+    a blocked fit publishes a function of kind "blocked" (the cut tree and one rule per block).
+    """
+
+    _default_block_size = DEFAULT_BLOCK_SIZE
 
     def _validate_input(self, X):
         """The quasi-identifier matrix; a DataFrame gives its numeric columns, whose names
@@ -61,7 +73,7 @@ class Microaggregator(ParamsMixin):
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
         Z = np.ascontiguousarray(self.standardizer_.transform(X))
-        labels, kind, rule = self._partition(Z, X, _quiet if progress is None else progress)
+        labels, kind, rule = self._blocked_partition(Z, X, _quiet if progress is None else progress)
         self.labels_ = labels
         if kind == "intervals":
             self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1)[:, 0] for j in range(X.shape[1])]
@@ -77,9 +89,28 @@ class Microaggregator(ParamsMixin):
             sizes=self.sizes_,
             rule=rule,
             columns=getattr(self, "feature_names_in_", None),
-            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0])},
+            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]),
+                  **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {})},
         )
         return self
+
+    def _blocked_partition(self, Z, X, progress):
+        """``_partition`` on all of Z, or per block when ``block_size`` says so (class docstring)."""
+        if "block_size" not in self._param_names:
+            return self._partition(Z, X, progress)
+        n = Z.shape[0]
+        B = check_block_size(self.block_size, self.k_, n, self._default_block_size)
+        check_jobs(self.n_jobs)
+        self.__dict__.pop("partition_", None)  # MDAV's unblocked partition: no stale one after a blocked fit
+        if B == 0:
+            self.block_size_, self.n_blocks_, self.block_sizes_ = 0, 1, np.array([n])
+            self.blocks_ = blocks_note(1, 0, self.block_sizes_)
+            return self._partition(Z, X, progress)
+        labels, rule, sizes, attributes = fit_blocks(self, Z, B, progress, self.n_jobs)
+        self.block_size_, self.n_blocks_, self.block_sizes_ = B, int(sizes.size), sizes
+        self.blocks_ = blocks_note(self.n_blocks_, B, sizes)
+        self.__dict__.update(attributes)
+        return labels, "blocked", rule
 
     def _check_fitted(self):
         if not hasattr(self, "function_"):

@@ -20,6 +20,12 @@ Three forms, one JSON format (``to_json`` / :func:`function_from_json`):
 ``intervals`` (individual ranking)
     Each column separately: v goes to the first group whose upper bound is >= v (the last
     group takes everything above). The cell is the tuple of per-column groups.
+``blocked`` (MDAV, V-MDAV, PCL fitted in blocks, :mod:`.blocks`)
+    A cut tree over the standardised records: node 0 is the root; a split node holds an axis
+    vector a and a threshold t, and z goes to its ``left`` node when z . a <= t (the projection
+    summed column by column in float64 by :func:`project_rows`, the function that made the
+    cuts), to its ``right`` node otherwise. A leaf holds a sub-function (kind "ordered-balls"
+    or "power-diagram", its rule) and a cell offset: the cell is offset + the leaf's cell.
 
 Centroids are published in original units; standardisation parameters travel with the rule.
 A function fitted on a DataFrame records its column names and reads DataFrames (and Series,
@@ -132,6 +138,58 @@ def assign_intervals(X, uppers) -> np.ndarray:
     return out
 
 
+@njit(cache=True)
+def _project_kernel(Z, rows, axis, out):
+    for i in range(rows.size):
+        acc = 0.0
+        for c in range(Z.shape[1]):
+            acc += Z[rows[i], c] * axis[c]
+        out[i] = acc
+
+
+def project_rows(Z, rows, axis) -> np.ndarray:
+    """z . axis for the rows ``rows`` of Z, summed column by column in float64. The ONE
+    projection of the "blocked" kind: :mod:`.blocks` cuts with it and :func:`_assign_blocked`
+    routes with it, so a record goes down the tree exactly as it went in the fit."""
+    out = np.empty(len(rows), np.float64)
+    _project_kernel(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(rows, dtype=np.int64),
+                    np.ascontiguousarray(axis, dtype=np.float64), out)
+    return out
+
+
+def _assign_blocked(Z, nodes) -> np.ndarray:
+    """The "blocked" rule: each record down the cut tree (left when z . axis <= threshold),
+    then the leaf's own rule; cell = leaf offset + leaf cell."""
+    out = np.empty(Z.shape[0], np.int64)
+    stack = [(0, np.arange(Z.shape[0]))]
+    while stack:
+        i, rows = stack.pop()
+        node = nodes[i]
+        if rows.size == 0:
+            continue
+        if "kind" in node:
+            out[rows] = node["offset"] + _assign_rule(node["kind"], node["rule"], np.ascontiguousarray(Z[rows]))
+        else:
+            left = project_rows(Z, rows, node["axis"]) <= node["threshold"]
+            stack += [(node["right"], rows[~left]), (node["left"], rows[left])]
+    return out
+
+
+def _assign_rule(kind: str, rule: dict, Z) -> np.ndarray:
+    """Cell of each standardised record under a rule of kind "ordered-balls", "power-diagram"
+    or "blocked"."""
+    if kind == "ordered-balls":
+        return _assign_balls(Z, rule["references"], rule["radius2"], rule["boundary"])
+    if kind == "power-diagram":
+        return _assign_power(Z, rule["centers"], rule["offsets"])
+    return _assign_blocked(Z, rule["nodes"])
+
+
+def _rule_cells(kind: str, rule: dict) -> int:
+    """Number of cells a rule of kind "ordered-balls" or "power-diagram" defines."""
+    return len(rule["radius2"]) + 1 if kind == "ordered-balls" else len(rule["offsets"])
+
+
 @dataclass
 class MicroaggregationFunction:
     """A fitted, publishable mapping from quasi-identifiers to cells.
@@ -185,10 +243,7 @@ class MicroaggregationFunction:
         function has ``columns``, a Series is one record (n = 1); see :meth:`_records`."""
         if self.kind == "intervals":
             return assign_intervals(self._records(X), self.rule["upper"])
-        Z = self._standardised(X)
-        if self.kind == "ordered-balls":
-            return _assign_balls(Z, self.rule["references"], self.rule["radius2"], self.rule["boundary"])
-        return _assign_power(Z, self.rule["centers"], self.rule["offsets"])
+        return _assign_rule(self.kind, self.rule, self._standardised(X))
 
     def transform(self, X) -> np.ndarray:
         """Each record replaced by the centroid of its cell (original units)."""
@@ -203,8 +258,7 @@ class MicroaggregationFunction:
 
     # -- serialisation --------------------------------------------------------------------
     def to_dict(self) -> dict:
-        listify = {k: np.asarray(v).tolist() if not isinstance(v, list) else [np.asarray(a).tolist() for a in v]
-                   for k, v in self.rule.items()}
+        listify = _blocked_lists(self.rule) if self.kind == "blocked" else _lists(self.rule)
         if self.kind == "intervals":
             centroids = [np.asarray(c).tolist() for c in self.centroids]
             sizes = [np.asarray(s).tolist() for s in self.sizes]
@@ -237,6 +291,25 @@ class MicroaggregationFunction:
         return function_from_json(text_or_path)
 
 
+def _lists(rule: dict) -> dict:
+    """A rule's arrays as (nested) lists, for JSON."""
+    return {k: np.asarray(v).tolist() if not isinstance(v, list) else [np.asarray(a).tolist() for a in v]
+            for k, v in rule.items()}
+
+
+def _blocked_lists(rule: dict) -> dict:
+    """A "blocked" rule for JSON: split nodes (axis, threshold, left, right) and leaves
+    (kind, rule, offset)."""
+    nodes = []
+    for node in rule["nodes"]:
+        if "kind" in node:
+            nodes.append({"kind": node["kind"], "rule": _lists(node["rule"]), "offset": int(node["offset"])})
+        else:
+            nodes.append({"axis": np.asarray(node["axis"]).tolist(), "threshold": float(node["threshold"]),
+                          "left": int(node["left"]), "right": int(node["right"])})
+    return {"nodes": nodes}
+
+
 def _named(available, names, what: str) -> list:
     """``names`` after checking each is in ``available`` exactly once (else an InputError
     naming the first missing or repeated one)."""
@@ -254,6 +327,9 @@ TIE_RULES = {
     "lexicographically, z standardised; distances summed column by column in float64; last group by default",
     "power-diagram": "argmin_g ||z - c_g||^2 + offset_g, z standardised; lowest g on ties",
     "intervals": "per column, first group with upper bound >= value; last group above all bounds",
+    "blocked": "from node 0 down the cut tree: to 'left' when z . axis <= threshold (z standardised, the "
+    "product summed column by column in float64), else to 'right'; at a leaf, cell = offset + the cell of the "
+    "leaf's rule (its kind's tie rule)",
 }
 
 
@@ -282,6 +358,71 @@ def _sizes(values) -> np.ndarray:
     if a.ndim != 1 or not np.isfinite(a).all() or (a < 0).any() or (a != np.round(a)).any():
         raise SpecificationError("function: 'sizes' must be non-negative integers")
     return a.astype(np.int64)
+
+
+def _rule_arrays(kind: str, rule: dict, width: int) -> dict:
+    """The checked arrays of an "ordered-balls" or "power-diagram" rule (one ball per cell but
+    the last; one center and offset per cell)."""
+    if kind == "ordered-balls":
+        arrays = {"references": _array(rule, "references", 2, width), "radius2": _array(rule, "radius2", 1),
+                  "boundary": _array(rule, "boundary", 2, width)}
+        G = arrays["radius2"].size
+        if arrays["references"].shape[0] != G or arrays["boundary"].shape[0] != G:
+            raise SpecificationError("function: ordered-balls rule must have one ball per cell but the last")
+    else:
+        arrays = {"centers": _array(rule, "centers", 2, width), "offsets": _array(rule, "offsets", 1)}
+        if arrays["centers"].shape[0] != arrays["offsets"].size:
+            raise SpecificationError("function: power-diagram rule must have one center per cell")
+    return {k: np.ascontiguousarray(v) for k, v in arrays.items()}
+
+
+LEAF_KINDS = ("ordered-balls", "power-diagram")
+
+
+def _index(node: dict, key: str, low: int, high: int) -> int:
+    value = node.get(key)
+    if type(value) is not int or not low <= value < high:
+        raise SpecificationError(f"function: blocked node {key!r} must be an integer in {low}..{high - 1}")
+    return value
+
+
+def _blocked_rule(rule: dict, width: int, n_cells: int) -> dict:
+    """The checked "blocked" rule: a tree rooted at node 0 (every other node the child of
+    exactly one node with a lower index), split nodes with an axis of the data's width and a
+    finite threshold, leaves of kind "ordered-balls"/"power-diagram" whose cell ranges
+    [offset, offset + cells) tile 0..n_cells-1."""
+    nodes = rule.get("nodes")
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(node, dict) for node in nodes):
+        raise SpecificationError("function: a blocked rule needs a non-empty list of 'nodes' (objects)")
+    parents = [0] * len(nodes)
+    checked, ranges = [], []
+    for i, node in enumerate(nodes):
+        if "kind" in node:
+            if set(node) != {"kind", "rule", "offset"} or node["kind"] not in LEAF_KINDS or not isinstance(node["rule"], dict):
+                raise SpecificationError(f"function: blocked leaf {i} must hold 'kind' ({' or '.join(LEAF_KINDS)}), "
+                                         "'rule' and 'offset'")
+            leaf = _rule_arrays(node["kind"], node["rule"], width)
+            offset = _index(node, "offset", 0, n_cells)
+            ranges.append((offset, offset + _rule_cells(node["kind"], leaf)))
+            checked.append({"kind": node["kind"], "rule": leaf, "offset": offset})
+        else:
+            if set(node) != {"axis", "threshold", "left", "right"}:
+                raise SpecificationError(f"function: blocked node {i} must hold 'axis', 'threshold', 'left' and 'right' "
+                                         "(or be a leaf)")
+            threshold = node["threshold"]
+            if type(threshold) not in (int, float) or not np.isfinite(threshold):
+                raise SpecificationError(f"function: blocked node {i} has a threshold that is not a finite number")
+            left, right = _index(node, "left", i + 1, len(nodes)), _index(node, "right", i + 1, len(nodes))
+            parents[left] += 1
+            parents[right] += 1
+            checked.append({"axis": np.ascontiguousarray(_array(node, "axis", 1, width)), "threshold": float(threshold),
+                            "left": left, "right": right})
+    if any(count != 1 for count in parents[1:]):
+        raise SpecificationError("function: blocked nodes must form one tree (each node but 0 the child of one node)")
+    ranges.sort()
+    if ranges[0][0] != 0 or ranges[-1][1] != n_cells or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
+        raise SpecificationError("function: the blocked leaves' cells (offset + their cells) must tile the cells once")
+    return {"nodes": checked}
 
 
 def function_from_json(text_or_path) -> MicroaggregationFunction:
@@ -324,20 +465,12 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
         sizes = _sizes(d.get("sizes")) if isinstance(d.get("sizes"), list) else None
         if sizes is None or sizes.shape != (centroids.shape[0],):
             raise SpecificationError("function: 'sizes' must list one size per cell")
-        if kind == "ordered-balls":
-            rule_arrays = {
-                "references": _array(rule, "references", 2, width),
-                "radius2": _array(rule, "radius2", 1),
-                "boundary": _array(rule, "boundary", 2, width),
-            }
-            G = rule_arrays["radius2"].size
-            if rule_arrays["references"].shape[0] != G or rule_arrays["boundary"].shape[0] != G or G != len(sizes) - 1:
-                raise SpecificationError("function: ordered-balls rule must have one ball per cell but the last")
+        if kind == "blocked":
+            rule_arrays = _blocked_rule(rule, width, len(sizes))
         else:
-            rule_arrays = {"centers": _array(rule, "centers", 2, width), "offsets": _array(rule, "offsets", 1)}
-            if rule_arrays["centers"].shape[0] != len(sizes) or rule_arrays["offsets"].size != len(sizes):
-                raise SpecificationError("function: power-diagram rule must have one center per cell")
-        rule_arrays = {k: np.ascontiguousarray(v) for k, v in rule_arrays.items()}
+            rule_arrays = _rule_arrays(kind, rule, width)
+            if _rule_cells(kind, rule_arrays) != len(sizes):
+                raise SpecificationError(f"function: the {kind} rule must define one cell per size")
     if not isinstance(d.get("meta", {}), (dict, type(None))):
         raise SpecificationError("function: 'meta' must be an object")
     columns = d.get("columns")

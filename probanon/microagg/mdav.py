@@ -91,7 +91,7 @@ class MDAV(Microaggregator):
 
     Parameters: ``k`` minimum group size; ``keep_duplicates`` never split identical tuples
     (see module docstring). Fitted: ``labels_``, ``centroids_`` (original units), ``sizes_``,
-    ``partition_`` (:class:`MDAVPartition`), ``function_`` (kind "ordered-balls": reference
+    ``partition_`` (:class:`MDAVPartition`, unblocked fits), ``function_`` (kind "ordered-balls": reference
     points with radii, first ball that contains the record, last group by default).
 
     >>> import numpy as np
@@ -101,11 +101,13 @@ class MDAV(Microaggregator):
     True
     """
 
-    _param_names = ("k", "keep_duplicates")
+    _param_names = ("k", "keep_duplicates", "block_size", "n_jobs")
 
-    def __init__(self, k: int = 3, *, keep_duplicates: bool = False):
+    def __init__(self, k: int = 3, *, keep_duplicates: bool = False, block_size=None, n_jobs=None):
         self.k = k
         self.keep_duplicates = keep_duplicates
+        self.block_size = block_size  # blocks for large files: see Microaggregator
+        self.n_jobs = n_jobs
 
     def _partition(self, Z, X, progress):
         progress("MDAV", 0, 1)  # one numba kernel: no finer steps

@@ -232,14 +232,17 @@ class PCL(Microaggregator):
     refused with a :class:`ParameterError` before any work (:mod:`.memory`).
     """
 
-    _param_names = ("k", "init", "speed", "kicks", "random_state")
+    _param_names = ("k", "init", "speed", "kicks", "random_state", "block_size", "n_jobs")
 
-    def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, random_state=None):
+    def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, random_state=None, block_size=None,
+                 n_jobs=None):
         self.k = k
         self.init = init
         self.speed = speed
         self.kicks = kicks
         self.random_state = random_state
+        self.block_size = block_size  # blocks for large files: see Microaggregator (per-block seeds)
+        self.n_jobs = n_jobs
 
     def _partition(self, Z, X, progress):
         _starts(self.init, self.k_)

@@ -190,11 +190,13 @@ class VMDAV(Microaggregator):
     unlike MDAV's rule this need not reproduce ``labels_`` on the fitted data.
     """
 
-    _param_names = ("k", "gamma")
+    _param_names = ("k", "gamma", "block_size", "n_jobs")
 
-    def __init__(self, k: int = 3, *, gamma: float = 0.2):
+    def __init__(self, k: int = 3, *, gamma: float = 0.2, block_size=None, n_jobs=None):
         self.k = k
         self.gamma = gamma
+        self.block_size = block_size  # blocks for large files: see Microaggregator
+        self.n_jobs = n_jobs
 
     def _partition(self, Z, X, progress):
         labels = vmdav_partition(Z, self.k_, self.gamma, progress=progress)
