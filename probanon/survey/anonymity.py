@@ -272,6 +272,27 @@ def log_cell_failure(k: int, participation) -> float:
     return float(_scan(pis, False, check_k(k), -np.inf, pis.size, 1)[1])
 
 
+@njit(cache=True)
+def _cells_log_failure(pis, ends, k):
+    out = np.empty(ends.size)
+    start = 0
+    for c in range(ends.size):
+        out[c] = _scan(pis[start:ends[c]], False, k, -np.inf, ends[c] - start, 1)[1]
+        start = ends[c]
+    return out
+
+
+def cells_log_failure(k: int, participation, sizes) -> np.ndarray:
+    """log qbar of many cells at once: cell c holds the next sizes[c] values of
+    ``participation`` (concatenated cell after cell). One O(N k) kernel call, the same
+    arithmetic as :func:`log_cell_failure` on each cell."""
+    pis = check_participations(participation)
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if sizes.ndim != 1 or (sizes < 1).any() or sizes.sum() != pis.size:
+        raise ParameterError(f"cell sizes must be positive and add up to the {pis.size} participation values")
+    return _cells_log_failure(pis, np.cumsum(sizes), check_k(k))
+
+
 def table_sizes(records: int, k: int, participation: float, risk: float) -> list[int]:
     """Cell sizes of a table of N records with constant pi (Sec. VI.A): |C| = floor(N / n_min)
     cells, |C| - 1 of n_min records and the last of n' = N - (|C| - 1) n_min (one cell of N

@@ -16,8 +16,13 @@ increasing order of the key (squared distance to r, coordinates, row) - the ORDE
 Algorithm A - until Algorithm A on their pi_j gives n >= k and qbar <= pbar (all copies of
 the last tuple join too, and the cell is rechecked); then the same around s, the record
 farthest from r. A group that would leave a remainder which is not itself a safe cell takes
-the whole remainder. Every group is a ball around its reference in key order, so the
-ordered-balls function of MDAV publishes it exactly.
+the whole remainder (whether the remainder is safe: a Chernoff bound, Algorithm A on it in
+row order when the bound does not decide). Every group is a ball around its reference in key
+order, so the ordered-balls function of MDAV publishes it exactly. The centroid is a running
+sum, as in MDAV (all rows in row order, each group's members subtracted in key order); the
+farthest record is the first in row order on ties. A numba kernel (:mod:`._per_record`, MDAV's
+float32 passes with exact float64 decisions) builds it in O(n d) memory: 10^6 records in
+minutes.
 
 Centroids are pi-weighted, x_c = sum pi_j x_j / sum pi_j, and the distortion is
 D = sum_j pi_j ||z_j - z_c(j)||^2 / (m sum_j pi_j) on z-scored quasi-identifiers (Sec. VI.B;
@@ -29,6 +34,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 from numba import njit
@@ -39,11 +45,12 @@ from ..errors import ParameterError, ProbanonError
 from ..microagg.base import group_means
 from ..microagg.function import MicroaggregationFunction
 from ..microagg.mdav import mdav_partition
+from . import _per_record
 from .anonymity import (
     _log_tail,
-    _scan,
     _step,
     cell_failure,
+    cells_log_failure,
     check_participation,
     check_participations,
     check_risk,
@@ -67,12 +74,6 @@ def _log_failures(pi, k, N):
         scale += _step(v, pi)
         out[s] = _log_tail(v, scale)[0] if s + 1 >= k else 0.0
     return out
-
-
-def _first_safe(pis, k, log_pbar, start):
-    """Smallest n >= max(k, start) with log qbar(pis[:n]) <= log_pbar, or -1 (Algorithm A)."""
-    n, lt, _ = _scan(pis, False, k, log_pbar, pis.size, start)
-    return n if n >= max(k, start) and lt <= log_pbar else -1
 
 
 def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:
@@ -113,77 +114,26 @@ class SurveyDesign:
         return np.asarray(self.function.sizes)
 
 
-def _key_order(Z: np.ndarray, rows: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """rows sorted by (squared distance to ref summed column by column, coordinates, row)."""
-    dist = np.zeros(rows.size)
-    for j in range(Z.shape[1]):
-        t = Z[rows, j] - ref[j]
-        dist += t * t
-    keys = [rows] + [Z[rows, j] for j in range(Z.shape[1] - 1, -1, -1)] + [dist]
-    order = np.lexsort(keys)
-    return rows[order], dist[order]
-
-
-def _grow(Z, rows, dist, pis, k, log_pbar):
-    """Length of the shortest safe prefix of rows (in key order) that does not split a tuple."""
-    start = k
-    while True:
-        n = _first_safe(pis[rows], k, log_pbar, start)
-        if n < 0:
-            return -1
-        last = Z[rows[n - 1]]
-        end = n
-        while end < rows.size and dist[end] == dist[n - 1] and np.array_equal(Z[rows[end]], last):
-            end += 1
-        if end == n or log_cell_failure(k, pis[rows[:end]]) <= log_pbar:
-            return end
-        start = end + 1
-
-
 def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float, progress=None):
     """MDAV-like partition with groups grown until Algorithm A holds on their pi_j (our
     construction for the paper's uneven participation, Sec. V: the "predefined order" is
-    the key order around the group's reference record)."""
+    the key order around the group's reference record). The rules are in the module
+    docstring; the centroid is a running sum (rows in row order, each cell's members
+    subtracted in key order). numba kernel: :mod:`._per_record`, run in slices so that
+    ``progress`` hears of every slice of cells."""
     log_pbar = math.log(risk)
     n = Z.shape[0]
-    labels = np.full(n, -1, np.int64)
-    refs, rad2, bnds = [], [], []
-    remaining = np.arange(n)
-
-    def safe_whole(rows):
-        return rows.size >= k and log_cell_failure(k, pis[rows]) <= log_pbar
-
-    if not safe_whole(remaining):
+    if not (n >= k and log_cell_failure(k, pis) <= log_pbar):
         raise DesignError("the whole population is not even one safe cell: too few records for this k and risk")
-    use_r = True
-    ref_row = -1
-    while True:
-        if use_r:
-            c = Z[remaining].mean(axis=0)
-            d = ((Z[remaining] - c) ** 2).sum(axis=1)
-            ref_row = remaining[int(np.argmax(d))]
-        ordered, dist = _key_order(Z, remaining, Z[ref_row])
-        size = _grow(Z, ordered, dist, pis, k, log_pbar)
-        rest = ordered[size:] if size > 0 else ordered[:0]
-        if size < 0 or not safe_whole(rest):
-            break  # everything left becomes the last cell
-        labels[ordered[:size]] = len(refs)
-        refs.append(ref_row), rad2.append(dist[size - 1]), bnds.append(ordered[size - 1])
+    state = _per_record.new_state(Z, pis, k)
+    nchunks = max(2, numba.get_num_threads())
+    per_call = max(1, n // (100 * k))  # about a hundred progress reports
+    while not state["st"][_per_record.DONE]:
+        placed = _per_record.run(Z, pis, k, log_pbar, nchunks=nchunks, max_groups=per_call, **state)
         if progress is not None:
-            progress(size)
-        remaining = np.sort(rest)
-        if use_r:  # s: farthest from r among the remaining records (first row on ties)
-            d = np.zeros(remaining.size)
-            for j in range(Z.shape[1]):
-                t = Z[remaining, j] - Z[ref_row, j]
-                d += t * t
-            ref_row = remaining[int(np.argmax(d))]
-        use_r = not use_r
-    labels[remaining] = len(refs)
-    refs.append(-1), rad2.append(np.inf), bnds.append(-1)
-    if progress is not None:
-        progress(remaining.size)
-    return labels, np.array(refs), np.array(rad2), np.array(bnds)
+            progress(int(placed))
+    g = int(state["st"][_per_record.GROUPS])
+    return state["labels"], state["refs"][:g], state["rad2"][:g], state["bnds"][:g]
 
 
 def design(population, k: int, participation, risk: float, columns=None, progress=None) -> SurveyDesign:
@@ -241,10 +191,10 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     n_cells = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_cells)
     if constant:
-        failures = np.array([cell_failure(int(s), k, pi).cell_failure for s in sizes])
-    else:
-        by_cell = np.split(pis[np.argsort(labels, kind="stable")], np.cumsum(sizes)[:-1])
-        failures = np.exp([log_cell_failure(k, cell) for cell in by_cell])
+        distinct, which = np.unique(sizes, return_inverse=True)
+        failures = np.array([cell_failure(int(s), k, pi).cell_failure for s in distinct])[which]
+    else:  # each cell's pi_j in row order
+        failures = np.exp(cells_log_failure(k, pis[np.argsort(labels, kind="stable")], sizes))
     if (failures > risk).any():
         c = int(np.argmax(failures))
         raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")

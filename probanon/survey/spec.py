@@ -39,8 +39,8 @@ Outcomes of :func:`verify` (and exit statuses of ``probanon survey verify``):
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-import math
 import re
 from dataclasses import dataclass
 
@@ -51,11 +51,11 @@ from ..errors import ParameterError, SpecificationError
 from ..microagg.function import MicroaggregationFunction, function_from_json
 from .anonymity import (
     cell_failure,
+    cells_log_failure,
     check_participation,
     check_participations,
     check_risk,
     effective_anonymity,
-    log_cell_failure,
 )
 from .design import SurveyDesign
 
@@ -108,12 +108,11 @@ def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict
         model = {"model": "per-record"}
         if participation_column is not None:
             model["column"] = participation_column
-    cells = []
-    for c, (size, failure) in enumerate(zip(d.sizes, d.cell_failures)):
-        cell = {"size": int(size), "failure": float(failure)}
-        if d.participation is None:
-            cell["participation"] = np.sort(d.record_participation[d.labels == c]).tolist()
-        cells.append(cell)
+    cells = [{"size": int(size), "failure": float(failure)} for size, failure in zip(d.sizes, d.cell_failures)]
+    if d.participation is None:  # each cell's pi_j, sorted
+        by_cell = d.record_participation[np.lexsort((d.record_participation, d.labels))]
+        for cell, values in zip(cells, np.split(by_cell, np.cumsum(d.sizes)[:-1])):
+            cell["participation"] = values.tolist()
     spec = {
         "probanon_survey_spec": VERSION,
         "guarantee": {"k": d.k, "risk": d.risk, "participation": model, "n_min": d.n_min,
@@ -231,22 +230,29 @@ def _check_guarantee(spec: dict) -> tuple[MicroaggregationFunction, list[str]]:
             raise SpecificationError(f"specification: n_min is {n_min} for this guarantee, not {g['n_min']}")
     elif kind != "per-record":
         raise SpecificationError(f"specification: unknown participation model {kind!r}")
-    failing = []
-    for i, (cell, size) in enumerate(zip(cells, sizes)):
-        if kind == "constant":
-            recomputed = cell_failure(size, k, pi).cell_failure
-        else:
-            participation = check_participations(_field(cell, "participation", f"cell {i} "))
-            if participation.size != size:
-                raise SpecificationError(f"cell {i}: {participation.size} participation values for {size} records")
-            recomputed = math.exp(log_cell_failure(k, participation))
-        stated = _field(cell, "failure", f"cell {i} ")
-        if isinstance(stated, bool) or not isinstance(stated, (int, float)):
-            raise SpecificationError(f"cell {i}: failure must be a number, got {stated!r}")
-        if not math.isclose(recomputed, stated, rel_tol=TOLERANCE, abs_tol=1e-300):
-            raise SpecificationError(f"cell {i}: declared failure {stated:.6g} but {size} records give {recomputed:.6g}")
-        if recomputed > risk:
-            failing.append(i)
+    stated = [_field(c, "failure", f"cell {i} ") for i, c in enumerate(cells)]
+    for i, value in enumerate(stated):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SpecificationError(f"cell {i}: failure must be a number, got {value!r}")
+    if kind == "constant":  # one Algorithm A run per distinct size
+        distinct, which = np.unique(sizes, return_inverse=True)
+        recomputed = np.array([cell_failure(int(n), k, pi).cell_failure for n in distinct])[which]
+    else:  # every cell's pi_j in one array, one kernel call
+        lists = [_field(c, "participation", f"cell {i} ") for i, c in enumerate(cells)]
+        for i, (values, size) in enumerate(zip(lists, sizes)):
+            count = len(values) if isinstance(values, list) else -1
+            if count != size:
+                raise SpecificationError(f"cell {i}: {count if count >= 0 else 'no list of'} participation values "
+                                         f"for {size} records")
+        pis = check_participations(list(itertools.chain.from_iterable(lists)))
+        recomputed = np.exp(cells_log_failure(k, pis, sizes))
+    stated = np.asarray(stated, dtype=np.float64)
+    off = ~np.isclose(recomputed, stated, rtol=TOLERANCE, atol=1e-300)
+    if off.any():
+        i = int(np.argmax(off))
+        raise SpecificationError(f"cell {i}: declared failure {stated[i]:.6g} but {sizes[i]} records give "
+                                 f"{recomputed[i]:.6g}")
+    failing = np.flatnonzero(recomputed > risk).tolist()
     problems = []
     if failing:
         worst = max(failing, key=lambda i: cells[i]["failure"])
