@@ -29,7 +29,8 @@ from .cliargs import (
     seed,
     write_release,
 )
-from .data import csv_options, quasi_identifiers, read_table, synthetic_survey
+from ._validation import is_numeric_column
+from .data import csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
 from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
@@ -87,22 +88,111 @@ def cmd_microaggregate(args) -> int:
 
 def cmd_apply(args) -> int:
     function = function_from_json(args.function)
-    frame = read_table(args.input)
     keys = column_list(args.keys)
     if function.columns and keys and keys != list(function.columns):
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
-    roles = release_roles(args, frame, keys=function.columns or keys)
-    X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
-    labels = function.assign(X)
-    if labels.ndim == 1:
-        values = np.asarray(function.centroids)[labels]
-    else:
-        values = np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
-    release = make_release(frame, roles, replaced=dict(zip(columns, values.T)),
-                           added={"cell": labels} if labels.ndim == 1 else None,
-                           actions={"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"},
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+
+    def cells(X):
+        labels = function.assign(X)
+        if labels.ndim == 1:
+            return np.asarray(function.centroids)[labels], {"cell": labels}
+        return np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])]), None
+
+    return apply_to_file(args, function.columns or keys, cells)
+
+
+CHUNK_SIZE = 1_000_000
+
+
+def add_chunk_options(p) -> None:
+    """``--chunk-size`` and ``--quiet`` of the commands that apply a function to a file."""
+    p.add_argument("--chunk-size", type=positive_int, default=CHUNK_SIZE, metavar="ROWS",
+                   help=f"a file of more records is read, checked and released chunk by chunk of ROWS records "
+                        f"with bounded memory (default {CHUNK_SIZE:,}); the same release as at once")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def apply_to_file(args, keys, cells) -> int:
+    """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
+    function: X -> (the keys' new values, added columns or None)). A file of at most
+    ``args.chunk_size`` records is read at once; a larger one chunk by chunk
+    (:func:`apply_in_chunks`), with the same release."""
+    chunks = read_chunks(args.input, args.chunk_size)
+    frame = next(chunks)
+    if next(chunks, None) is not None:
+        chunks.close()
+        return apply_in_chunks(args, keys, cells)
+    roles = release_roles(args, frame, keys=keys)
+    X, columns = quasi_identifiers(frame, list(keys))  # in the function's order
+    values, added = cells(X)
+    release = make_release(frame, roles, replaced=dict(zip(columns, values.T)), added=added,
+                           actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     write_release(args, release)
+    return 0
+
+
+#: the pre-release audit of a file read in chunks runs on at least this many records
+AUDIT_SAMPLE = 100_000
+APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"}
+
+
+def apply_in_chunks(args, keys, cells) -> int:
+    """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
+    (1) the number of records and the column types of the whole file; (2) each chunk, read with
+    those types, checked as the whole file is (its line or row in the file named), its keys
+    replaced and its records placed at their released positions (the same permutation as at
+    once: :class:`probanon.outputs.OrderedTableWriter`); (3) the release written in order. The
+    pre-release audit runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
+    records (evenly spaced in the file). Memory: a chunk, the sample and O(n) integers (the
+    record order)."""
+    from .data import in_file, table_dtypes
+    from .outputs import OrderedTableWriter, TableWriter
+    from .release import record_order
+
+    size = args.chunk_size
+    note = f"apply: {args.input}, chunks of {size:,} records"
+    with Progress(note, quiet=args.quiet, desc="apply", unit="record") as progress:
+        types, n = [], 0
+        for chunk in read_chunks(args.input, size):
+            types.append(chunk.dtypes.to_dict())
+            n += len(chunk)
+            progress("reading", n, None)
+        roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
+        key_columns, released = columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other")
+        dtypes = {c: t for c, t in table_dtypes(types).items() if c not in key_columns}
+        link = record_order(n, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))[1]
+        position = link["released_row"].to_numpy() - 1
+        link = link if args.link else None
+        sampled = np.unique(np.linspace(0, n - 1, min(n, max(size, AUDIT_SAMPLE))).astype(np.int64))
+        sample, done = [], 0
+        writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
+        with writer as table:
+            for chunk in read_chunks(args.input, size, dtypes=dtypes):
+                first, done = done, done + len(chunk)
+                numeric = [c for c in chunk.columns if is_numeric_column(chunk[c])]
+                audited = [[c for c in key_columns if c in numeric], [c for c in released if c in numeric]]
+                with in_file(chunk):  # the checks of the audit (numeric columns), then of the keys
+                    for group in audited if all(audited) else ():
+                        quasi_identifiers(chunk, group)
+                    X, columns = quasi_identifiers(chunk, list(keys))
+                values, added = cells(X)
+                part = make_release(chunk, roles, replaced=dict(zip(columns, values.T)), added=added,
+                                    actions=APPLY_ACTIONS, keep_order=True)
+                table.place(part.data, position[first:done])
+                inside = sampled[(sampled >= first) & (sampled < done)] - first
+                sample.append(chunk.iloc[inside])
+                progress("applying", done, n)
+            sample = pd.concat(sample, ignore_index=True)
+            sample.attrs.clear()
+            release_roles(args, sample, keys=keys)  # the audit: refuses, or warns with --accept-risk
+            del sample
+            table.progress = lambda done: progress("writing", done, n)
+            args.outputs.write({args.output: table, **({args.link: link} if args.link else {})})
+    order_text = "input order kept" if args.keep_order else "records in random order"
+    print(f"wrote {args.output} ({n} records in {-(-n // size)} chunks, {order_text}"
+          + (f"; private link file {args.link}: never publish it" if args.link else "")
+          + f"; pre-release audit on a systematic sample of {len(sampled):,} records); columns:\n"
+          + part.summary(), file=sys.stderr)
     return 0
 
 
@@ -382,6 +472,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output(a, "-o", "--output", required=True, table=True)
     add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
+    add_chunk_options(a)
     a.set_defaults(func=cmd_apply)
 
     e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,8 +47,20 @@ def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFram
     character, the message names it. Row positions in later messages are file line numbers: the
     frame carries ``attrs["first_line"]`` (the line of its first record, 2 for a CSV with a header).
     ``text``: every value is read as text, stripped, and nothing is taken for a missing value
-    (labels of hierarchies and graphs).
+    (labels of hierarchies and graphs). The whole table is the one chunk of :func:`read_chunks`.
     """
+    return next(read_chunks(path, None, sep=sep, encoding=encoding, text=text))
+
+
+def read_chunks(path, chunk_size: int | None, sep=None, encoding=None, text: bool = False, dtypes=None):
+    """The table of ``path`` as DataFrames of at most ``chunk_size`` records, in file order (CSV:
+    pandas' chunked reader; Parquet: ``pyarrow.parquet.ParquetFile.iter_batches``); ``None``: one
+    DataFrame, the whole file (:func:`read_table`). Every chunk is read and checked as
+    :func:`read_table` reads and checks the whole file (the separator hint on the first chunk), and
+    carries ``attrs["first_line"]`` (CSV: the file line of its first record) or
+    ``attrs["first_row"]`` (Parquet: the position of its first record in the file; see
+    :func:`in_file`). ``dtypes`` ({column: dtype}): the chunks' columns are read (CSV) or cast
+    (Parquet) to these types, e.g. those of the whole file from :func:`table_dtypes`."""
     path = Path(path)
     kind = table_format(path)
     if not path.is_file():
@@ -55,16 +68,53 @@ def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFram
     options = _CSV_OPTIONS.get()
     sep = sep or options.get("sep") or ","
     encoding = encoding or options.get("encoding") or "utf-8"
-    try:
+    with _reading(path, kind, encoding):
         if kind == "csv":
             header = pd.read_csv(path, sep=sep, encoding=encoding, header=None, nrows=1, dtype=str)
             names = [str(v) for v in header.iloc[0].tolist()] if len(header) else []
-            options = {"dtype": str, "keep_default_na": False, "skipinitialspace": True} if text else {}
-            frame = pd.read_csv(path, sep=sep, encoding=encoding, **options)
+            read = {"dtype": str, "keep_default_na": False, "skipinitialspace": True} if text else {}
+            read = {**read, "dtype": dtypes} if dtypes else read
+            reader = pd.read_csv(path, sep=sep, encoding=encoding, chunksize=chunk_size, **read)
+            frames = iter([reader]) if chunk_size is None else iter(reader)
+        elif chunk_size is None:
+            frames = iter([pd.read_parquet(path)])
+            names = None
         else:
-            frame = pd.read_parquet(path)
-            frame = frame.astype(str) if text else frame
-            names = [str(c) for c in frame.columns]
+            import pyarrow.parquet as pq
+
+            parquet = pq.ParquetFile(path)
+            names = [str(c) for c in parquet.schema_arrow.names]
+            frames = (batch.to_pandas() for batch in parquet.iter_batches(batch_size=chunk_size))
+    offset = 0
+    while True:
+        with _reading(path, kind, encoding):
+            frame = next(frames, None)
+        if frame is None or (offset == 0 and frame.shape[0] == 0):
+            break
+        if kind == "parquet":
+            names = names or [str(c) for c in frame.columns]
+            frame = frame.astype(str) if text else frame.astype(dtypes) if dtypes else frame
+        if offset == 0:
+            _check_names(path, names)
+            if kind == "csv" and not any(is_numeric_column(frame[c]) for c in frame.columns):
+                _refuse_other_separator(path, sep, encoding, frame.shape[1])
+        if kind == "csv":
+            frame.attrs["first_line"] = 2 + offset
+        elif chunk_size is not None:
+            frame.attrs["first_row"] = offset
+        offset += frame.shape[0]
+        yield frame
+    if offset == 0:
+        if names:
+            _check_names(path, names)
+        raise InputError(f"{path}: the table has no records")
+
+
+@contextlib.contextmanager
+def _reading(path: Path, kind: str, encoding: str):
+    """Errors of the CSV and Parquet readers as one-line :class:`InputError`."""
+    try:
+        yield
     except pd.errors.EmptyDataError:
         raise InputError(f"{path}: the file is empty") from None
     except UnicodeDecodeError:
@@ -73,18 +123,45 @@ def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFram
         raise InputError(f"unknown encoding {encoding!r}") from None
     except Exception as exc:  # parser errors of pandas/pyarrow, a corrupt gzip stream
         raise InputError(f"{path}: cannot be read as {kind} ({str(exc).splitlines()[0]})") from None
+
+
+def _check_names(path: Path, names) -> None:
     seen = set()
     for name in names:
         if name in seen:
             raise InputError(f"{path}: the column name {name!r} appears twice")
         seen.add(name)
-    if frame.shape[0] == 0:
-        raise InputError(f"{path}: the table has no records")
-    if kind == "csv":
-        if not any(is_numeric_column(frame[c]) for c in frame.columns):
-            _refuse_other_separator(path, sep, encoding, frame.shape[1])
-        frame.attrs["first_line"] = 2
-    return frame
+
+
+@contextlib.contextmanager
+def in_file(chunk: pd.DataFrame):
+    """Within the block, a message of a check of ``chunk`` (a chunk of :func:`read_chunks`) names
+    the record's position in the file: CSV chunks carry their file lines already; a Parquet
+    chunk's ``row N`` (:func:`probanon._validation.row_label`) is shifted by its first row."""
+    first = chunk.attrs.get("first_row")
+    try:
+        yield
+    except InputError as exc:
+        if not first:
+            raise
+        text = re.sub(r"\(row (\d+)([,:])", lambda m: f"(row {int(m[1]) + first}{m[2]}", str(exc))
+        raise type(exc)(text) from None
+
+
+def table_dtypes(dtypes) -> dict:
+    """The column types of a whole file from those of its chunks (a list of {column: dtype}):
+    one type where the chunks agree, float64 for a mix of integer and float numbers, text
+    otherwise (a chunk of numbers in a column with text in another chunk)."""
+    out = {}
+    for c in dtypes[0]:
+        seen = [d[c] for d in dtypes]
+        if all(t == seen[0] for t in seen):
+            out[c] = seen[0]
+        elif all(getattr(t, "kind", "") in ("i", "u", "f") for t in seen):
+            out[c] = np.result_type(*seen)
+        else:
+            out[c] = object
+    return out
 
 
 def _refuse_other_separator(path: Path, sep: str, encoding: str, n_columns: int) -> None:

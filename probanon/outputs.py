@@ -10,14 +10,22 @@ Before any work starts, :class:`Outputs` checks every path the command will writ
   no two outputs are the same file.
 
 At the end :meth:`Outputs.write` writes every output or none: each goes to a temporary file in
-its folder first, and only when all are written are they renamed into place.
+its folder first, and only when all are written are they renamed into place. A table too large
+for memory is written chunk by chunk (:class:`TableWriter`, in any record order with
+:class:`OrderedTableWriter`) into its temporary file, which :meth:`Outputs.write` then renames
+with the others.
 """
 
 from __future__ import annotations
 
+import gzip
 import os
+import pickle
+import shutil
+import tempfile
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from .errors import InputError
@@ -107,27 +115,27 @@ class Outputs:
         if undeclared:
             raise RuntimeError(f"output {undeclared[0]} was not declared")  # a bug, not bad input
         for path in contents:
-            check_output(path, self.inputs, self.force, table=isinstance(contents[path], pd.DataFrame))
+            check_output(path, self.inputs, self.force, table=isinstance(contents[path], (pd.DataFrame, TableWriter)))
         write_outputs(contents)
 
 
 def write_outputs(outputs: dict) -> None:
     """Write every output or none: ``outputs`` maps a path to a DataFrame (CSV, ``.csv.gz`` or
-    Parquet by ending, without the index), text or bytes. All are written to temporary files
-    first, then renamed; any failure removes the temporaries and raises :class:`InputError`
-    with one line. Commands go through :class:`Outputs`, which checks the paths first."""
+    Parquet by ending, without the index), text, bytes or a :class:`TableWriter` of that path
+    (already written). All are written to temporary files first, then renamed; any failure
+    removes the temporaries and raises :class:`InputError` with one line. Commands go through
+    :class:`Outputs`, which checks the paths first."""
     staged = []
     path = None
     try:
         for path, content in outputs.items():
             path = Path(path)
-            kind = table_format(path, "output") if isinstance(content, pd.DataFrame) else None
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp = _temporary(path)
             staged.append((tmp, path))
-            if kind == "csv":
-                content.to_csv(tmp, index=False, compression="gzip" if path.name.lower().endswith(".gz") else None)
-            elif kind == "parquet":
-                content.to_parquet(tmp, index=False)
+            if isinstance(content, pd.DataFrame):
+                TableWriter(path).append(content).close()
+            elif isinstance(content, TableWriter):
+                content.close()
             elif isinstance(content, bytes):
                 tmp.write_bytes(content)
             else:
@@ -140,3 +148,120 @@ def write_outputs(outputs: dict) -> None:
         for tmp, _ in staged:
             if tmp.exists():
                 tmp.unlink()
+        for content in outputs.values():
+            if isinstance(content, TableWriter):
+                content.discard()  # its temporaries (an ordered writer's buckets)
+
+
+def _temporary(path: Path) -> Path:
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+class TableWriter:
+    """One table output written chunk by chunk (:meth:`append`, in order) into a temporary file
+    beside ``path``: CSV (gzip-compressed for ``.csv.gz``) with one header line, Parquet through
+    one ``pyarrow.parquet.ParquetWriter`` (the schema of the first chunk). The same file as
+    writing the concatenated chunks at once (Parquet: the same table, in one row group per
+    chunk). :meth:`Outputs.write` renames it into place; :meth:`discard` (also on leaving a
+    ``with`` block by an exception) removes it."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        self.kind = table_format(self.path, "output")
+        self.tmp = _temporary(self.path)
+        self._file = self._parquet = self._schema = None
+        self.records, self.progress = 0, None  # progress: called with the records written
+
+    def place(self, frame: pd.DataFrame, positions) -> None:
+        """Append ``frame``, whose records are at ``positions`` of the table: the next ones."""
+        if not np.array_equal(positions, np.arange(self.records, self.records + len(frame))):
+            raise RuntimeError("records out of order: use an OrderedTableWriter")  # a bug, not bad input
+        self.append(frame)
+
+    def append(self, frame: pd.DataFrame) -> "TableWriter":
+        if self.kind == "csv":
+            header = self._file is None
+            if header:
+                gz = self.path.name.lower().endswith(".gz")
+                self._file = (gzip.open if gz else open)(self.tmp, "wt", encoding="utf-8", newline="")
+            frame.to_csv(self._file, index=False, header=header)
+        else:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            table = pa.Table.from_pandas(frame, preserve_index=False, schema=self._schema)
+            if self._parquet is None:
+                self._schema = table.schema
+                self._parquet = pq.ParquetWriter(self.tmp, self._schema)
+            self._parquet.write_table(table)
+        self.records += len(frame)
+        if self.progress is not None:
+            self.progress(self.records)
+        return self
+
+    def close(self) -> Path:
+        """Finish the temporary file and return its path."""
+        for handle in (self._file, self._parquet):
+            if handle is not None:
+                handle.close()
+        self._file = self._parquet = None
+        return self.tmp
+
+    def discard(self) -> None:
+        self.close()
+        if self.tmp.exists():
+            self.tmp.unlink()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *exc) -> None:
+        if kind is not None:
+            self.discard()
+
+
+class OrderedTableWriter(TableWriter):
+    """A table of ``n`` records whose chunks arrive in another order: :meth:`place` takes a chunk
+    and the positions (0..n-1) of its records in the table. An external shuffle with bounded
+    memory: each chunk is split over buckets of ``bucket`` consecutive positions (temporary
+    files in a folder beside the output), and :meth:`close` appends each bucket, sorted, to the
+    table; memory of one chunk or one bucket, disk of one more table."""
+
+    def __init__(self, path, n: int, bucket: int):
+        super().__init__(path)
+        self.n, self.bucket = int(n), int(bucket)
+        self.folder = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
+
+    def place(self, frame: pd.DataFrame, positions) -> None:
+        positions = np.asarray(positions, dtype=np.int64)
+        buckets = positions // self.bucket
+        order = np.argsort(buckets, kind="stable")
+        starts = np.flatnonzero(np.diff(buckets[order], prepend=-1))
+        for part in np.split(order, starts[1:]):
+            with open(self.folder / str(buckets[part[0]]), "ab") as fh:
+                pickle.dump((positions[part], frame.iloc[part]), fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def close(self) -> Path:
+        if self.folder is not None:
+            for b in range(-(-self.n // self.bucket)):
+                positions, frames = [], []
+                with open(self.folder / str(b), "rb") as fh:
+                    while fh.peek(1):
+                        where, part = pickle.load(fh)
+                        positions.append(where)
+                        frames.append(part)
+                positions = np.concatenate(positions)
+                order = np.argsort(positions)
+                expected = np.arange(b * self.bucket, min(self.n, (b + 1) * self.bucket))
+                if not np.array_equal(positions[order], expected):
+                    raise RuntimeError(f"bucket {b}: positions are not a permutation")  # a bug, not bad input
+                self.append(pd.concat(frames).iloc[order].reset_index(drop=True))
+            shutil.rmtree(self.folder)
+            self.folder = None
+        return super().close()
+
+    def discard(self) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+        super().discard()

@@ -6,7 +6,7 @@ import json
 import sys
 
 from ..cliargs import add_input, add_output, add_release_options, positive_int, seed
-from ..data import quasi_identifiers, read_table
+from ..data import read_table
 from ..errors import ParameterError
 from .anonymity import required_anonymity, table_failure
 
@@ -71,21 +71,18 @@ def cmd_verify(args) -> int:
 
 
 def cmd_assign(args) -> int:
-    from ..cliargs import release_roles, write_release
-    from ..release import column_list, make_release, shuffle_stream
+    from ..cli import apply_to_file
+    from ..release import column_list
     from .spec import assign, verify
 
     v = verify(args.spec)
-    frame = read_table(args.responses)
-    keys = list(v.function.columns or column_list(args.keys))
-    roles = release_roles(args, frame, keys=keys)
-    X, columns = quasi_identifiers(frame, keys)
-    cells, centroids = assign(v, X)
-    release = make_release(frame, roles, replaced=dict(zip(columns, centroids.T)), added={"cell": cells},
-                           actions={"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"},
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
-    write_release(args, release)
-    return 0
+
+    def cells(X):
+        found, centroids = assign(v, X)
+        return centroids, {"cell": found}
+
+    args.input = args.responses  # read whole or in chunks (--chunk-size) as by 'probanon apply'
+    return apply_to_file(args, list(v.function.columns or column_list(args.keys)), cells)
 
 
 def cmd_simulate(args) -> int:
@@ -152,6 +149,9 @@ def add_parser(sub) -> None:
     add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
                         confidential_help="the answers (kept unchanged)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
+    from ..cli import add_chunk_options
+
+    add_chunk_options(a)
     a.set_defaults(func=cmd_assign)
 
     r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
