@@ -48,12 +48,15 @@ from .swapping import cli as swapping_cli
 
 def _method(args):
     cls = METHODS[args.method]
+    blocks = {"block_size": args.block_size}
     if args.method == "mdav":
-        return cls(args.k, keep_duplicates=args.keep_duplicates)
+        return cls(args.k, keep_duplicates=args.keep_duplicates, **blocks)
     if args.method == "vmdav":
-        return cls(args.k, gamma=args.gamma)
+        return cls(args.k, gamma=args.gamma, **blocks)
     if args.method == "pcl":
-        return cls(args.k, init=args.init, random_state=args.seed)
+        return cls(args.k, init=args.init, random_state=args.seed, **blocks)
+    if args.block_size is not None:
+        raise InputError(f"--block-size applies to mdav, vmdav and pcl, not {args.method}")
     return cls(args.k)
 
 
@@ -80,7 +83,8 @@ def cmd_microaggregate(args) -> int:
     write_release(args, release, extra)
     print(
         f"{args.method}: {len(frame)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, columns)}, information loss = {report.information_loss:.2f}%",
+        f"k achieved = {k_achieved(release.data, columns)}, information loss = {report.information_loss:.2f}%"
+        + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
         file=sys.stderr,
     )
     return 0
@@ -463,6 +467,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
                         "(both for groups of >= 256 records, keeping the better; default)")
     m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
+    m.add_argument("--block-size", type=int, default=None, metavar="B",
+                   help="mdav, vmdav, pcl: split the records along principal axes into blocks of k..B records "
+                        "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "
+                        "200,000 records, blocks of at most 200,000 above); the output says how the data were blocked")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 
