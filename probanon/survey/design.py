@@ -145,8 +145,8 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     cell is k-anonymous with probability >= 1 - pbar. ``progress``: None or a callback
     ``progress(n)``, called with 0 once the inputs are checked (before the numerical kernels
     run, or compile on first use), then with the number of population records placed in cells
-    (N in all; per-record participation reports cell by cell, constant participation at once
-    after MDAV). Returns a :class:`SurveyDesign`.
+    (N in all; per-record participation reports every max(1, N // (100 k)) cells, constant
+    participation at once after MDAV). Returns a :class:`SurveyDesign`.
     """
     k = check_k(k)
     risk = check_risk(risk)
