@@ -30,23 +30,21 @@ import numba
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from probanon.data import Standardizer  # noqa: E402
-from probanon.microagg.mdav import mdav_partition  # noqa: E402
-from probanon.survey.design import _per_record_partition, design, safe_cell_size  # noqa: E402
-from probanon.survey.spec import assign, build_spec, verify  # noqa: E402
+from probanon.data import Standardizer
+from probanon.microagg.mdav import mdav_partition
+from probanon.survey.design import _per_record_partition, design, safe_cell_size
+from probanon.survey.spec import assign, build_spec, verify
 
 K, RISK, PI, COLUMNS = 10, 1e-3, 0.6, 10
 OLD_COMMIT = "fe8de73"  # the last commit with the plain NumPy per-record design
 
 
-def timed(f, repeat=1):
-    """(result of the last call, best, median) over ``repeat`` calls."""
+def timed(f, *args, repeat=1, **kwargs):
+    """(result of the last call f(*args, **kwargs), best, median) over ``repeat`` calls."""
     times = []
     for _ in range(repeat):
         t = time.perf_counter()
-        out = f()
+        out = f(*args, **kwargs)
         times.append(time.perf_counter() - t)
     return out, min(times), float(np.median(times))
 
@@ -67,8 +65,13 @@ def old_per_record():
     mod.__package__ = "probanon.survey"
     sys.modules[mod.__name__] = mod  # its dataclass looks itself up there
     src = src.replace("@njit(cache=True)", "@njit")  # no cache locator for source from git
-    exec(compile(src, f"design.py@{OLD_COMMIT}", "exec"), mod.__dict__)
+    exec(compile(src, f"design.py@{OLD_COMMIT}", "exec"), mod.__dict__)  # noqa: S102 (our own file from git)
     return mod._per_record_partition
+
+
+def write_spec(path, spec):
+    """As ``probanon survey design`` writes it."""
+    path.write_text(json.dumps(spec, indent=1, allow_nan=False))
 
 
 def zscore(X):
@@ -81,7 +84,7 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="a 20,000-record frame (a smoke run)")
     args = ap.parse_args(argv)
     N = 20_000 if args.quick else args.records
-    print("Survey design at scale (issue 16.3): k = %d, pbar = %g, %d Gaussian columns" % (K, RISK, COLUMNS))
+    print(f"Survey design at scale (issue 16.3): k = {K}, pbar = {RISK:g}, {COLUMNS} Gaussian columns")
     print(f"  numba {numba.__version__}, numpy {np.__version__}, threads {numba.get_num_threads()} "
           f"(cpu_count {os.cpu_count()}), load average {os.getloadavg()[0]:.2f} at start")
     X, pis = frame(N)
@@ -92,15 +95,15 @@ def main(argv=None) -> int:
     n_cell = safe_cell_size(K, PI, RISK, N)
 
     print(f"\n1. constant pi = {PI}: MDAV with cells of n_cell = {n_cell} records ({N:,} records, one run each)")
-    dc, tc, _ = timed(lambda: design(X, K, PI, RISK))
-    _, tm, _ = timed(lambda: mdav_partition(Z, n_cell, keep_duplicates=True))
+    dc, tc, _ = timed(design, X, K, PI, RISK)
+    _, tm, _ = timed(mdav_partition, Z, n_cell, keep_duplicates=True)
     print(f"  design (whole design(): MDAV, failures, centroids, function): {tc:8.1f} s, {len(dc.sizes):,} cells "
           f"of {dc.sizes.min()}..{dc.sizes.max()}, largest failure {dc.cell_failures.max():.3g}")
     print(f"  reference: mdav_partition(Z, {n_cell}, keep_duplicates=True) alone:   {tm:8.1f} s")
 
     print(f"\n2. per-record pi_j ~ U[0.3, 0.9] ({N:,} records)")
     ticks = []
-    dp, tp, _ = timed(lambda: design(X, K, pis, RISK, progress=ticks.append))
+    dp, tp, _ = timed(design, X, K, pis, RISK, progress=ticks.append)
     print(f"  design (numba kernel, {len(ticks)} progress reports): {tp:8.1f} s, {len(dp.sizes):,} cells of "
           f"{dp.sizes.min()}..{dp.sizes.max()} (mean {dp.sizes.mean():.1f}), largest failure "
           f"{dp.cell_failures.max():.3g}")
@@ -113,8 +116,8 @@ def main(argv=None) -> int:
               "against the kernel on the same rows:")
         for n in sizes:
             z = zscore(X[:n])
-            ref, b, med = timed(lambda: old(z, pis[:n], K, RISK), repeat=3)
-            new, nb, nmed = timed(lambda: _per_record_partition(z, pis[:n], K, RISK), repeat=3)
+            ref, b, med = timed(old, z, pis[:n], K, RISK, repeat=3)
+            new, nb, nmed = timed(_per_record_partition, z, pis[:n], K, RISK, repeat=3)
             same = all(np.array_equal(a, c) for a, c in zip(ref, new))
             best.append(b)
             print(f"    n = {n:6,}: NumPy {b:7.2f} / {med:7.2f} s, kernel {nb:6.3f} / {nmed:6.3f} s, "
@@ -128,18 +131,17 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         for name, d in (("constant", dc), ("per-record", dp)):
             path = Path(tmp) / f"{name}.json"
-            (spec, tb, _) = timed(lambda: build_spec(d))
-            _, tw, _ = timed(lambda: path.write_text(json.dumps(spec, indent=1, allow_nan=False)))
-            v, tv, tvm = timed(lambda: verify(str(path), expected_digest=spec["digest"]), repeat=3)
-            cli, tcli, _ = timed(lambda: subprocess.run(
-                [sys.executable, "-m", "probanon.cli", "survey", "verify", str(path), "--digest", spec["digest"]],
-                capture_output=True, text=True, cwd=ROOT))
+            (spec, tb, _) = timed(build_spec, d)
+            _, tw, _ = timed(write_spec, path, spec)
+            v, tv, tvm = timed(verify, str(path), expected_digest=spec["digest"], repeat=3)
+            cli, tcli, _ = timed(subprocess.run, [sys.executable, "-m", "probanon.cli", "survey", "verify", str(path),
+                                                  "--digest", spec["digest"]], capture_output=True, check=False)
             print(f"  {name}: {len(spec['cells']):,} cells, {path.stat().st_size / 1e6:.1f} MB; build_spec {tb:.2f} s, "
                   f"write {tw:.2f} s")
             print(f"    verify(file, digest): best {tv:.2f} s, median {tvm:.2f} s; `probanon survey verify` "
                   f"(new process, exit {cli.returncode}): {tcli:.2f} s")
             for m in (1, 1000, 10_000):
-                (cells, _), ta, tam = timed(lambda: assign(v, X[:m]), repeat=3)
+                (cells, _), ta, tam = timed(assign, v, X[:m], repeat=3)
                 ok = np.array_equal(cells, d.labels[:m])
                 print(f"    assign {m:6,} respondent(s) (verified spec): best {ta:.4f} s, median {tam:.4f} s, "
                       f"cells as designed: {'yes' if ok else 'NO'}")
