@@ -35,10 +35,13 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._threads import _clock_ns, choose, preferred, record
+
 BLOCK = 256  # records per block of a pass
 CAP = 2048  # candidate slots per chunk; on overflow a full scan of the float32 distances
 LIMIT = 512  # most candidates taken from the anchor list before a full pass is cheaper
 PARALLEL_MIN = 20000  # fewer remaining records: one thread (a parallel region costs more)
+# at or above it, serial or parallel as the governor measures (probanon._threads)
 
 # ---------------------------------------------------------------------------------------
 # float32 passes
@@ -188,10 +191,11 @@ def _near_parallel(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, 
 
 
 @njit(cache=True)
-def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
-    """One pass for the farthest records, in parallel chunks when m is large enough to pay
-    for the threads (chunk 0 alone otherwise; the other chunks are left empty)."""
-    if m >= PARALLEL_MIN:
+def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax, par=None):
+    """One pass for the farthest records, in parallel chunks if ``par`` (chunk 0 alone
+    otherwise; the other chunks are left empty). The candidates are the same either way.
+    Without ``par``: parallel when m >= PARALLEL_MIN."""
+    if (m >= PARALLEL_MIN) if par is None else par:
         _far_parallel(A, point, m, d32, margin, nchunks, cand, ccnt, cmax)
         return
     ccnt[:] = 0
@@ -200,9 +204,9 @@ def _pass_far(A, point, m, d32, margin, nchunks, cand, ccnt, cmax):
 
 
 @njit(cache=True)
-def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax):
+def _pass_near(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax, par=None):
     """One pass for the nearest (and optionally farthest) records; see _pass_far."""
-    if m >= PARALLEL_MIN:
+    if (m >= PARALLEL_MIN) if par is None else par:
         _near_parallel(A, point, m, d32, k, margin, nchunks, cand, ccnt, ckth, far, fcand, fcnt, fmax)
         return
     ccnt[:] = 0
@@ -388,9 +392,10 @@ def _compact_parallel(A, B, idx, idx2, dead, m, nchunks):
 
 
 @njit(cache=True)
-def _compact(A, B, idx, idx2, dead, m, nchunks):
-    """Copy the alive records of A[:, :m] (and their ids) into B in order; return the count."""
-    if m >= PARALLEL_MIN:
+def _compact(A, B, idx, idx2, dead, m, nchunks, par=None):
+    """Copy the alive records of A[:, :m] (and their ids) into B in order; return the count
+    (parallel as in _pass_far)."""
+    if (m >= PARALLEL_MIN) if par is None else par:
         return _compact_parallel(A, B, idx, idx2, dead, m, nchunks)
     alive = np.sum(dead[:m] == 0)
     _copy_alive(A, B, idx, idx2, dead, 0, m, 0)
@@ -398,9 +403,13 @@ def _compact(A, B, idx, idx2, dead, m, nchunks):
 
 
 @njit(cache=True)
-def mdav_numba(Z, k, keep_duplicates, nchunks):
+def mdav_numba(Z, k, keep_duplicates, nchunks, gov):
     """Classical MDAV on the rows of Z (C-contiguous float64); see
     :func:`probanon.microagg.mdav.mdav_partition` for the rules.
+
+    Passes over at least PARALLEL_MIN records run serial or parallel as ``gov`` (a
+    :func:`probanon._threads.governor` state) chooses: the nearest-record passes, the bulk
+    of the work, are timed; the others follow the cheaper mode. Same result either way.
 
     Returns (labels, ref, radius2, boundary) with one entry per group in formation order;
     the last group has ref = boundary = -1 and radius2 = inf.
@@ -456,7 +465,7 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
     g = 0
     while alive >= 2 * k:
         if 8 * (m - alive) > m:  # compact once dead records pass 1/8 of the array
-            m = _compact(A, B, idx, idx2, dead, m, nchunks)
+            m = _compact(A, B, idx, idx2, dead, m, nchunks, m >= PARALLEL_MIN and preferred(gov))
             A, B = B, A
             idx, idx2 = idx2, idx
         two = alive >= 3 * k
@@ -471,7 +480,7 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
             eps = np.sqrt(eps) * (1.0 + 1e-9)
             nc, head = _anchor_candidates(lids, lv, head, ln, labels, err, eps, thr_out, LIMIT, ids)
         if nc < 0:  # refresh the list with a full pass to the current centroid
-            _pass_far(A, p32, m, d32, window, nchunks, cand, ccnt, fmax)
+            _pass_far(A, p32, m, d32, window, nchunks, cand, ccnt, fmax, m >= PARALLEL_MIN and preferred(gov))
             top = fmax.max()
             ln = _gather(d32, dead, m, top - window, np.float32(np.inf), cand, ccnt, pos)
             order = np.argsort(-d32[pos[:ln]])  # farthest first: walks stop early
@@ -518,8 +527,13 @@ def mdav_numba(Z, k, keep_duplicates, nchunks):
             for c in range(d):
                 point[c] = Z[o, c]
                 p32[c] = point[c]
+            timed = m >= PARALLEL_MIN
+            par = timed and choose(gov)
+            t0 = _clock_ns()
             _pass_near(A, p32, m, d32, k, margin, nchunks, cand, ccnt, ckth, two and step == 0,
-                       fcand, fcnt, fmax)
+                       fcand, fcnt, fmax, par)
+            if timed:
+                record(gov, par, float(_clock_ns() - t0), float(m))
             allk[:] = ckth.ravel()
             allk.sort()
             npos = _gather(d32, dead, m, np.float32(-np.inf), allk[k] + margin, cand, ccnt, pos)

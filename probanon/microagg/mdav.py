@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 
+from .._threads import governor
 from .._validation import check_k, check_matrix
 from ..errors import ParameterError
 from ._mdav_kernel import mdav_numba
@@ -78,7 +79,8 @@ def mdav_partition(Z, k: int, keep_duplicates: bool = False, engine: str = "numb
     if engine == "numba" and np.abs(Z).max() > FLOAT32_FILTER_MAX:
         engine = "numpy"  # the float32 filter of the kernel needs |z| <= 1e15: use the exact path
     if engine == "numba":
-        out = mdav_numba(Z, k, bool(keep_duplicates), max(2, numba.get_num_threads()))
+        threads = numba.get_num_threads()
+        out = mdav_numba(Z, k, bool(keep_duplicates), max(2, threads), governor(threads=threads))
     elif engine == "numpy":
         out = mdav_numpy(Z, k, bool(keep_duplicates))
     else:
