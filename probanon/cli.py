@@ -142,28 +142,35 @@ APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: 
 
 def apply_in_chunks(args, keys, cells) -> int:
     """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
-    (1) the number of records and the column types of the whole file; (2) each chunk, read with
+    (1) the number of records and the column types of the whole file (keys with text refused);
+    (2) each chunk, read with
     those types, checked as the whole file is (its line or row in the file named), its keys
     replaced and its records placed at their released positions (the same permutation as at
     once: :class:`probanon.outputs.OrderedTableWriter`); (3) the release written in order. The
     pre-release audit runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
     records (evenly spaced in the file). Memory: a chunk, the sample and O(n) integers (the
     record order)."""
-    from .data import in_file, table_dtypes
+    from .data import NumericColumns, in_file, table_dtypes
     from .outputs import OrderedTableWriter, TableWriter
     from .release import record_order
 
     size = args.chunk_size
     note = f"apply: {args.input}, chunks of {size:,} records"
     with Progress(note, quiet=args.quiet, desc="apply", unit="record") as progress:
-        types, n = [], 0
+        types, n, roles = [], 0, None
         for chunk in read_chunks(args.input, size):
+            if roles is None:
+                roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
+                numeric_keys = NumericColumns(keys)
+            numeric_keys.add(chunk)
             types.append(chunk.dtypes.to_dict())
             n += len(chunk)
             progress("reading", n, None)
-        roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
+        numeric_keys.check()
         key_columns, released = columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other")
         dtypes = {c: t for c, t in table_dtypes(types).items() if c not in key_columns}
+        # the audit reads the numeric columns only (keys are, once checked)
+        audited_columns = key_columns + [c for c in released if getattr(dtypes[c], "kind", "") in ("i", "u", "f")]
         link = record_order(n, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))[1]
         position = link["released_row"].to_numpy() - 1
         link = link if args.link else None
@@ -184,11 +191,13 @@ def apply_in_chunks(args, keys, cells) -> int:
                                     actions=APPLY_ACTIONS, keep_order=True)
                 table.place(part.data, position[first:done])
                 inside = sampled[(sampled >= first) & (sampled < done)] - first
-                sample.append(chunk.iloc[inside])
+                sample.append(chunk[audited_columns].iloc[inside])
                 progress("applying", done, n)
             sample = pd.concat(sample, ignore_index=True)
             sample.attrs.clear()
-            release_roles(args, sample, keys=keys)  # the audit: refuses, or warns with --accept-risk
+            audit_args = argparse.Namespace(**{**vars(args), "confidential": audited_columns[len(key_columns):],
+                                               "drop": None, "keep_other": False})
+            release_roles(audit_args, sample, keys=key_columns)  # the audit: refuses, or warns (--accept-risk)
             del sample
             table.progress = lambda done: progress("writing", done, n)
             args.outputs.write({args.output: table, **({args.link: link} if args.link else {})})

@@ -213,12 +213,51 @@ def _reject_text_in_numbers(series: pd.Series) -> None:
     say where, rather than silently treating the column as categorical."""
     if is_numeric_column(series) or series.empty:
         return
+    _refuse_text(series.name, *_text_in_numbers(series))
+
+
+def _text_in_numbers(series: pd.Series) -> tuple[int, int, str | None]:
+    """Of a column: its values (not missing), how many are numbers, and where the first that is
+    not stands (``line 7: 'abc'``, the record's place in the file, see :func:`in_file`)."""
     values = series.dropna()
     numbers = pd.to_numeric(values, errors="coerce")
-    if numbers.notna().mean() >= 0.5 and numbers.isna().any():
+    where = None
+    if numbers.isna().any():
         label = numbers.index[numbers.isna()][0]
-        where = row_label(series, series.index.get_loc(label))
-        raise InputError(f"column {series.name!r} has text in a numeric column ({where}: {values[label]!r})")
+        position = series.index.get_loc(label)
+        first = series.attrs.get("first_row")
+        where = row_label(series, position) if first is None else f"row {first + position}"
+        where = f"{where}: {values[label]!r}"
+    return len(values), int(numbers.notna().sum()), where
+
+
+def _refuse_text(name, values: int, numbers: int, where: str | None) -> None:
+    if values and numbers / values >= 0.5 and where:
+        raise InputError(f"column {name!r} has text in a numeric column ({where})")
+
+
+class NumericColumns:
+    """:func:`select_columns`' check of named numeric ``columns`` over a file read in chunks: give
+    it every chunk (:meth:`add`), then :meth:`check` refuses as :func:`select_columns` refuses the
+    whole file (a column with text in some chunk is text in the whole file)."""
+
+    def __init__(self, columns):
+        self.seen = {c: [0, 0, None, True] for c in columns}  # values, numbers, first text, numeric
+
+    def add(self, chunk: pd.DataFrame) -> None:
+        for c, seen in self.seen.items():
+            if is_numeric_column(chunk[c]):
+                values, numbers, where = (int(chunk[c].notna().sum()),) * 2 + (None,)
+            else:
+                values, numbers, where = _text_in_numbers(chunk[c])
+                seen[3] = False
+            seen[0], seen[1], seen[2] = seen[0] + values, seen[1] + numbers, seen[2] or where
+
+    def check(self) -> None:
+        for c, (values, numbers, where, numeric) in self.seen.items():
+            if not numeric:
+                _refuse_text(c, values, numbers, where)
+                raise InputError(f"column {c!r} is not numeric")
 
 
 def quasi_identifiers(frame: pd.DataFrame, columns=None) -> tuple[np.ndarray, list[str]]:
