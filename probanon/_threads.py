@@ -17,8 +17,11 @@ Two measures, both measured in ``benchmarks/contention.py``:
    GAP0 when it flips). Under contention this finds the serial path, on an idle machine the
    parallel one. Both modes compute the same thing: results do not depend on the choice.
 
-``MODE`` forces a mode for every kernel (tests, benchmarks): AUTO, PARALLEL (parallel whenever
-the work is large enough, the rule before this module) or SERIAL.
+Kernels that open one region per call (the published functions' assignment, the offsets'
+assignment) need no governor: :func:`parallel_worth` keeps small regions serial.
+
+``MODE`` forces a mode for every kernel (tests): AUTO, PARALLEL (parallel whenever the
+kernel's size threshold allows) or SERIAL.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import os
 import time
 
+import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -42,6 +46,7 @@ MODE = AUTO
 GAP0 = 8  # regions before the first retry of the other mode
 GAP_MAX = 512  # longest run without a retry
 RATE = 0.125  # weight of a new sample in the moving averages
+WORK_MIN = 1 << 21  # multiply-adds (~1 ms) below which a one-region kernel runs serially
 
 # state layout (one float64 array per kernel call or per kernel)
 _PNS, _PW, _SNS, _SW, _COUNT, _GAP, _BEST, _MODE = range(8)
@@ -129,10 +134,11 @@ def record(st, parallel, ns, work):
     st[_BEST] = 1.0 if best else 0.0
 
 
-def run(st, work, parallel, serial, *args):
-    """Call ``parallel(*args)`` or ``serial(*args)`` as :func:`choose` says, timed."""
-    par = choose(st)
-    t = time.perf_counter_ns()
-    out = (parallel if par else serial)(*args)
-    record(st, par, float(time.perf_counter_ns() - t), float(work))
-    return out
+def parallel_worth(work) -> bool:
+    """Whether a kernel that opens ONE parallel region for ``work`` multiply-adds should run
+    it in parallel: with idle workers asleep (above) a large region is never slower than the
+    serial loop, also with a competing process (the thread that finishes first sleeps and
+    leaves its core to the other); a small one would mostly pay the wake-up."""
+    if MODE == SERIAL or numba.get_num_threads() < 2:
+        return False
+    return MODE == PARALLEL or work >= WORK_MIN

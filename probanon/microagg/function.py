@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from numba import njit, prange
 
+from .._threads import parallel_worth
 from .._validation import check_matrix, read_json_document
 from ..data import Standardizer
 from ..errors import InputError, SpecificationError
@@ -49,7 +50,7 @@ from ..errors import InputError, SpecificationError
 FORMAT_VERSION = 1
 
 
-PARALLEL_MIN = 5000  # fewer records: one thread (a parallel region costs more)
+PARALLEL_MIN = 5000  # fewer records, or less work than _threads.WORK_MIN: one thread
 
 
 @njit(cache=True)
@@ -109,7 +110,7 @@ def _power_parallel(Z, centers, offsets, out, nchunks):
 
 def _assign_balls(Z, refs, rad2, bounds):
     out = np.empty(Z.shape[0], np.int64)
-    if Z.shape[0] >= PARALLEL_MIN:
+    if Z.shape[0] >= PARALLEL_MIN and parallel_worth(Z.size * refs.shape[0]):
         _balls_parallel(Z, refs, rad2, bounds, out, 4 * numba.get_num_threads())
     else:
         _balls_rows(Z, 0, Z.shape[0], refs, rad2, bounds, out)
@@ -118,7 +119,7 @@ def _assign_balls(Z, refs, rad2, bounds):
 
 def _assign_power(Z, centers, offsets):
     out = np.empty(Z.shape[0], np.int64)
-    if Z.shape[0] >= PARALLEL_MIN:
+    if Z.shape[0] >= PARALLEL_MIN and parallel_worth(Z.size * centers.shape[0]):
         _power_parallel(Z, centers, offsets, out, 4 * numba.get_num_threads())
     else:
         _power_rows(Z, 0, Z.shape[0], centers, offsets, out)

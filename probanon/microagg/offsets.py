@@ -22,34 +22,47 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from .._threads import parallel_worth
 from .local_search import member_lists
 
 
 
+@njit(cache=True, inline="always")
+def _assign_row(D, c, own, margin, second, i):
+    """Best and second-best cell of point i for the costs D[i] + c, and the margin."""
+    b1, b2 = np.inf, np.inf
+    q1, q2 = 0, 0
+    for q in range(D.shape[1]):
+        v = D[i, q] + c[q]
+        if v < b1:
+            b2, q2 = b1, q1
+            b1, q1 = v, q
+        elif v < b2:
+            b2, q2 = v, q
+    own[i] = q1
+    second[i] = q2
+    margin[i] = b2 - b1
+
+
 @njit(cache=True, parallel=True)
 def _assign_kernel(D, c, own, margin, second):
-    n, Q = D.shape
-    for i in prange(n):
-        b1, b2 = np.inf, np.inf
-        q1, q2 = 0, 0
-        for q in range(Q):
-            v = D[i, q] + c[q]
-            if v < b1:
-                b2, q2 = b1, q1
-                b1, q1 = v, q
-            elif v < b2:
-                b2, q2 = v, q
-        own[i] = q1
-        second[i] = q2
-        margin[i] = b2 - b1
+    for i in prange(D.shape[0]):
+        _assign_row(D, c, own, margin, second, i)
+
+
+@njit(cache=True)
+def _assign_serial(D, c, own, margin, second):
+    for i in range(D.shape[0]):
+        _assign_row(D, c, own, margin, second, i)
 
 
 def _assign(D, c):
     """Best cell, second-best cell and margin (second-best cost - own cost) of each point
-    for the costs D + c (first cell on ties)."""
+    for the costs D + c (first cell on ties); one region: parallel only for enough work."""
     n = D.shape[0]
     own, second, margin = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-    _assign_kernel(D, np.asarray(c, dtype=np.float64), own, margin, second)
+    kernel = _assign_kernel if parallel_worth(D.size) else _assign_serial
+    kernel(D, np.asarray(c, dtype=np.float64), own, margin, second)
     return own, margin, second
 
 
