@@ -18,13 +18,16 @@ from helpers import SHARED_DATA
 
 
 def estimate(n, k):
-    """The documented estimate of probanon.microagg.memory, written out here:
-    44 B per cell of the n x |Q| matrices + 1300 B per HiGHS variable, n min(|Q|, 32) of them."""
+    """The documented estimate of probanon.microagg.memory, written out here: 4096 B per
+    record, plus 44 B per cell of the n x |Q| matrices for cells of >= 256 records."""
     Q = n // k
-    return 0 if Q <= 1 else 44 * n * Q + 1300 * n * min(Q, 32)
+    return 0 if Q <= 1 else 4096 * n + (44 * n * Q if k >= 256 else 0)
 
 
 def largest_n(k, budget):
+    """Largest n within the budget (the estimate grows with n): for k < 256, budget // 4096."""
+    if k < 256:
+        return int(budget // 4096)
     n = k
     while estimate(n + 1, k) <= budget:
         n += 1
@@ -51,7 +54,7 @@ def test_pcl_refuses_beyond_half_the_available_memory(monkeypatch, no_work):
     with pytest.raises(ParameterError) as info:
         PCL(k).fit(X)
     message = str(info.value)
-    assert "\n" not in message and "MDAV or V-MDAV" in message
+    assert "\n" not in message and "MDAV or V-MDAV" in message and "block_size=" in message
     assert f"at most {largest_n(k, available / 2)} records for k = {k}" in message
     assert largest_n(k, available / 2) == n - 1  # the limit is the largest n that fits
 
@@ -64,16 +67,20 @@ def test_pcl_runs_below_the_limit(monkeypatch):
     np.testing.assert_array_equal(PCL(k, kicks=20, random_state=1).fit(X).labels_, reference)
 
 
-def test_adult_at_k5_is_refused_at_once(monkeypatch, no_work):
-    # issue 13.14's repro (reached 21.7 GB): n = 48,842 and |Q| = 9768 give
-    # 44 * 48842 * 9768 + 1300 * 48842 * 32 = 23.02e9 bytes, above half of this machine's 24.2 GB
-    adult = pd.read_csv(SHARED_DATA / "adult" / "adult.csv")
-    assert estimate(48842, 5) == 44 * 48842 * 9768 + 1300 * 48842 * 32
+def test_adult_at_k5_now_fits_and_large_cells_are_still_guarded(monkeypatch, no_work):
+    # issue 13.14's repro (Adult at k = 5 reached 21.7 GB) is within the new limit: 4096 B per
+    # record; at k = 2000 the large-cell path's matrices count: 4096 n + 44 n (n // 2000)
+    assert estimate(48842, 5) == 4096 * 48842 < 12_100_000_000
+    assert memory.pcl_peak_memory(48842, 5) == 4096 * 48842
+    assert memory.pcl_peak_memory(48842, 2000) == 4096 * 48842 + 44 * 48842 * 24
     monkeypatch.setattr(memory, "available_memory", lambda: 24_200_000_000)
-    limit = largest_n(5, 12_100_000_000)  # about 8.8 n^2 + 41600 n <= 12.1e9: n ~ 34,800
-    assert abs(limit - 34_800) < 20
-    with pytest.raises(ParameterError, match=rf"needs about 23\.0 GB .* at most {limit} records for k = 5"):
-        PCL(k=5).fit(adult[["age", "education-num", "hours-per-week"]])
+    limit = largest_n(5, 12_100_000_000)  # 12.1e9 / 4096 = 2,954,101 records
+    assert limit == 2_954_101
+    with pytest.raises(ParameterError, match=rf"needs about 12\.3 GB .* at most {limit} records for k = 5"):
+        PCL(k=5, block_size=0).fit(np.arange(3_000_000.0)[:, None])  # unblocked: guarded
+    large = 4_000_000  # k = 4096: 4096 n + 44 n (n // 4096) = 16.4 + 171.8 GB
+    with pytest.raises(ParameterError, match=r"n x n/k matrices for cells of >= 256 records"):
+        memory.check_pcl_memory(large, 4096)
 
 
 def test_available_memory_reads_meminfo_then_sysconf(tmp_path, monkeypatch):

@@ -27,6 +27,21 @@ def brute_best(Z, C, k):
     return best
 
 
+def highs_best(Z, C, m):
+    """The full transportation LP (every point-cell pair, dense) solved by HiGHS: optimal cost."""
+    from scipy.optimize import linprog
+    from scipy.sparse import csr_matrix, kron, identity
+
+    n, Q = len(Z), len(C)
+    D = ((Z[:, None, :] - C[None, :, :]) ** 2).sum(-1)
+    A_eq = kron(identity(n), np.ones((1, Q)), format="csr")  # y[i, q] at i * Q + q
+    A_ub = -kron(np.ones((1, n)), identity(Q), format="csr")
+    res = linprog(D.ravel(), A_ub=csr_matrix(A_ub), b_ub=-np.broadcast_to(m, Q), A_eq=A_eq, b_eq=np.ones(n),
+                  bounds=(0, None), method="highs")
+    assert res.status == 0
+    return res.fun
+
+
 def sse(Z, labels):
     return sum(((Z[labels == q] - Z[labels == q].mean(0)) ** 2).sum() for q in np.unique(labels))
 
@@ -42,6 +57,61 @@ def test_transport_is_optimal_against_brute_force(seed):
     # the duals are power-diagram offsets: no point prefers another cell (up to ties)
     D = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + r.offsets[None, :]
     assert (D[np.arange(9), r.labels] <= D.min(1) + 1e-9).all()
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_candidate_restricted_assignment_equals_the_dense_optimum(seed):
+    # two candidates per point, then pricing with the potentials (no n x |Q| matrix): the
+    # cost must equal HiGHS on the full dense LP, with unequal minimum sizes and slack
+    rng = np.random.default_rng(seed)
+    n, Q, d = 300, 40, 1 + seed % 4
+    Z, C = rng.normal(size=(n, d)), rng.normal(size=(Q, d))
+    m = rng.integers(3, 8, Q) if seed % 2 else np.full(Q, n // Q)
+    r = transport_assign(Z, C, m, candidates=2)
+    assert (np.bincount(r.labels, minlength=Q) >= m).all()
+    assert r.cost == pytest.approx(highs_best(Z, C, m), rel=1e-9)
+    assert r.columns <= n * Q / 2  # not the dense problem
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + r.offsets[None, :]
+    assert (D[np.arange(n), r.labels] <= D.min(1) + 1e-7).all()  # the potentials are duals
+
+
+def test_power_assign_and_improving_cells_follow_the_published_rule():
+    from probanon.microagg.candidates import improving_cells, power_assign
+
+    rng = np.random.default_rng(11)
+    Z = np.round(rng.normal(size=(3000, 3)), 1)  # ties in distance are frequent
+    C = np.round(rng.normal(size=(500, 3)), 1)
+    c = np.round(rng.uniform(-0.3, 0.0, 500), 2)
+    cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c[None, :]
+    rule = cost.argmin(1)  # lowest index on ties, like the published rule
+    np.testing.assert_array_equal(power_assign(Z, C, c), rule)
+    labels = rng.integers(0, 500, 3000)
+    wrong = cost[np.arange(3000), labels] > cost.min(1)
+    wrong |= (cost[np.arange(3000), labels] == cost.min(1)) & (rule < labels)
+    np.testing.assert_array_equal(improving_cells(Z, C, c, labels)[1] > 0, wrong)
+
+
+def test_pcl_memory_stays_linear_under_an_address_space_limit(tmp_path):
+    # n = 60,000, k = 3: a dense n x |Q| float64 matrix would need 9.6 GB; the fit runs in a
+    # subprocess whose address space is limited to 3 GB more than it holds after imports
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import resource, numpy as np
+        from probanon.microagg import PCL
+        X = np.random.default_rng(0).normal(size=(60_000, 3))
+        PCL(3, random_state=0, kicks=0).fit(X[:3000])  # compile the kernels before the limit
+        with open("/proc/self/status") as fh:
+            vm = [int(line.split()[1]) * 1024 for line in fh if line.startswith("VmSize:")][0]
+        resource.setrlimit(resource.RLIMIT_AS, (vm + 3 * 2**30, resource.RLIM_INFINITY))
+        p = PCL(3, random_state=0, kicks=0).fit(X)
+        print(int(np.bincount(p.labels_).min()), p.function_mismatches_)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["3", "0"]
 
 
 def test_local_search_never_increases_sse_and_keeps_sizes():
@@ -109,7 +179,7 @@ def test_fill_deficits_reaches_the_optimal_exact_sizes(seed, n, Q, reference):
     D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
     labels, offsets = fill_deficits(D, D.argmin(1), np.full(Q, n // Q), np.zeros(Q))
     assert (np.bincount(labels, minlength=Q) == n // Q).all()
-    best = brute_best(Z, C, n // Q) if reference == "brute force" else transport_assign(Z, C, n // Q).cost
+    best = brute_best(Z, C, n // Q) if reference == "brute force" else highs_best(Z, C, n // Q)
     assert D[np.arange(n), labels].sum() == pytest.approx(best, rel=1e-12 if reference == "brute force" else 1e-9)
     # the returned offsets are potentials of the labels: no point prefers another cell
     cost = D + offsets[None, :]

@@ -1,48 +1,34 @@
-"""Memory guard for PCL (issue 13, point 14): refuse a fit whose estimated peak memory
-exceeds half of the machine's available memory, before any work.
+"""Memory guard for PCL (issue 13, point 14; limits raised by issue 16): refuse a fit whose
+estimated peak memory exceeds half of the machine's available memory, before any work.
 
-PCL's exact assignment (:func:`.transport.transport_assign`) and its strict offsets
-(:func:`.potentials.strict_offsets`) build dense n x |Q| arrays (|Q| = floor(n / k) cells), so
-memory grows as n^2 / k: Adult's 48,842 records at k = 5 need about 23 GB (the issue saw
-21.7 GB before it was stopped). Until PCL works in
-O(n d) memory, :func:`check_pcl_memory` stops such a fit with a one-line
-:class:`ParameterError` that names MDAV and V-MDAV (O(n d) memory) and the size limit.
+Cells of fewer than 256 records (the exact path of :mod:`.pcl`) work in O(n (d + L))
+memory: candidate cells from a k-d tree (:mod:`.candidates`), the size-constrained
+assignment as a min-cost flow over them (:mod:`.transport`), no n x |Q| matrix. Cells of at
+least 256 records (the Levenberg-Marquardt path) still hold dense n x |Q| arrays, |Q| <=
+n / 256. The estimate (:func:`pcl_peak_memory`) is
 
-The estimate (:func:`pcl_peak_memory`) is
+    bytes = RECORD_BYTES * n                                  (k < 256)
+    bytes = RECORD_BYTES * n + DENSE_BYTES_PER_CELL * n * |Q| (k >= 256)
 
-    bytes = DENSE_BYTES_PER_CELL * n * |Q| + HIGHS_BYTES_PER_VARIABLE * n * min(|Q|, 32)
-
-with the constants measured below (d = 3; the O(n d) arrays are negligible beside them).
-Against the peak resident memory of whole fits (PCL(5), growth of VmHWM over the RSS before
-the fit): Gaussian n = 5000: 229 MB measured, 428 MB estimated; Gaussian n = 20,000: 3.61 GB
-measured, 4.35 GB estimated; Adult sample n = 10,000: 1.307 GB measured, 1.296 GB estimated.
+with the constants measured below. The limit for k < 256 is now about 2.8 million records
+per 24 GB machine (half of the available memory / RECORD_BYTES); larger files go through
+blocked microaggregation (:mod:`.blocks`), whose blocks are far below it.
 :func:`available_memory` is a module-level function so that tests can replace it.
 """
-
-from __future__ import annotations
 
 import os
 
 from ..errors import ParameterError
 
-#: bytes per cell of the n x |Q| arrays alive at once in transport_assign (distances D, the
-#: candidate mask, the argpartition index array, the reduced costs and their temporaries; in a
-#: second pricing round the previous reduced costs are still alive while the new ones are
-#: built): tracemalloc peak of one transport_assign call, 35.7 B at n = 5000 and 35.3 B at
-#: n = 10,000 (k = 5, d = 3, Gaussian, one round); strict_offsets peaks lower (16.0 B). Whole
-#: PCL(5) fits, tracemalloc peak per cell: 35.7 B (Gaussian n = 5000), 42.2 B (Gaussian
-#: n = 20,000), 43.3 B (Adult's age, education-num, hours-per-week, 10,000 records drawn).
+#: bytes per cell of the dense n x |Q| arrays of the large-cell path (distances, the
+#: Levenberg-Marquardt assignment's temporaries): tracemalloc peak per cell of whole fits
+#: before issue 16 was 35.7-43.3 B; 44 B kept.
 DENSE_BYTES_PER_CELL = 44
-#: resident bytes per variable of scipy's linprog(method="highs") on the transportation LP
-#: (growth of VmHWM over VmRSS across the call): 1306 B at 40,000 variables (n = 5000, k = 5),
-#: 1297 B at 160,000 (n = 20,000, k = 5), 1324 B at 400,000 (n = 50,000, k = 50); 257 B of
-#: them are scipy's Python-side copies seen by tracemalloc, the rest is HiGHS's own.
-HIGHS_BYTES_PER_VARIABLE = 1300
-#: LP variables per record: transport_assign starts from 8 candidate cells and doubles them
-#: while the LP is infeasible, which tied data cause: 8.00 variables per record on Gaussian
-#: samples (n = 5000, 20,000), but 8 -> 16 -> 32 -> 32.25 on the Adult sample (n = 10,000,
-#: 9953 distinct tuples in all of Adult's 48,842). 32 covers both (capped at |Q|).
-LP_CANDIDATES = 32
+#: bytes per record of the small-cell path: growth of VmHWM over VmRSS across PCL(5).fit on
+#: 10-D Gaussians: 2,218 B at n = 20,000 (candidate arrays, the min-cost flow's arcs, the
+#: local search's member lists, the k-d tree's output); 4096 B allows for ties (wider
+#: candidate lists) and other d.
+RECORD_BYTES = 4096
 #: a fit may use at most this fraction of the available memory
 MEMORY_FRACTION = 0.5
 
@@ -74,10 +60,12 @@ def available_memory() -> int:
 def pcl_peak_memory(n: int, k: int) -> int:
     """Estimated peak bytes of a PCL fit of n records with minimum cell size k (module
     docstring); 0 when there is a single cell (no assignment is solved)."""
+    from .pcl import SMOOTH_MIN_K
+
     Q = n // k
     if Q <= 1:
         return 0
-    return int(DENSE_BYTES_PER_CELL * n * Q + HIGHS_BYTES_PER_VARIABLE * n * min(Q, LP_CANDIDATES))
+    return int(RECORD_BYTES * n + (DENSE_BYTES_PER_CELL * n * Q if k >= SMOOTH_MIN_K else 0))
 
 
 def pcl_largest_n(k: int, budget: float) -> int:
@@ -106,7 +94,8 @@ def check_pcl_memory(n: int, k: int) -> None:
     budget = MEMORY_FRACTION * available
     if need > budget:
         raise ParameterError(
-            f"PCL with k = {k} on {n} records needs about {_gb(need)} of memory (n x n/k matrices), more than "
-            f"half of the {_gb(available)} available; use MDAV or V-MDAV (O(n d) memory), a larger k, or "
-            f"at most {pcl_largest_n(k, budget)} records for k = {k}"
+f"PCL with k = {k} on {n} records needs about {_gb(need)} of memory ({RECORD_BYTES} B per record"
+            f"{'' if need == RECORD_BYTES * n else ' and n x n/k matrices for cells of >= 256 records'}), more than "
+            f"half of the {_gb(available)} available; at most {pcl_largest_n(k, budget)} records for k = {k}; "
+            f"use blocks (block_size=, --block-size), MDAV or V-MDAV"
         )

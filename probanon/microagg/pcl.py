@@ -44,49 +44,74 @@ from ..errors import ParameterError
 from . import memory
 from .base import Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
-from .function import _assign_power
 from .local_search import iterated_local_search, local_search
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import strict_offsets
+from .candidates import nearest_cells, pooled_cells, power_assign
 from .transport import squared_distances, transport_assign
+from .univariate import optimal_univariate
 
 
-def _sse(Z, labels, Q) -> float:
+def _sse(Z, labels, Q=None) -> float:
+    """SSE of the partition (Q: number of cells, default labels.max() + 1)."""
+    Q = int(labels.max()) + 1 if Q is None else Q
     return float(((Z - group_means(Z, labels, Q)[labels]) ** 2).sum())
 
 
-def _alternate(Z, labels, k, Q, max_iter, neighbours, progress=_quiet):
-    """Exact-gain moves/swaps <-> exact assignment, while the SSE decreases."""
+#: candidate cells per record in the assignments along the run, and cells in the first pools
+CANDIDATES, POOL = 8, 16
+
+
+def _first_candidates(Z, labels, Q):
+    """Each record's first candidates: the POOL cells whose means are nearest to the mean of
+    its own cell (a scan over |Q|^2 pairs of cells, not n |Q| pairs)."""
+    centers = group_means(Z, labels, Q)
+    return nearest_cells(centers, centers, np.zeros(Q), POOL)[0][labels]
+
+
+def _reassign(Z, labels, k, Q, near, centers=None, exact=False):
+    """Size-constrained assignment to ``centers`` (default: the cell means) over the pooled
+    candidates of the previous one (:func:`.candidates.pooled_cells`): optimal over them and,
+    the own cell being one, never costlier than ``labels``; ``exact``: optimal over all cells
+    (pricing, :func:`.transport.transport_assign`). Returns (labels, candidates)."""
+    centers = group_means(Z, labels, Q) if centers is None else centers
+    pooled = pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES)
+    r = transport_assign(Z, centers, k, near=pooled, exact=exact)
+    return r.labels, r.candidates
+
+
+def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet, exact=False):
+    """Exact-gain moves/swaps <-> size-constrained assignment, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
     for step in range(max_iter):
         progress("local search", step, max_iter)
         moved = local_search(Z, best, k, neighbours=neighbours)
-        r = transport_assign(Z, group_means(Z, moved, Q), k)
-        sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, r.labels, Q), r.labels)], key=lambda t: t[0])
+        assigned, near = _reassign(Z, moved, k, Q, near, exact=exact)
+        sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
         if sse < best_sse * (1 - 1e-12):
             best, best_sse = labels, sse
         else:
             break
     progress("local search", max_iter, max_iter)
-    return best, best_sse
+    return best, near
 
 
-def _lloyd(Z, labels, k, Q, max_iter, speed, progress=_quiet):
-    """Exact assignment <-> (damped) centroid update, while the SSE decreases."""
+def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet, exact=False):
+    """Size-constrained assignment <-> (damped) centroid update, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
     centers = group_means(Z, labels, Q)
     for step in range(max_iter):
         progress("Lloyd", step, max_iter)
-        r = transport_assign(Z, centers, k)
-        sse = _sse(Z, r.labels, Q)
-        centers = speed * group_means(Z, r.labels, Q) + (1.0 - speed) * centers
+        assigned, near = _reassign(Z, best, k, Q, near, centers, exact)
+        sse = _sse(Z, assigned, Q)
+        centers = speed * group_means(Z, assigned, Q) + (1.0 - speed) * centers
         if sse < best_sse * (1 - 1e-12):
-            best, best_sse = r.labels, sse
+            best, best_sse = assigned, sse
         elif speed == 1.0:
             break
     progress("Lloyd", max_iter, max_iter)
-    return best
+    return best, near
 
 
 SMOOTH_MIN_K = 256  # cells at least this large: Levenberg-Marquardt offsets (Appendix A)
@@ -161,16 +186,18 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
             return smooth
     speed = 1.0 if speed is None else min(1.0, speed)
     kicks = min(50 * Q, 10_000) if kicks is None else kicks
-    labels = _lloyd(Z, start, k, Q, max_iter, speed, progress)
-    labels = _alternate(Z, labels, k, Q, max_iter, neighbours, progress)[0]
+    labels, near = _lloyd(Z, start, k, Q, max_iter, speed, _first_candidates(Z, start, Q), progress)
+    labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress)
     progress("kicks", 0, kicks)  # one numba call: no finer steps without changing its random stream
-    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours)
+    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, free_sizes=True)
     progress("kicks", kicks, kicks)
-    labels = _alternate(Z, labels, k, Q, max_iter, neighbours, progress)[0]
+    Q = int(labels.max()) + 1  # free sizes: the kicks may dissolve and split cells
+    near = _first_candidates(Z, labels, Q)
+    labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress, exact=True)
     progress("publish", 0, 1)
-    centers = group_means(Z, labels, Q)  # step 4: publishable power diagram
-    r = transport_assign(Z, centers, k)
-    strict = strict_offsets(Z, centers, r.labels, r.offsets)
+    centers = group_means(Z, labels, Q)  # step 4: publishable power diagram, exact assignment
+    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES))
+    strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
     progress("publish", 1, 1)
     return (r.labels, centers, r.offsets) if strict is None else (strict[0], centers, strict[1])
 
@@ -184,7 +211,9 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     cells, all of k records but the last); then the steps of the module docstring (small
     cells: steps 2 and 3, ``kicks`` rounds of iterated local search, default
     min(50 |Q|, 10000), seeded by ``random_state``, and steps 3 and 4 again). The result of
-    lowest SSE is returned, with the name of its start.
+    lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
+    partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
+    "optimal univariate"), with strict offsets.
 
     ``progress(stage, done, total)``, if given, is called before each start (stage "mdav
     start" or "pca start", before any numba compilation) and along each start's stages
@@ -199,6 +228,13 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
         progress("publish", 1, 1)
         return np.zeros(n, dtype=np.int64), Z.mean(axis=0, keepdims=True), np.zeros(1), names[0]
     rng = check_random_state(random_state)
+    if Z.shape[1] == 1:  # one column: the optimum itself, sizes free in k..2k-1 (Hansen & Mukherjee 2003)
+        progress("optimal univariate", 0, 1)
+        labels = optimal_univariate(Z[:, 0], k)
+        centers = group_means(Z, labels, int(labels.max()) + 1)
+        strict = strict_offsets(Z, centers, labels)
+        progress("optimal univariate", 1, 1)
+        return labels, centers, (np.zeros(len(centers)) if strict is None else strict[1]), "optimal univariate"
     best = None
     for number, name in enumerate(names):
         progress(f"{name} start", number, len(names))
@@ -207,7 +243,7 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
         else:
             start = principal_bisection(Z, np.r_[np.full(Q - 1, k), n - (Q - 1) * k])
         result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress)
-        sse = _sse(Z, result[0], Q)
+        sse = _sse(Z, result[0])
         if best is None or sse < best[0]:
             best = (sse, *result, name)
     return best[1:]
@@ -259,5 +295,5 @@ class PCL(Microaggregator):
         speed = None if self.speed is None else float(self.speed)
         labels, centers, offsets, self.start_ = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks,
                                                              random_state=rng, init=self.init, progress=progress)
-        self.function_mismatches_ = int((_assign_power(Z, centers, offsets) != labels).sum())
+        self.function_mismatches_ = int((power_assign(Z, centers, offsets) != labels).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}

@@ -15,8 +15,13 @@ lowers the cost by less than eps per step: true for labels that are optimal for 
 except for exact ties (identical records split between cells, which no function of the
 quasi-identifiers can separate; they are left out and counted by the caller).
 
-Only each record's ``candidates`` nearest cells give edges; a final exact assignment checks
-the far cells and adds any edge it finds violated.
+Only each record's ``candidates`` cells of lowest power cost give edges (:mod:`.candidates`,
+O(n L) memory); a final scan over all cells with the published rule's arithmetic finds the
+far cells that a record would still prefer and adds their edges.
+
+The same graph, with one more node (the sink s) and edges s -> q (c_q <= c_s = 0) and
+q -> s for cells above their minimum size (c_q >= c_s), gives the duals of the
+size-constrained assignment (:mod:`.transport`): :func:`feasible_potentials`.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .function import _assign_power
+from .candidates import improving_cells, nearest_cells
 
 
 @njit(cache=True)
@@ -48,7 +53,7 @@ def _edges(Z, centers, labels, near, keep):
             da += t * t
         for s in range(T):
             b = near[i, s]
-            if b == a:
+            if b == a or b < 0:
                 continue
             db = 0.0
             for c in range(d):
@@ -81,7 +86,7 @@ def _bellman_ford(Q, src, dst, w, c, eps, max_rounds, pred):
 
 
 def _negative_cycle(src, pred, node, Q):
-    """Edges of the cycle reached by following ``pred`` back from ``node``."""
+    """Edges of the cycle reached by following ``pred`` back from ``node`` (Q nodes)."""
     for _ in range(Q):
         node = src[pred[node]]
     cycle, v = [], node
@@ -93,12 +98,43 @@ def _negative_cycle(src, pred, node, Q):
             return cycle
 
 
-def _nearest(Z, centers, offsets, T):
-    from .transport import squared_distances
+def _graph(Z, centers, labels, near, keep, min_sizes):
+    """Edges (src, dst, w, rec) of the constraint graph; with ``min_sizes``, also the sink
+    node Q and its edges (rec = -1)."""
+    src, dst, w, rec = _edges(Z, centers, labels, near, keep)
+    if min_sizes is None:
+        return src, dst, w, rec
+    Q = centers.shape[0]
+    surplus = np.flatnonzero(np.bincount(labels, minlength=Q) > min_sizes)
+    sink = np.full(Q, Q, np.int64)
+    return (np.concatenate([src, sink, surplus]), np.concatenate([dst, np.arange(Q), np.full(surplus.size, Q)]),
+            np.concatenate([w, np.zeros(Q + surplus.size)]), np.concatenate([rec, np.full(Q + surplus.size, -1)]))
 
-    D = squared_distances(Z, centers) + offsets[None, :]
-    T = min(T, centers.shape[0])
-    return np.argpartition(D, T - 1, axis=1)[:, :T] if T < centers.shape[0] else np.tile(np.arange(T), (Z.shape[0], 1))
+
+def feasible_potentials(Z, centers, labels, near, c0, tol, keep=None, min_sizes=None, max_cancel: int = 10_000):
+    """Labels and potentials c with d(i, a(i)) + c_a <= d(i, b) + c_b + tol for every record i
+    and candidate cell b in ``near[i]`` (-1 pads), found by Bellman-Ford from ``c0`` (c only
+    falls). Negative exchange cycles beyond ``tol`` are cancelled first (their records move
+    one cell along the cycle: sizes kept, cost lowered). With ``min_sizes``, the sink node of
+    the module docstring is added: c has Q + 1 entries, c_Q = 0 at the start, cells above
+    their minimum size end at the sink's potential and the others at or below it; a cycle
+    through the sink moves a record out of a cell above its minimum. ``keep``: records that
+    give edges (default all). Returns (labels, c, edges) or None when cancelling does not end."""
+    labels = np.array(labels, dtype=np.int64)
+    keep = np.ones(labels.size, bool) if keep is None else keep
+    nodes = centers.shape[0] + (min_sizes is not None)
+    pred = np.zeros(nodes, np.int64)
+    for _ in range(max_cancel):
+        edges = _graph(Z, centers, labels, near, keep, min_sizes)
+        c = np.array(c0, dtype=np.float64)
+        last = _bellman_ford(nodes, *edges[:3], c, -tol, nodes + 1, pred)
+        if last < 0:
+            return labels, c, edges
+        src, rec = edges[0], edges[3]
+        for e in _negative_cycle(src, pred, last, nodes):
+            if rec[e] >= 0:
+                labels[rec[e]] = src[e]
+    return None
 
 
 def split_duplicates(Z, labels) -> np.ndarray:
@@ -113,44 +149,39 @@ def split_duplicates(Z, labels) -> np.ndarray:
 
 
 def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_rounds: int = 10,
-                   max_cancel: int = 10_000):
+                   max_cancel: int = 10_000, near=None):
     """Labels and offsets c for which the power diagram (centers, c) assigns every record its
     label (module docstring), except records with an identical twin in another cell. Labels
     that are optimal only to a solver's tolerance are first polished: each negative exchange
     cycle found is cancelled (its records move one cell along it; sizes are unchanged and the
-    cost falls). Returns (labels, c), or None when that does not converge."""
+    cost falls). Returns (labels, c), or None when that does not converge. Memory O(n (d +
+    candidates)). ``near`` (n, T; -1 pads): the first candidate cells of each record, instead
+    of its ``candidates`` cheapest (a scan over all cells)."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     labels = np.array(labels, dtype=np.int64)
     Q = centers.shape[0]
     c0 = np.zeros(Q) if offsets is None else np.array(offsets, dtype=np.float64)
     keep = ~split_duplicates(Z, labels)
-    scale = 1.0 + float(np.abs(c0).max()) + float(((Z[:, None, :] - centers[None, :1, :]) ** 2).sum(-1).max())
-    near = _nearest(Z, centers, c0, candidates)
+    scale = 1.0 + float(np.abs(c0).max()) + float(((Z - centers[:1]) ** 2).sum(1).max())
+    near = nearest_cells(Z, centers, c0, candidates)[0] if near is None else np.asarray(near, dtype=np.int64)
     pred = np.zeros(Q, np.int64)
     for _ in range(max_rounds):
-        for _ in range(max_cancel):  # polish: cancel negative cycles
-            src, dst, w, rec = _edges(Z, centers, labels, near, keep)
-            last = _bellman_ford(Q, src, dst, w, c0.copy(), -1e-13 * scale, Q + 1, pred)  # beyond rounding
-            if last < 0:
-                break
-            for e in _negative_cycle(src, pred, last, Q):
-                labels[rec[e]] = src[e]
-        else:
+        polished = feasible_potentials(Z, centers, labels, near, c0, 1e-13 * scale, keep, max_cancel=max_cancel)
+        if polished is None:
             return None
+        labels, _, (src, dst, w, _rec) = polished
         for eps in (1e-9 * scale, 1e-11 * scale, 1e-13 * scale, 0.0, -1e-13 * scale):
             c = c0.copy()
             if _bellman_ford(Q, src, dst, w, c, eps, Q + 1, pred) < 0:
                 break
         c -= c.mean()
-        got = _assign_power(Z, centers, c)
-        wrong = keep & (got != labels)
+        better, count = improving_cells(Z, centers, c, labels, 0.0)  # exactly the published rule's choice
+        wrong = keep & (count > 0)
         if not wrong.any():
             return labels, c
-        extra = np.column_stack([near[wrong], got[wrong]])  # add the violated far cells
-        grown = np.full((Z.shape[0], extra.shape[1]), -1, np.int64)
+        grown = np.full((Z.shape[0], near.shape[1] + better.shape[1]), -1, np.int64)  # add the violated far cells
         grown[:, : near.shape[1]] = near
-        grown[wrong] = extra
-        grown[grown < 0] = labels[np.nonzero(grown < 0)[0]]
+        grown[wrong, near.shape[1]:] = better[wrong]
         near = grown
     return None

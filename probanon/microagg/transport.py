@@ -7,13 +7,24 @@ points each is the transportation problem
     subject to sum_q y_iq = 1   (every point in one cell),
                sum_i y_iq >= m_q (every cell at least m_q points),   y >= 0,
 
-whose constraint matrix is totally unimodular, so HiGHS returns an integral vertex. Its duals
-lambda_q of the cell constraints are the cost offsets of the power diagram
-q(x) = argmin_q d(x, q) + lambda_q (Theorem 4's modified nearest-neighbour condition).
+whose constraint matrix is totally unimodular: it is a min-cost flow (points -> cells ->
+sink, each cell demanding m_q, the sink the remaining n - sum m), solved by OR-Tools'
+network simplex-free cost-scaling solver (``SimpleMinCostFlow``; costs scaled to integers
+with 2^-39 relative resolution, rounding made good by the polishing below). Measured at
+n = 20,000 / 100,000 (10-D Gaussian, k = 5, 8 candidates per point): HiGHS's LP 2.0 s / 13.0 s,
+the min-cost flow 0.23 s / 1.6 s, same optimum.
 
-Only each point's ``candidates`` nearest cells enter the LP; afterwards every excluded pair
-is priced with the duals (d_iq + lambda_q < u_i means it would improve) and added, until
-none is (column generation): the result is optimal for the full problem.
+Its duals lambda_q of the cell constraints are the cost offsets of the power diagram
+q(x) = argmin_q d(x, q) + lambda_q (Theorem 4's modified nearest-neighbour condition). The
+flow solver does not return them: they are shortest-path potentials of the cells
+(:func:`.potentials.feasible_potentials`, with the sink node; any exchange cycle that
+rounding left negative is cancelled there).
+
+Only each point's ``candidates`` cells of lowest cost enter the flow (:mod:`.candidates`,
+no n x |Q| matrix); afterwards every excluded pair is priced with the potentials
+(d_iq + lambda_q < d_ia + lambda_a - tol, a the point's cell, means it would improve; a scan
+with early exit, O(n) memory) and added, until none is (column generation): the result is
+optimal for the full problem to within tol = 1e-10 of the largest candidate cost per point.
 """
 
 from __future__ import annotations
@@ -21,10 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix
 
 from ..errors import ParameterError, ProbanonError
+from .candidates import _pair_costs, improving_cells, nearest_cells
+from .potentials import feasible_potentials
 
 
 @dataclass(frozen=True)
@@ -34,56 +45,95 @@ class TransportAssignment:
     labels: np.ndarray  # cell of each point
     offsets: np.ndarray  # lambda_q: cost offsets (duals of the size constraints)
     cost: float  # sum of d over the assignment (the SSE for squared distances)
-    columns: int  # candidate pairs in the final LP
+    columns: int  # candidate pairs in the final flow problem
+    candidates: np.ndarray  # (n, T) candidate cells of each point in the final flow problem, -1 pads
 
 
 def squared_distances(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
-    """d_iq = ||z_i - c_q||^2, shape (n, |Q|), by the expansion with a floor at 0."""
+    """d_iq = ||z_i - c_q||^2, shape (n, |Q|), by the expansion with a floor at 0 (dense: only
+    for the large-cell path, where |Q| <= n / 256)."""
     d = (Z**2).sum(1)[:, None] - 2.0 * Z @ centers.T + (centers**2).sum(1)[None, :]
     return np.maximum(d, 0.0)
 
 
-def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 20) -> TransportAssignment:
+#: integer costs of the flow: the largest candidate cost becomes 2^39 (OR-Tools needs the
+#: largest cost times the number of nodes to fit in 63 bits)
+COST_BITS = 39
+
+
+def _min_cost_flow(near, cost, m):
+    """Labels of the cheapest assignment over the candidate pairs (``near``: -1 pads) with cell
+    q receiving at least m_q points; None when these candidates admit none."""
+    from ortools.graph.python import min_cost_flow
+
+    n, Q = near.shape[0], m.size
+    valid = near >= 0
+    rows = np.nonzero(valid)[0]
+    cols = near[valid]
+    scale = 2.0**COST_BITS / max(float(cost[valid].max()), 1e-300)
+    solver = min_cost_flow.SimpleMinCostFlow()
+    solver.add_arcs_with_capacity_and_unit_cost(
+        np.r_[rows, n + np.arange(Q)], np.r_[n + cols, np.full(Q, n + Q)],
+        np.r_[np.ones(rows.size, np.int64), np.full(Q, n, np.int64)],
+        np.r_[np.round(cost[valid] * scale).astype(np.int64), np.zeros(Q, np.int64)])
+    solver.set_nodes_supplies(np.arange(n + Q + 1), np.r_[np.ones(n, np.int64), -m, [m.sum() - n]])
+    status = solver.solve()
+    if status == solver.INFEASIBLE:
+        return None
+    if status != solver.OPTIMAL:
+        raise ProbanonError(f"size-constrained assignment failed: min-cost flow status {status}")
+    chosen = solver.flows(np.arange(rows.size)) > 0
+    labels = np.empty(n, np.int64)
+    labels[rows[chosen]] = cols[chosen]
+    return labels
+
+
+def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
+                     exact: bool = True) -> TransportAssignment:
     """Optimal assignment of the rows of ``Z`` to ``centers`` with at least ``min_sizes[q]``
-    points in cell q (an int applies to every cell). See the module docstring."""
-    Z = np.asarray(Z, dtype=np.float64)
-    centers = np.asarray(centers, dtype=np.float64)
+    points in cell q (an int applies to every cell). See the module docstring. ``offsets``
+    (e.g. the previous call's) pick the first candidates by d + offset and start the
+    potentials: fewer pricing rounds when the centres moved little. ``near`` (n, T; -1 pads)
+    gives the first candidates instead (e.g. :func:`.candidates.pooled_cells`, no scan over
+    all cells). ``exact=False`` stops after the first feasible flow: optimal over the
+    candidates only (no duals: ``offsets`` is None). Memory O(n (d + candidates))."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
     n, Q = Z.shape[0], centers.shape[0]
-    m = np.full(Q, int(min_sizes)) if np.isscalar(min_sizes) else np.asarray(min_sizes, dtype=np.int64)
+    m = np.full(Q, int(min_sizes), np.int64) if np.isscalar(min_sizes) else np.asarray(min_sizes, dtype=np.int64)
     if m.sum() > n:
         raise ParameterError(f"cells need {m.sum()} points but there are only {n}")
-    D = squared_distances(Z, centers)
+    start = np.zeros(Q) if offsets is None else np.minimum(np.asarray(offsets, dtype=np.float64) - np.max(offsets), 0.0)
     L = min(Q, max(2, candidates))
-    mask = np.zeros((n, Q), bool)
-    near = np.argpartition(D, L - 1, axis=1)[:, :L] if L < Q else np.tile(np.arange(Q), (n, 1))
-    mask[np.arange(n)[:, None], near] = True
+    near = nearest_cells(Z, centers, start, L)[0] if near is None else np.asarray(near, dtype=np.int64)
+    c0 = np.r_[start, 0.0]
+    c = None
     for _ in range(max_rounds):
-        rows, cols = np.nonzero(mask)
-        nv = rows.size
-        A_eq = csr_matrix((np.ones(nv), (rows, np.arange(nv))), shape=(n, nv))
-        A_ub = csr_matrix((-np.ones(nv), (cols, np.arange(nv))), shape=(Q, nv))
-        res = linprog(D[rows, cols], A_ub=A_ub, b_ub=-m, A_eq=A_eq, b_eq=np.ones(n),
-                      bounds=(0, None), method="highs")
-        if res.status == 2:  # infeasible with these candidates: widen them
-            if mask.all():
+        cost = _pair_costs(Z, centers, np.zeros(Q), near)
+        labels = _min_cost_flow(near, cost, m)
+        if labels is None:  # infeasible with these candidates: widen them
+            if L == Q:
                 raise ProbanonError("size-constrained assignment is infeasible")
             L = min(Q, 2 * L)
-            near = np.argpartition(D, L - 1, axis=1)[:, :L] if L < Q else np.tile(np.arange(Q), (n, 1))
-            mask[np.arange(n)[:, None], near] = True
+            near = nearest_cells(Z, centers, start, L)[0]
             continue
-        if res.status != 0:
-            raise ProbanonError(f"transportation LP failed: {res.message}")
-        u = res.eqlin.marginals
-        lam = res.ineqlin.marginals
-        # price the excluded pairs: reduced cost d_iq + lam_q - u_i < 0 would improve
-        reduced = D + lam[None, :] - u[:, None]
-        improving = (~mask) & (reduced < -1e-9 * (1.0 + np.abs(D)))
-        if not improving.any():
+        if not exact:
             break
-        mask |= improving
-    x = res.x
-    labels = np.empty(n, np.int64)
-    chosen = x > 0.5
-    labels[rows[chosen]] = cols[chosen]
-    return TransportAssignment(labels=labels, offsets=np.asarray(lam), cost=float(D[np.arange(n), labels].sum()),
-                               columns=int(nv))
+        tol = 1e-10 * float(cost[np.isfinite(cost)].max())
+        found = feasible_potentials(Z, centers, labels, near, c0, tol / 4, min_sizes=m)
+        if found is None:
+            raise ProbanonError("size-constrained assignment: rounding cycles do not end")
+        labels, c, _ = found
+        c = c[:Q] - c[Q]
+        better, count = improving_cells(Z, centers, c, labels, tol)  # price the excluded pairs
+        if not count.any():
+            break
+        grown = np.full((n, near.shape[1] + better.shape[1]), -1, np.int64)
+        grown[:, : near.shape[1]] = near
+        grown[:, near.shape[1]:] = better
+        near, c0 = grown, np.r_[c, 0.0]
+    else:
+        raise ProbanonError(f"size-constrained assignment: pricing did not end in {max_rounds} rounds")
+    own = _pair_costs(Z, centers, np.zeros(Q), labels[:, None])[:, 0]
+    return TransportAssignment(labels=labels, offsets=c, cost=float(own.sum()), columns=int((near >= 0).sum()),
+                               candidates=near)

@@ -1,0 +1,264 @@
+"""Cells near each record, without an n x |Q| matrix: O(n (d + L)) memory.
+
+The power cost of record z in cell q is d(z, q) + c_q, d the squared Euclidean distance. It
+is a squared distance in one more dimension: with h_q = sqrt(c_q - min c), the lifted centre
+(xhat_q, h_q) and the lifted record (z, 0) are at squared distance d(z, q) + c_q - min c. A
+k-d tree over the lifted centres (SciPy's ``cKDTree``, O(|Q| d) memory, queried in
+parallel) therefore gives each record its cells of lowest power cost. The tree's distances
+are rounded differently from the published rule, so every decision is taken on exact costs
+(:func:`_pair_costs`: summed column by column, as :func:`.function._power_rows` does), and a
+record is settled by the tree only when the farthest cell it returned is beyond the record's
+own cost by more than the rounding can explain (``MARGIN``); the few other records are
+scanned over all cells. Measured at n = 20,000, |Q| = 4,000, d = 10 on the shared 2-core
+machine: tree query of 2 cells 0.9 s, against 1.3 s for the published rule over all cells
+and 2.1 s for a scan with early exit.
+
+:func:`nearest_cells`
+    the L cells of lowest power cost (candidates of the size-constrained assignment,
+    :mod:`.transport`, and of the strict offsets, :mod:`.potentials`; no exactness needed).
+:func:`improving_cells`
+    for records with labels a(i), cells b with d(i, b) + c_b < d(i, a) + c_a - tol (pricing of
+    the excluded pairs: the duals certify an assignment optimal when there is none); with
+    tol = 0 also b < a at equal cost, i.e. exactly the records whose cell the published
+    power-diagram rule (lowest index on ties) would change.
+:func:`power_assign`
+    the published rule itself, argmin_q d(z, q) + c_q, lowest q on ties, bit for bit.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+from numba import njit, prange
+from scipy.spatial import cKDTree
+
+PARALLEL_MIN = 2000  # fewer records: one thread
+#: relative rounding allowance between the tree's lifted distances and the exact costs
+MARGIN = 1e-9
+
+
+def _chunks() -> int:
+    return 8 * numba.get_num_threads()
+
+
+@njit(cache=True)
+def _costs_rows(Z, lo, hi, centers, offsets, near, out):
+    for i in range(lo, hi):
+        for t in range(near.shape[1]):
+            q = near[i, t]
+            if q < 0:
+                out[i, t] = np.inf
+                continue
+            acc = 0.0
+            for c in range(Z.shape[1]):
+                v = Z[i, c] - centers[q, c]
+                acc += v * v
+            out[i, t] = acc + offsets[q]
+
+
+@njit(cache=True, parallel=True)
+def _costs_parallel(Z, centers, offsets, near, out, nchunks):
+    per = (Z.shape[0] + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        _costs_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, near, out)
+
+
+def _pair_costs(Z, centers, offsets, near):
+    """Exact power costs d(i, near[i, t]) + offsets (inf where near is -1), the rule's arithmetic."""
+    near = np.ascontiguousarray(near, dtype=np.int64)
+    out = np.empty(near.shape)
+    if Z.shape[0] >= PARALLEL_MIN:
+        _costs_parallel(Z, centers, offsets, near, out, _chunks())
+    else:
+        _costs_rows(Z, 0, Z.shape[0], centers, offsets, near, out)
+    return out
+
+
+def _tree_query(Z, centers, offsets, K):
+    """(idx, reach): the K cells of lowest lifted distance of each record, and a cost below
+    which no other cell can be (the K-th lifted distance, less the rounding allowance)."""
+    low = float(offsets.min())
+    lifted = np.column_stack([centers, np.sqrt(np.maximum(offsets - low, 0.0))])
+    tree = cKDTree(lifted)
+    dist, idx = tree.query(np.column_stack([Z, np.zeros(Z.shape[0])]), K, workers=-1)
+    dist, idx = dist.reshape(Z.shape[0], K), idx.reshape(Z.shape[0], K).astype(np.int64)
+    far = dist[:, -1] ** 2 + low
+    scale = 1.0 + np.abs(far) + abs(low) + float(np.abs(centers).max()) ** 2 + float(np.abs(Z).max()) ** 2
+    return idx, far - MARGIN * scale
+
+
+def nearest_cells(Z, centers, offsets, L: int):
+    """(idx, cost): for each row of Z the min(L, |Q|) cells of lowest power cost d + offset
+    (from the tree, ordered by the exact costs) and those exact costs; shapes (n, L)."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.float64)
+    L = min(int(L), centers.shape[0])
+    idx = _tree_query(Z, centers, offsets, L)[0]
+    cost = _pair_costs(Z, centers, offsets, idx)
+    order = np.argsort(cost, axis=1, kind="stable")
+    return np.take_along_axis(idx, order, 1), np.take_along_axis(cost, order, 1)
+
+
+@njit(cache=True)
+def _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count):
+    Q, d = centers.shape
+    P = out.shape[1]
+    for i in range(lo, hi):
+        a = labels[i]
+        own = 0.0
+        for c in range(d):
+            t = Z[i, c] - centers[a, c]
+            own += t * t
+        u = own + offsets[a]
+        m = 0
+        for q in range(Q):
+            if q == a:
+                continue
+            bound = u - offsets[q] + 1e-12 * (abs(u) + abs(offsets[q]))  # slack: ties are decided below
+            acc = 0.0
+            done = True
+            for c in range(d):
+                t = Z[i, c] - centers[q, c]
+                acc += t * t
+                if acc > bound:
+                    done = False
+                    break
+            if not done:
+                continue
+            v = acc + offsets[q]
+            if v < u - tol or (tol == 0.0 and v == u and q < a):
+                if m < P:
+                    out[i, m] = q
+                m += 1
+        count[i] = m
+
+
+@njit(cache=True, parallel=True)
+def _improving_parallel(Z, centers, offsets, labels, tol, out, count, nchunks):
+    per = (Z.shape[0] + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        _improving_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, tol, out, count)
+
+
+def _scan(Z, centers, offsets, labels, rows, tol, P):
+    """The exact scan over all cells for the given rows: (cells (len(rows), P), count)."""
+    out = np.full((rows.size, P), -1, np.int64)
+    count = np.zeros(rows.size, np.int64)
+    if rows.size:
+        Zr = np.ascontiguousarray(Z[rows])
+        lr = np.ascontiguousarray(labels[rows])
+        if rows.size >= PARALLEL_MIN:
+            _improving_parallel(Zr, centers, offsets, lr, float(tol), out, count, _chunks())
+        else:
+            _improving_rows(Zr, 0, rows.size, centers, offsets, lr, float(tol), out, count)
+    return out, count
+
+
+def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4):
+    """(cells, count): up to P cells per record that beat its own cell by more than ``tol``
+    (module docstring; -1 pads), and how many were found (0 exactly when there is none);
+    shapes (n, P) and (n,)."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.float64)
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    n, Q = Z.shape[0], centers.shape[0]
+    K = min(P + 1, Q)
+    idx, reach = _tree_query(Z, centers, offsets, K)
+    cost = _pair_costs(Z, centers, offsets, idx)
+    own = _pair_costs(Z, centers, offsets, labels[:, None])[:, 0]
+    beats = (cost < (own - tol)[:, None]) | ((tol == 0.0) & (cost == own[:, None]) & (idx < labels[:, None]))
+    beats &= idx != labels[:, None]
+    count = beats.sum(1)
+    order = np.argsort(~beats, axis=1, kind="stable")[:, :P]
+    out = np.where(np.take_along_axis(beats, order, 1), np.take_along_axis(idx, order, 1), -1)
+    if P > K - 1:
+        out = np.column_stack([out, np.full((n, P - out.shape[1]), -1, np.int64)])[:, :P]
+    # records the tree does not settle: nothing found, but a cell beyond those returned could still be cheaper
+    unsure = np.flatnonzero((count == 0) & (reach <= own - tol) & (K < Q))
+    out[unsure], count[unsure] = _scan(Z, centers, offsets, labels, unsure, tol, P)
+    return out, count
+
+
+def power_assign(Z, centers, offsets, K: int = 4) -> np.ndarray:
+    """argmin_q d(z, q) + offsets_q for each row of Z, lowest q on ties, bit for bit the
+    published rule (:func:`.function._power_rows`), from the tree with an exact check."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    centers = np.ascontiguousarray(centers, dtype=np.float64)
+    offsets = np.ascontiguousarray(offsets, dtype=np.float64)
+    K = min(K, centers.shape[0])
+    idx, reach = _tree_query(Z, centers, offsets, K)
+    cost = _pair_costs(Z, centers, offsets, idx)
+    best = cost.min(1)
+    labels = np.where(cost == best[:, None], idx, np.iinfo(np.int64).max).min(1)  # lowest cell among ties
+    unsure = np.flatnonzero(reach <= best) if K < centers.shape[0] else np.empty(0, np.int64)
+    if unsure.size:  # a cell beyond those returned might tie or win: the exact scan decides
+        better, count = _scan(Z, centers, offsets, labels, unsure, 0.0, 1)
+        fixed = labels[unsure].copy()
+        while (count > 0).any():  # move to a better cell until none beats it
+            move = count > 0
+            fixed[move] = better[move, 0]
+            labels[unsure] = fixed
+            better, count = _scan(Z, centers, offsets, labels, unsure, 0.0, 1)
+    return labels
+
+
+@njit(cache=True)
+def _pool_rows(Z, lo, hi, centers, offsets, labels, start, pool, idx):
+    """Top-L cells by d + offset among the pool of each record's own cell, own cell kept."""
+    d = centers.shape[1]
+    L = idx.shape[1]
+    key = np.empty(L)
+    for i in range(lo, hi):
+        a = labels[i]
+        for t in range(L):
+            key[t] = np.inf
+            idx[i, t] = -1
+        for s in range(start[a], start[a + 1]):
+            q = pool[s]
+            acc = 0.0
+            for c in range(d):
+                t = Z[i, c] - centers[q, c]
+                acc += t * t
+            v = acc + offsets[q]
+            if q != a and v >= key[L - 1]:
+                continue
+            t = L - 1
+            if q == a:
+                v = -np.inf  # the own cell always stays a candidate (the flow can keep the assignment)
+            while t > 0 and key[t - 1] > v:
+                key[t] = key[t - 1]
+                idx[i, t] = idx[i, t - 1]
+                t -= 1
+            key[t] = v
+            idx[i, t] = q
+
+
+@njit(cache=True, parallel=True)
+def _pool_parallel(Z, centers, offsets, labels, start, pool, idx, nchunks):
+    per = (Z.shape[0] + nchunks - 1) // nchunks
+    for t in prange(nchunks):
+        _pool_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, start, pool, idx)
+
+
+def pooled_cells(Z, centers, offsets, labels, near, L: int):
+    """Candidates without a scan over all cells: the pool of cell a is every cell that is a
+    candidate (row of ``near``, -1 pads) of some record labelled a, and a itself; each record
+    gets the min(L, pool size) cells of its own cell's pool with the lowest d + offset, its own
+    cell always among them. O(n L d) time when cells move little between calls."""
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    Q = centers.shape[0]
+    labels = np.ascontiguousarray(labels, dtype=np.int64)
+    valid = near >= 0
+    keys = np.unique(np.r_[labels[np.nonzero(valid)[0]] * Q + near[valid], np.arange(Q) * (Q + 1)])
+    owner, pool = np.divmod(keys, Q)
+    start = np.searchsorted(owner, np.arange(Q + 1))
+    idx = np.empty((Z.shape[0], L), np.int64)
+    args = (Z, np.ascontiguousarray(centers, dtype=np.float64), np.ascontiguousarray(offsets, dtype=np.float64),
+            labels, start, pool, idx)
+    if Z.shape[0] >= PARALLEL_MIN:
+        _pool_parallel(*args, _chunks())
+    else:
+        _pool_rows(*args[:1], 0, Z.shape[0], *args[1:])
+    return idx
