@@ -1,4 +1,5 @@
-"""Exact-gain local search for size-constrained clustering (moves and swaps).
+"""Exact-gain local search for clustering with cells of at least k records (moves, swaps,
+dissolves, splits).
 
 Fixed centroids + optimal assignment (the transportation step) and centroid updates stop in
 local minima where moving one record changes the centroids it leaves and joins. These moves
@@ -9,68 +10,68 @@ are evaluated with their exact effect on the SSE (c_A, c_B centroids, n_A, n_B s
     swap x in A with y in B (sizes unchanged), v = y - x:
         dSSE = -2 (c_A - c_B) . v - ||v||^2 (1/n_A + 1/n_B)
 
-Each record tries its ``neighbours`` nearest other cells; improving moves are applied at once
-(first improvement), and sweeps repeat until none improves. The SSE never increases and every
-cell keeps at least k records.
+Free cell sizes (``free_sizes=True``): the number of cells and their sizes are part of the
+optimisation (every cell >= k records, as in V-MDAV), with two more moves:
 
-:func:`iterated_local_search` escapes the local minima of these moves: a kick of a few random
-swaps between a random cell and its nearest cells, moves and swaps on the records of those
-cells until none improves, and the kick is kept only if the SSE fell (else undone).
+    dissolve A: its records go one by one to the neighbouring cell B of least insertion cost;
+        dSSE = sum over the records, in that order, of the move formula above (the last record
+        leaves a cell of one record: removal term 0);
+    split A (n_A >= 2k) into A1, A2 (each >= k), cut along the direction between A's record
+        farthest from c_A and the record farthest from that one, at the cut of largest
+        dSSE = -n_1 n_2 / n_A ||c_1 - c_2||^2   (the between-parts term of SSE_A: a split
+        never raises the SSE, and a cell of >= 2k records can always be split).
+
+Candidates: each cell keeps a list of its ``candidates`` nearest cells (centroids, SciPy
+``cKDTree``, refreshed before every sweep of :func:`local_search` and every chunk of kicks of
+:func:`iterated_local_search`); a record of cell A tries the ``neighbours`` cells of A's list
+nearest to it. A sweep costs O(n (candidates d + neighbours k d)), memory O(n d + |Q| candidates).
+Improving moves are applied at once (first improvement), and sweeps repeat until none
+improves. The SSE never increases and every cell keeps at least k records.
+
+:func:`iterated_local_search` escapes the local minima of these moves: a kick (a few random
+swaps between a random cell and its ``around`` nearest cells, or with free sizes, half of the
+time, the dissolution of that cell), moves and swaps on the records of those cells until none
+improves, splits of the cells that reached 2k records (free sizes) and moves and swaps again;
+the kick is kept only if the SSE fell (else undone from its log).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
+from scipy.spatial import cKDTree
+
+from ..errors import ParameterError
+
+LOG_ROWS = 1 << 16  # undo log of one kick; a change that would overflow it is not made
 
 
 @njit(cache=True)
-def _nearest_of(Z, i, cent, a, cand, T, dist, out):
-    """The T cells other than a whose centroids are nearest to record i (partial selection),
-    among the cells ``cand`` (all cells if it is empty)."""
-    d = cent.shape[1]
-    for t in range(T):
-        dist[t] = np.inf
-        out[t] = -1
-    m = cand.size if cand.size > 0 else cent.shape[0]
-    for r in range(m):
-        q = cand[r] if cand.size > 0 else r
-        if q == a:
-            continue
-        acc = 0.0
-        for c in range(d):
-            v = Z[i, c] - cent[q, c]
-            acc += v * v
-        if acc < dist[T - 1]:
-            t = T - 1
-            while t > 0 and dist[t - 1] > acc:
-                dist[t] = dist[t - 1]
-                out[t] = out[t - 1]
-                t -= 1
-            dist[t] = acc
-            out[t] = q
-
-
-@njit(cache=True)
-def _relocate(Z, i, a, b, labels, sums, counts, members, sizes, pos, cent):
-    """Move record i from cell a to cell b, updating sums, counts, centroids, member lists."""
-    p = pos[i]
-    last = members[a, sizes[a] - 1]
-    members[a, p] = last
-    pos[last] = p
-    sizes[a] -= 1
-    members[b, sizes[b]] = i
-    pos[i] = sizes[b]
-    sizes[b] += 1
-    for c in range(Z.shape[1]):
-        sums[a, c] -= Z[i, c]
-        sums[b, c] += Z[i, c]
+def _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent):
+    """Move record i from cell a to cell b: sums, counts, centroids, member lists."""
+    if prv[i] >= 0:  # unlink from a
+        nxt[prv[i]] = nxt[i]
+    else:
+        head[a] = nxt[i]
+    if nxt[i] >= 0:
+        prv[nxt[i]] = prv[i]
+    prv[i] = -1  # link at the head of b
+    nxt[i] = head[b]
+    if head[b] >= 0:
+        prv[head[b]] = i
+    head[b] = i
     counts[a] -= 1
     counts[b] += 1
     labels[i] = b
-    for c in range(Z.shape[1]):
-        cent[a, c] = sums[a, c] / counts[a]
+    d = Z.shape[1]
+    for c in range(d):
+        sums[a, c] -= Z[i, c]
+        sums[b, c] += Z[i, c]
         cent[b, c] = sums[b, c] / counts[b]
+        if counts[a] > 0:
+            cent[a, c] = sums[a, c] / counts[a]
+        else:
+            sums[a, c] = 0.0  # an empty cell restarts from exact zeros
 
 
 @njit(cache=True)
@@ -86,10 +87,41 @@ def _swap_delta(Z, i, j, a, b, counts, cent):
 
 
 @njit(cache=True)
-def _best_move(Z, i, a, near, counts, cent, members, sizes, k, eps):
+def _sqdist(Z, i, cent, q):
+    acc = 0.0
+    for c in range(Z.shape[1]):
+        v = Z[i, c] - cent[q, c]
+        acc += v * v
+    return acc
+
+
+@njit(cache=True)
+def _candidates(Z, i, a, nbr, counts, cent, dist, out):
+    """The T = out.size non-empty cells of a's neighbour list nearest to record i (partial
+    selection, -1 where fewer)."""
+    T = out.size
+    for t in range(T):
+        dist[t] = np.inf
+        out[t] = -1
+    for r in range(nbr.shape[1]):
+        q = nbr[a, r]
+        if q < 0 or q == a or counts[q] == 0:
+            continue
+        acc = _sqdist(Z, i, cent, q)
+        if acc < dist[T - 1]:
+            t = T - 1
+            while t > 0 and dist[t - 1] > acc:
+                dist[t] = dist[t - 1]
+                out[t] = out[t - 1]
+                t -= 1
+            dist[t] = acc
+            out[t] = q
+
+
+@njit(cache=True)
+def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps):
     """Best move or swap of record i (cell a) into one of the cells ``near``:
     (SSE change, target cell or -1, swap partner or -1)."""
-    d = Z.shape[1]
     na = counts[a]
     best = -eps
     best_b = -1
@@ -99,61 +131,230 @@ def _best_move(Z, i, a, near, counts, cent, members, sizes, k, eps):
         if b < 0:
             continue
         nb = counts[b]
-        if na > k and sizes[b] < members.shape[1]:  # move
-            da = 0.0
-            db = 0.0
-            for c in range(d):
-                ta = Z[i, c] - cent[a, c]
-                tb = Z[i, c] - cent[b, c]
-                da += ta * ta
-                db += tb * tb
-            delta = nb / (nb + 1.0) * db - na / (na - 1.0) * da
+        if na > k:  # move
+            delta = nb / (nb + 1.0) * _sqdist(Z, i, cent, b) - na / (na - 1.0) * _sqdist(Z, i, cent, a)
             if delta < best:
                 best, best_b, best_j = delta, b, -1
-        for s in range(sizes[b]):  # swaps with every member of b
-            j = members[b, s]
+        j = head[b]
+        while j >= 0:  # swaps with every member of b
             delta = _swap_delta(Z, i, j, a, b, counts, cent)
             if delta < best:
                 best, best_b, best_j = delta, b, j
+            j = nxt[j]
     return best, best_b, best_j
 
 
 @njit(cache=True)
-def _apply(Z, i, a, b, j, labels, sums, counts, members, sizes, pos, cent, log, nlog):
-    """Apply a move (j < 0) or swap, appending (record, from, to) to the log; new log length."""
-    _relocate(Z, i, a, b, labels, sums, counts, members, sizes, pos, cent)
+def _log(log, nlog, x, y, z):
     if nlog < log.shape[0]:
-        log[nlog, 0], log[nlog, 1], log[nlog, 2] = i, a, b
-    nlog += 1
-    if j >= 0:
-        _relocate(Z, j, b, a, labels, sums, counts, members, sizes, pos, cent)
-        if nlog < log.shape[0]:
-            log[nlog, 0], log[nlog, 1], log[nlog, 2] = j, b, a
-        nlog += 1
-    return nlog
+        log[nlog, 0], log[nlog, 1], log[nlog, 2] = x, y, z
+    return nlog + 1
 
 
 @njit(cache=True)
-def _improve(Z, records, cand, labels, sums, counts, members, sizes, pos, cent, k, T, eps, max_sweeps, log, nlog):
-    """Sweeps of best moves/swaps of ``records`` into their T nearest cells among ``cand`` (all
-    if empty) until none improves. Returns (SSE decrease, log length)."""
+def _improve(Z, records, nbr, labels, sums, counts, head, nxt, prv, cent, k, T, eps, max_sweeps, log, nlog):
+    """Sweeps of best moves/swaps of ``records`` into their T nearest candidate cells until none
+    improves; changes are logged as (record, from, to) while ``log`` has room (none is made
+    past it; an empty log means no undo). Returns (SSE decrease, log length)."""
     dist = np.empty(T)
     near = np.empty(T, np.int64)
     gain = 0.0
+    undo = log.shape[0] > 0
     for _ in range(max_sweeps):
         g = 0.0
         for r in range(records.size):
+            if undo and nlog + 2 > log.shape[0]:
+                break
             i = records[r]
             a = labels[i]
-            _nearest_of(Z, i, cent, a, cand, T, dist, near)
-            delta, b, j = _best_move(Z, i, a, near, counts, cent, members, sizes, k, eps)
+            _candidates(Z, i, a, nbr, counts, cent, dist, near)
+            delta, b, j = _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps)
             if b >= 0:
                 g -= delta
-                nlog = _apply(Z, i, a, b, j, labels, sums, counts, members, sizes, pos, cent, log, nlog)
+                _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent)
+                if undo:
+                    nlog = _log(log, nlog, i, a, b)
+                if j >= 0:
+                    _relocate(Z, j, b, a, labels, sums, counts, head, nxt, prv, cent)
+                    if undo:
+                        nlog = _log(log, nlog, j, b, a)
         gain += g
         if g <= eps:
             break
     return gain, nlog
+
+
+@njit(cache=True)
+def _members(a, head, nxt, buf):
+    """Members of cell a into buf; their number."""
+    m = 0
+    j = head[a]
+    while j >= 0:
+        buf[m] = j
+        m += 1
+        j = nxt[j]
+    return m
+
+
+@njit(cache=True)
+def _split(Z, a, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, buf, proj, eps, log, nlog):
+    """Split cell a (>= 2k records) in two of >= k at the best cut along its extreme direction
+    (module docstring); the second part takes a cell id from the ``free`` stack. Returns
+    (SSE decrease, new cell or -1, log length). Not made when it gains nothing or the log is
+    full."""
+    m = _members(a, head, nxt, buf)
+    undo = log.shape[0] > 0
+    if m < 2 * k or top[0] == 0 or (undo and nlog + m + 1 > log.shape[0]):
+        return 0.0, -1, nlog
+    d = Z.shape[1]
+    far, far_d = buf[0], -1.0
+    for t in range(m):
+        dd = _sqdist(Z, buf[t], cent, a)
+        if dd > far_d:
+            far, far_d = buf[t], dd
+    other, other_d = far, -1.0
+    for t in range(m):
+        dd = 0.0
+        for c in range(d):
+            dd += (Z[buf[t], c] - Z[far, c]) ** 2
+        if dd > other_d:
+            other, other_d = buf[t], dd
+    for t in range(m):
+        acc = 0.0
+        for c in range(d):
+            acc += (Z[buf[t], c] - Z[far, c]) * (Z[other, c] - Z[far, c])
+        proj[t] = acc
+    order = np.argsort(proj[:m], kind="mergesort")
+    total = np.zeros(d)
+    for t in range(m):
+        for c in range(d):
+            total[c] += Z[buf[t], c]
+    part = np.zeros(d)
+    best, cut = eps, -1
+    for t in range(m - k):
+        for c in range(d):
+            part[c] += Z[buf[order[t]], c]
+        n1 = t + 1
+        if n1 >= k:
+            n2 = m - n1
+            acc = 0.0
+            for c in range(d):
+                v = part[c] / n1 - (total[c] - part[c]) / n2
+                acc += v * v
+            between = n1 * n2 / m * acc
+            if between > best:
+                best, cut = between, n1
+    if cut < 0:
+        return 0.0, -1, nlog
+    top[0] -= 1
+    new = free[top[0]]
+    if undo:
+        nlog = _log(log, nlog, -2, new, 0)
+    for t in range(cut, m):
+        i = buf[order[t]]
+        _relocate(Z, i, a, new, labels, sums, counts, head, nxt, prv, cent)
+        if undo:
+            nlog = _log(log, nlog, i, a, new)
+    R = nbr.shape[1]
+    for r in range(R - 1):  # the new cell's candidates: a and a's own (a sees it too)
+        nbr[new, r + 1] = nbr[a, r]
+    nbr[new, 0] = a
+    nbr[a, R - 1] = new
+    return best, new, nlog
+
+
+@njit(cache=True)
+def _split_large(Z, cells, ncells, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, buf, proj, eps,
+                 log, nlog):
+    """Split the cells of ``cells[:ncells]`` (a work stack, may hold repeats) while they hold
+    >= 2k records. Returns (SSE decrease, log length)."""
+    gain = 0.0
+    while ncells > 0:
+        ncells -= 1
+        a = cells[ncells]
+        if counts[a] < 2 * k:
+            continue
+        g, new, nlog = _split(Z, a, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, buf, proj, eps,
+                              log, nlog)
+        if new >= 0 and ncells + 2 <= cells.size:
+            gain += g
+            cells[ncells] = a
+            cells[ncells + 1] = new
+            ncells += 2
+        elif new >= 0:
+            gain += g
+    return gain, nlog
+
+
+@njit(cache=True)
+def _dissolve(Z, a, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, buf, log, nlog):
+    """Dissolve cell a: each record (in member order) to the non-empty cell of a's neighbour
+    list of least insertion cost; a's id goes on the ``free`` stack. Returns (SSE change, log
+    length); nothing is done without a neighbour or room in the log."""
+    m = _members(a, head, nxt, buf)
+    usable = False
+    for r in range(nbr.shape[1]):
+        q = nbr[a, r]
+        usable = usable or (q >= 0 and q != a and counts[q] > 0)
+    if not usable or nlog + m + 1 > log.shape[0]:
+        return 0.0, nlog
+    change = 0.0
+    for t in range(m):
+        i = buf[t]
+        na = counts[a]
+        best, best_b = np.inf, -1
+        for r in range(nbr.shape[1]):
+            q = nbr[a, r]
+            if q < 0 or q == a or counts[q] == 0:
+                continue
+            cost = counts[q] / (counts[q] + 1.0) * _sqdist(Z, i, cent, q)
+            if cost < best:
+                best, best_b = cost, q
+        change += best - (na / (na - 1.0) * _sqdist(Z, i, cent, a) if na > 1 else 0.0)
+        _relocate(Z, i, a, best_b, labels, sums, counts, head, nxt, prv, cent)
+        nlog = _log(log, nlog, i, a, best_b)
+    free[top[0]] = a
+    top[0] += 1
+    nlog = _log(log, nlog, -1, a, 0)
+    return change, nlog
+
+
+@njit(cache=True)
+def _undo(Z, log, nlog, labels, sums, counts, head, nxt, prv, cent, free, top):
+    for e in range(nlog - 1, -1, -1):
+        if log[e, 0] >= 0:
+            _relocate(Z, log[e, 0], log[e, 2], log[e, 1], labels, sums, counts, head, nxt, prv, cent)
+        elif log[e, 0] == -1:  # a dissolved cell's id was pushed
+            top[0] -= 1
+        else:  # a split took this id
+            free[top[0]] = log[e, 1]
+            top[0] += 1
+
+
+@njit(cache=True)
+def _state(Z, labels, Qmax):
+    """Cell sums, sizes, centroids, member lists (head per cell, next/previous per record)."""
+    n, d = Z.shape
+    counts = np.zeros(Qmax)
+    sums = np.zeros((Qmax, d))
+    head = np.full(Qmax, -1, np.int64)
+    nxt = np.full(n, -1, np.int64)
+    prv = np.full(n, -1, np.int64)
+    for i in range(n - 1, -1, -1):  # lists in record order
+        q = labels[i]
+        counts[q] += 1.0
+        for c in range(d):
+            sums[q, c] += Z[i, c]
+        if head[q] >= 0:
+            prv[head[q]] = i
+        nxt[i] = head[q]
+        head[q] = i
+    cent = np.zeros((Qmax, d))
+    for q in range(Qmax):
+        if counts[q] > 0:
+            for c in range(d):
+                cent[q, c] = sums[q, c] / counts[q]
+    return sums, counts, head, nxt, prv, cent
 
 
 @njit(cache=True)
@@ -171,93 +372,240 @@ def member_lists(labels, Q, cap):
     return members, sizes, pos
 
 
-@njit(cache=True)
-def _state(Z, labels, Q, k):
-    n, d = Z.shape
-    counts = np.zeros(Q)
-    sums = np.zeros((Q, d))
-    for i in range(n):
-        counts[labels[i]] += 1.0
-        for c in range(d):
-            sums[labels[i], c] += Z[i, c]
-    members, sizes, pos = member_lists(labels, Q, int(counts.max()) + 2 * k + 2)
-    return sums, counts, members, sizes, pos, sums / counts.reshape(-1, 1)
+def _neighbour_lists(cent, counts, R):
+    """Each non-empty cell's R nearest other non-empty cells (nearest first; -1 padded), from
+    an approximate k-d tree query (eps = 1: within twice the true distances; exact queries
+    take seconds at 20,000 centroids in 10-D) refined by one :func:`_descend` step."""
+    alive = np.flatnonzero(counts > 0)
+    nbr = np.full((cent.shape[0], R), -1, np.int64)
+    r = min(R, alive.size - 1)
+    if r >= 1:
+        _, idx = cKDTree(cent[alive]).query(cent[alive], r + 1, eps=1.0)
+        own = idx == np.arange(alive.size)[:, None]
+        own[~own.any(1), -1] = True  # coincident centroids: drop the farthest instead
+        nbr[alive, :r] = alive[idx[~own].reshape(-1, r)]
+        _descend(cent, counts, nbr, alive, np.zeros(cent.shape[0], np.int64), np.zeros(1, np.int64))
+    return nbr
 
 
 @njit(cache=True)
-def _local_search(Z, labels, Q, k, T, max_sweeps, tol):
-    sums, counts, members, sizes, pos, cent = _state(Z, labels, Q, k)
-    log = np.empty((0, 3), np.int64)
-    return _improve(Z, np.arange(Z.shape[0]), np.empty(0, np.int64), labels, sums, counts, members, sizes, pos, cent,
-                    k, T, tol, max_sweeps, log, 0)[0]
-
-
-@njit(cache=True)
-def _ils(Z, labels, Q, k, T, kicks, swaps, around, region, seed, tol):
-    np.random.seed(seed)
-    sums, counts, members, sizes, pos, cent = _state(Z, labels, Q, k)
-    max_sweeps = 50
-    records = np.empty(members.shape[1] * (around + 1), np.int64)
-    log = np.empty((2 * swaps + 2 * max_sweeps * records.size, 3), np.int64)  # never overflows
-    R = min(Q - 1, max(around, region))  # the kick's region: a and its R nearest cells
+def _descend(cent, counts, nbr, cells, seen, stamp):
+    """One neighbour-descent step: each non-empty cell of ``cells`` takes as its list the R
+    nearest non-empty cells (current centroids) among its list and its list's lists."""
+    R = nbr.shape[1]
     dist = np.empty(R)
-    cells = np.empty(R + 1, np.int64)
-    centre = np.empty((1, Z.shape[1]))
-    every = np.empty(0, np.int64)
+    out = np.empty(R, np.int64)
+    for a in cells:
+        if counts[a] == 0:
+            continue
+        stamp[0] += 1
+        seen[a] = stamp[0]
+        for t in range(R):
+            dist[t] = np.inf
+            out[t] = -1
+        for r in range(-1, R):
+            p = a if r < 0 else nbr[a, r]
+            if p < 0:
+                continue
+            for u in range(R):
+                q = nbr[p, u]
+                if q < 0 or seen[q] == stamp[0] or counts[q] == 0:
+                    continue
+                seen[q] = stamp[0]
+                acc = _sqdist(cent, q, cent, a)
+                if acc < dist[R - 1]:
+                    t = R - 1
+                    while t > 0 and dist[t - 1] > acc:
+                        dist[t] = dist[t - 1]
+                        out[t] = out[t - 1]
+                        t -= 1
+                    dist[t] = acc
+                    out[t] = q
+        for t in range(R):
+            nbr[a, t] = out[t]
+
+
+class _Search:
+    """Labels, cell state (``_state``) with room for n // k cells, the stack of unused cell
+    ids and the cells' candidate lists (``candidates`` long)."""
+
+    def __init__(self, Z, labels, k, candidates):
+        self.Z = np.ascontiguousarray(Z, dtype=np.float64)
+        labels = np.asarray(labels)
+        if labels.ndim != 1 or labels.size != self.Z.shape[0] or not np.issubdtype(labels.dtype, np.integer):
+            raise ParameterError(f"labels must be {self.Z.shape[0]} integers, one per record")
+        if labels.min() < 0:
+            raise ParameterError("labels must be >= 0")
+        _, self.labels = np.unique(labels, return_inverse=True)
+        self.labels = self.labels.astype(np.int64).ravel()
+        sizes = np.bincount(self.labels)
+        if sizes.min() < k:
+            raise ParameterError(f"every cell must hold at least k = {k} records; the smallest has {sizes.min()}")
+        self.k = int(k)
+        Q = sizes.size
+        Qmax = max(Q, self.Z.shape[0] // self.k)
+        self.sums, self.counts, self.head, self.nxt, self.prv, self.cent = _state(self.Z, self.labels, Qmax)
+        self.free = np.concatenate([np.arange(Qmax - 1, Q - 1, -1), np.zeros(Q)]).astype(np.int64)
+        self.top = np.array([Qmax - Q], np.int64)
+        self.tol = 1e-12 * float((self.Z**2).sum() + 1.0)
+        self.buf = np.empty(self.Z.shape[0], np.int64)
+        self.proj = np.empty(self.Z.shape[0])
+        self.nbr = _neighbour_lists(self.cent, self.counts, int(candidates))
+        self.seen = np.zeros(Qmax, np.int64)
+        self.stamp = np.zeros(1, np.int64)
+
+    @property
+    def alive(self) -> int:
+        return int((self.counts > 0).sum())
+
+    def refresh(self):
+        """One descent step on every cell's candidate list."""
+        _descend(self.cent, self.counts, self.nbr, np.flatnonzero(self.counts > 0), self.seen, self.stamp)
+
+    def split_all(self):
+        """Split every cell of >= 2k records (free sizes). Returns the SSE decrease."""
+        cells = np.flatnonzero(self.counts >= 2 * self.k)
+        if cells.size == 0:
+            return 0.0
+        stack = np.empty(self.counts.size, np.int64)
+        stack[:cells.size] = cells[::-1]
+        return _split_large(self.Z, stack, cells.size, self.k, self.labels, self.sums, self.counts, self.head,
+                            self.nxt, self.prv, self.cent, self.free, self.top, self.nbr, self.buf, self.proj,
+                            self.tol, np.empty((0, 3), np.int64), 0)[0]
+
+    def result(self) -> np.ndarray:
+        """Labels renumbered 0..Q'-1 in the order of the cell ids."""
+        ids = np.cumsum(self.counts > 0) - 1
+        return ids[self.labels].astype(np.int64)
+
+
+def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, candidates: int = 16,
+                 free_sizes: bool = False) -> np.ndarray:
+    """Improve a partition with every cell >= k records by exact-gain moves and swaps of each
+    record into the ``neighbours`` cells nearest to it among its cell's ``candidates`` nearest
+    cells (module docstring); with ``free_sizes``, cells of >= 2k records are split in two as
+    well, so the number of cells can grow. Returns new labels 0..Q'-1 (the input is not
+    modified); the SSE is never higher than the input's."""
+    T = max(1, int(neighbours))
+    s = _Search(Z, labels, k, max(T, int(candidates)))
+    records = np.arange(s.Z.shape[0])
+    no_log = np.empty((0, 3), np.int64)
+    for sweep in range(max_sweeps):
+        if s.alive < 2:
+            break
+        if sweep:
+            s.refresh()
+        gain = _improve(s.Z, records, s.nbr, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.k, T, s.tol,
+                        1, no_log, 0)[0]
+        if free_sizes:
+            gain += s.split_all()
+        if gain <= s.tol:
+            break
+    return s.result()
+
+
+@njit(cache=True)
+def _kicks(Z, labels, k, T, kicks, swaps, around, dissolve, seed, tol, sums, counts, head, nxt, prv, cent, free,
+           top, nbr, seen, stamp, buf, proj):
+    """``kicks`` kicks of the iterated local search (module docstring). Returns the SSE
+    decrease."""
+    np.random.seed(seed)
+    Qmax = counts.size
+    max_sweeps = 50
+    log = np.empty((LOG_ROWS, 3), np.int64)
+    records = np.empty(2 * Z.shape[0], np.int64)  # a dissolved cell's records may come twice
+    cells = np.empty(around, np.int64)
+    dist = np.empty(around)
+    stack = np.empty(Qmax, np.int64)
     total = 0.0
     for _ in range(kicks):
-        a = np.random.randint(Q)
-        cells[0] = a
-        centre[0] = cent[a]
-        _nearest_of(centre, 0, cent, a, every, R, dist, cells[1:])
+        a = np.random.randint(Qmax)
+        while counts[a] == 0:
+            a = np.random.randint(Qmax)
+        _candidates(cent, a, a, nbr, counts, cent, dist, cells)  # a's nearest cells, current centroids
+        m_cells = 0
+        while m_cells < around and cells[m_cells] >= 0:
+            m_cells += 1
+        if m_cells == 0:
+            continue
         change = 0.0
         nlog = 0
-        for _s in range(swaps):  # the kick: random swaps between a and its nearest cells
-            b = cells[1 + np.random.randint(around)]
-            i = members[a, np.random.randint(sizes[a])]
-            j = members[b, np.random.randint(sizes[b])]
-            change += _swap_delta(Z, i, j, a, b, counts, cent)
-            nlog = _apply(Z, i, a, b, j, labels, sums, counts, members, sizes, pos, cent, log, nlog)
-        m = 0
-        for t in range(around + 1):
-            for s in range(sizes[cells[t]]):
-                records[m] = members[cells[t], s]
-                m += 1
-        gain, nlog = _improve(Z, records[:m], cells, labels, sums, counts, members, sizes, pos, cent, k, min(T, R),
-                              tol, max_sweeps, log, nlog)
-        change -= gain
+        if dissolve > 0.0 and np.random.random() < dissolve:
+            m = _members(a, head, nxt, buf)
+            for t in range(m):
+                records[t] = buf[t]
+            delta, nlog = _dissolve(Z, a, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, buf, log, nlog)
+            change += delta
+        else:
+            for _s in range(swaps):  # random swaps between a and its nearest cells
+                b = cells[np.random.randint(m_cells)]
+                i = head[a]
+                for _t in range(np.random.randint(int(counts[a]))):
+                    i = nxt[i]
+                j = head[b]
+                for _t in range(np.random.randint(int(counts[b]))):
+                    j = nxt[j]
+                change += _swap_delta(Z, i, j, a, b, counts, cent)
+                _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent)
+                _relocate(Z, j, b, a, labels, sums, counts, head, nxt, prv, cent)
+                nlog = _log(log, nlog, i, a, b)
+                nlog = _log(log, nlog, j, b, a)
+            m = _members(a, head, nxt, buf)
+            for t in range(m):
+                records[t] = buf[t]
+        for t in range(m_cells):
+            mt = _members(cells[t], head, nxt, buf)
+            for u in range(mt):
+                records[m + u] = buf[u]
+            m += mt
+        for rnd in range(2):
+            gain, nlog = _improve(Z, records[:m], nbr, labels, sums, counts, head, nxt, prv, cent, k, T, tol,
+                                  max_sweeps, log, nlog)
+            change -= gain
+            if dissolve <= 0.0:
+                break
+            ns = 0
+            for t in range(m):  # cells of these records that reached 2k (each once)
+                q = labels[records[t]]
+                if counts[q] >= 2 * k and ns < stack.size and (ns == 0 or stack[ns - 1] != q):
+                    stack[ns] = q
+                    ns += 1
+            gain, nlog = _split_large(Z, stack, ns, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr,
+                                      buf, proj, tol, log, nlog)
+            change -= gain
+            if gain <= 0.0:
+                break
         if change < -tol:
             total -= change
+            ns = 0
+            stack[ns] = a
+            ns += 1
+            for t in range(m):  # the cells of the kicked records: fresh candidate lists
+                q = labels[records[t]]
+                if ns < stack.size and stack[ns - 1] != q:
+                    stack[ns] = q
+                    ns += 1
+            _descend(cent, counts, nbr, np.unique(stack[:ns]), seen, stamp)
             continue
-        for e in range(nlog - 1, -1, -1):  # undo
-            _relocate(Z, log[e, 0], log[e, 2], log[e, 1], labels, sums, counts, members, sizes, pos, cent)
+        _undo(Z, log, nlog, labels, sums, counts, head, nxt, prv, cent, free, top)
     return total
 
 
-def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100) -> np.ndarray:
-    """Improve a partition with every cell >= k records by exact-gain moves and swaps
-    (module docstring); returns new labels (the input is not modified)."""
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    labels = np.array(labels, dtype=np.int64)
-    Q = int(labels.max()) + 1
-    T = max(1, min(neighbours, Q - 1))
-    if Q > 1:
-        _local_search(Z, labels, Q, int(k), T, max_sweeps, 1e-12 * float((Z**2).sum() + 1.0))
-    return labels
-
-
 def iterated_local_search(Z, labels, k: int, kicks: int, rng, neighbours: int = 6, swaps: int = 3,
-                          around: int = 3, region: int = 64) -> np.ndarray:
-    """Iterated local search (module docstring): ``kicks`` kicks of ``swaps`` random swaps
-    between a random cell and its ``around`` nearest cells, then moves and swaps of their
-    records into their ``neighbours`` nearest cells among the ``region`` cells nearest to the
-    kicked one; seeded from the NumPy Generator ``rng``. Returns new labels whose SSE is never
-    higher than the input's."""
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    labels = np.array(labels, dtype=np.int64)
-    Q = int(labels.max()) + 1
-    if Q > 2 and kicks > 0:
-        T = max(1, min(neighbours, Q - 1))
-        _ils(Z, labels, Q, int(k), T, int(kicks), int(swaps), min(around, Q - 1), int(region), int(rng.integers(2**31 - 1)),
-             1e-12 * float((Z**2).sum() + 1.0))
-    return labels
+                          around: int = 3, candidates: int = 16, free_sizes: bool = False,
+                          dissolve: float = 0.5) -> np.ndarray:
+    """Iterated local search (module docstring): ``kicks`` kicks, each ``swaps`` random swaps
+    between a random cell and its ``around`` nearest cells (with ``free_sizes``, a fraction
+    ``dissolve`` of the kicks dissolve the cell instead, and cells reaching 2k records are
+    split), then moves and swaps of the records of those cells into their ``neighbours``
+    nearest cells among their cell's ``candidates`` nearest (the lists of the cells a kept
+    kick changed are refreshed by a descent step). Seeded from the NumPy Generator ``rng`` (one
+    draw). Returns new labels 0..Q'-1 whose SSE is never higher than the input's; without
+    ``free_sizes`` the cells and their number stay those of the input."""
+    T = max(1, int(neighbours))
+    s = _Search(Z, labels, k, max(T, int(candidates), int(around)))
+    if kicks > 0 and s.alive > 2:
+        _kicks(s.Z, s.labels, s.k, T, int(kicks), int(swaps), int(around), float(dissolve) if free_sizes else 0.0,
+               int(rng.integers(2**31 - 1)), s.tol, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top,
+               s.nbr, s.seen, s.stamp, s.buf, s.proj)
+    return s.result()

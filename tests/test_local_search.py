@@ -1,0 +1,111 @@
+"""Exact-gain local search (probanon.microagg.local_search): the gain formulas against SSEs
+recomputed from scratch, SSE never up, cells >= k, seeded, free cell sizes."""
+
+import numpy as np
+import pytest
+
+from probanon.errors import ParameterError
+from probanon.microagg.local_search import (_dissolve, _improve, _Search, _split, _swap_delta,
+                                            iterated_local_search, local_search)
+from probanon.microagg.mdav import mdav_partition
+
+
+def sse(Z, labels):
+    return sum(((Z[labels == q] - Z[labels == q].mean(0)) ** 2).sum() for q in np.unique(labels))
+
+
+def state_sse(s):
+    return sse(s.Z, s.labels)
+
+
+def log():
+    return np.empty((1000, 3), np.int64)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_gain_formulas_match_recomputed_sse(seed):
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(60, 3))
+    s = _Search(Z, np.arange(60) % 6, 5, 5)  # six cells of 10 records
+    before = state_sse(s)
+    i, j = 0, 1  # cells 0 and 1
+    delta = _swap_delta(s.Z, i, j, 0, 1, s.counts, s.cent)
+    swapped = s.labels.copy()
+    swapped[[i, j]] = [1, 0]
+    assert delta == pytest.approx(sse(Z, swapped) - before, abs=1e-9)
+
+    gain, new, _ = _split(s.Z, 2, 5, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr,
+                          s.buf, s.proj, 0.0, log(), 0)
+    assert new >= 0 and np.bincount(s.labels)[[2, new]].min() >= 5
+    assert before - state_sse(s) == pytest.approx(gain, abs=1e-9) and gain > 0
+
+    before = state_sse(s)
+    change, _ = _dissolve(s.Z, 3, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr,
+                          s.buf, log(), 0)
+    assert (s.labels != 3).all() and s.counts[3] == 0
+    assert state_sse(s) - before == pytest.approx(change, abs=1e-9)
+
+    before = state_sse(s)
+    gain, _ = _improve(s.Z, np.arange(60), s.nbr, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, 5, 3,
+                       0.0, 5, log(), 0)
+    assert before - state_sse(s) == pytest.approx(gain, abs=1e-9)
+    # the incrementally kept sums and centroids are those of the labels
+    for q in np.flatnonzero(s.counts):
+        np.testing.assert_allclose(s.cent[q], Z[s.labels == q].mean(0), atol=1e-12)
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_local_search_never_increases_sse_and_keeps_cells_of_k(free):
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        Z = rng.normal(size=(150, 3))
+        start = mdav_partition(Z, 4).labels
+        out = local_search(Z, start, 4, free_sizes=free)
+        assert np.bincount(out).min() >= 4 and sse(Z, out) <= sse(Z, start) + 1e-9
+        assert set(out) == set(range(out.max() + 1))
+        if not free:
+            assert out.max() == start.max()
+
+
+def test_free_sizes_split_every_cell_of_2k_or_more():
+    Z = np.random.default_rng(2).normal(size=(120, 2))
+    start = np.minimum(np.arange(120) // 5, 10)  # ten cells of 5 and one of 70
+    out = local_search(Z, start, 5, free_sizes=True)
+    assert np.bincount(out).min() >= 5 and np.bincount(out).max() <= 9
+    assert sse(Z, out) < sse(Z, local_search(Z, start, 5))
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_iterated_local_search_is_seeded_and_never_worse(free):
+    Z = np.random.default_rng(5).normal(size=(400, 3))
+    start = local_search(Z, mdav_partition(Z, 5).labels, 5)
+    a = iterated_local_search(Z, start, 5, 2000, np.random.default_rng(7), free_sizes=free)
+    b = iterated_local_search(Z, start, 5, 2000, np.random.default_rng(7), free_sizes=free)
+    np.testing.assert_array_equal(a, b)
+    assert np.bincount(a).min() >= 5 and set(a) == set(range(a.max() + 1))
+    assert sse(Z, a) < sse(Z, start)
+    if not free:
+        assert a.max() == start.max()
+
+
+def test_free_sizes_find_clusters_of_more_than_k():
+    # eight tight clusters of 4 records far apart, k = 3: fixed sizes (|Q| = 10 cells, MDAV's)
+    # must mix clusters; with free sizes the optimum is one cell per cluster, whose SSE is
+    # the sum of the clusters' own SSEs
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(8, 2)) * 100
+    Z = np.repeat(centres, 4, axis=0) + rng.normal(size=(32, 2)) * 0.1
+    clusters = np.repeat(np.arange(8), 4)
+    start = local_search(Z, mdav_partition(Z, 3).labels, 3)
+    fixed = iterated_local_search(Z, start, 3, 500, np.random.default_rng(0))
+    free = iterated_local_search(Z, start, 3, 500, np.random.default_rng(0), free_sizes=True)
+    assert fixed.max() + 1 == 10 and sse(Z, fixed) > 100
+    assert sse(Z, free) == pytest.approx(sse(Z, clusters), rel=1e-9)
+
+
+def test_bad_labels():
+    Z = np.zeros((10, 2))
+    with pytest.raises(ParameterError, match="at least k = 3"):
+        local_search(Z, np.r_[np.zeros(8, int), [1, 1]], 3)
+    with pytest.raises(ParameterError, match="one per record"):
+        iterated_local_search(Z, np.zeros(9, int), 3, 10, np.random.default_rng(0))
