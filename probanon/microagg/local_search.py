@@ -21,12 +21,14 @@ optimisation (every cell >= k records, as in V-MDAV), with two more moves:
         dSSE = -n_1 n_2 / n_A ||c_1 - c_2||^2   (the between-parts term of SSE_A: a split
         never raises the SSE, and a cell of >= 2k records can always be split).
 
-Candidates: each cell keeps a list of its ``candidates`` nearest cells (centroids, SciPy
-``cKDTree``, refreshed before every sweep of :func:`local_search` and every chunk of kicks of
-:func:`iterated_local_search`); a record of cell A tries the ``neighbours`` cells of A's list
-nearest to it. A sweep costs O(n (candidates d + neighbours k d)), memory O(n d + |Q| candidates).
-Improving moves are applied at once (first improvement), and sweeps repeat until none
-improves. The SSE never increases and every cell keeps at least k records.
+Candidates: each cell keeps a list of its ``candidates`` nearest cells (by centroid), built
+once by an approximate SciPy ``cKDTree`` query and kept current by descent steps (a cell's new
+list: the nearest among its list and its list's lists, current centroids) before every sweep
+of :func:`local_search` and, in :func:`iterated_local_search`, for the cells a kept kick
+changed. A record of cell A tries the ``neighbours`` cells of A's list nearest to it. No
+n x |Q| matrix: a sweep costs O(n (candidates d + neighbours k d)) time, memory is
+O(n d + |Q| candidates). Improving moves are applied at once (first improvement), and sweeps
+repeat until none improves. The SSE never increases and every cell keeps at least k records.
 
 :func:`iterated_local_search` escapes the local minima of these moves: a kick (a few random
 swaps between a random cell and its ``around`` nearest cells, or with free sizes, half of the
