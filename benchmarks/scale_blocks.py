@@ -135,7 +135,7 @@ def part_il(method: str, sizes) -> None:
         base = il(X, ref.labels_)
         _line("MDAV unblocked, 1 thread", n, ref, seconds, peak, base)
         # at 200,000 the automatic rule does not block: blocks of 50,000 (MDAV) show the cost
-        block = None if n > blocks.AUTO_MIN else min(50_000, PCL._default_block_size)
+        block = None if n > blocks.AUTO_MIN else 50_000 if method == "mdav" else min(50_000, PCL._default_block_size)
         model = MDAV(K, block_size=block) if method == "mdav" else PCL(K, random_state=0, block_size=block)
         seconds, peak = _fit(model, X)
         value = il(X, model.labels_)
