@@ -155,10 +155,11 @@ def _scan(Z, centers, offsets, labels, rows, tol, P):
     return out, count
 
 
-def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4):
+def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False):
     """(cells, count): up to P cells per record that beat its own cell by more than ``tol``
     (module docstring; -1 pads), and how many were found (0 exactly when there is none);
-    shapes (n, P) and (n,)."""
+    shapes (n, P) and (n,). With ``near``, also the P + 1 cells of lowest cost that the tree
+    returned for each record, improving or not (candidates around these offsets)."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     offsets = np.ascontiguousarray(offsets, dtype=np.float64)
@@ -178,7 +179,7 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4):
     # records the tree does not settle: nothing found, but a cell beyond those returned could still be cheaper
     unsure = np.flatnonzero((count == 0) & (reach <= own - tol) & (K < Q))
     out[unsure], count[unsure] = _scan(Z, centers, offsets, labels, unsure, tol, P)
-    return out, count
+    return (out, count, idx) if near else (out, count)
 
 
 def power_assign(Z, centers, offsets, K: int = 4) -> np.ndarray:

@@ -10,13 +10,23 @@ hold at least k points. This implementation alternates the two conditions exactl
    Across 2-D Gaussian samples (n = 2^16, |Q| = 16) the two starts each win about half the
    time; the better of the two is 0.1-0.5 points further below MDAV on average.
 2. Assignment: for fixed centroids, the optimal assignment with |cell| >= k is a
-   transportation problem, solved exactly by HiGHS (:mod:`.transport`); its duals are the
-   offsets c_q. Centroid update: cell means (speed factor s, paper: s = 1/2; s = 1 here by
-   default, since the exact assignment needs no slowdown). Repeat while the SSE decreases.
-3. Exact-gain moves and swaps (:mod:`.local_search`) escape the local minima of step 2;
-   alternate with step 2 while the SSE decreases. Then iterated local search (random kicks
-   kept only when they lower the SSE, seeded by ``random_state``) and step 3 again.
-4. Publish: one last transportation step gives the labels; its degenerate duals are turned
+   transportation problem, a min-cost flow (:mod:`.transport`, OR-Tools); its duals are the
+   offsets c_q. Along the run each record's candidate cells are the pool of its own cell
+   (the cells that were candidates of the cell's records in the previous assignment,
+   :func:`.candidates.pooled_cells`; the first pools: the 16 cells whose means are nearest),
+   so an iteration costs O(n L d) and no n x |Q| matrix exists; the own cell is always a
+   candidate, so the SSE never rises. Centroid update: cell means (speed factor s, paper:
+   s = 1/2; s = 1 here by default, since the exact assignment needs no slowdown). Repeat
+   while the SSE decreases.
+3. Exact-gain moves and swaps between neighbouring cells (:mod:`.local_search`) escape the
+   local minima of step 2; alternate with step 2 while the SSE decreases. Then iterated
+   local search (random kicks kept only when they lower the SSE, seeded by
+   ``random_state``) and step 3 again. Free sizes (issue 16.4, default): a second round of
+   kicks that may also dissolve a cell or split one of >= 2k records, so the number of cells
+   and their sizes (>= k) are optimised too, then step 3 again; the result is never worse
+   than the fixed-size one (``free_sizes=False``: MDAV's floor(n/k) cells).
+4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs by a
+   k-d tree, :mod:`.candidates`), gives the labels; its degenerate duals are turned
    into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin), so the
    power diagram (centres, offsets) reproduces ``labels_`` exactly. Where the optimum splits
    identical records between cells (ties no offset can break), the optimal labels are kept
@@ -177,7 +187,7 @@ def _starts(init, k):
     return names
 
 
-def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_quiet):
+def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_quiet, free_sizes=True):
     """PCL from one starting partition: (labels, centers, offsets)."""
     Q = int(start.max()) + 1
     if k >= SMOOTH_MIN_K:
@@ -189,21 +199,27 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
     labels, near = _lloyd(Z, start, k, Q, max_iter, speed, _first_candidates(Z, start, Q), progress)
     labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress)
     progress("kicks", 0, kicks)  # one numba call: no finer steps without changing its random stream
-    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, free_sizes=True)
+    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours)
     progress("kicks", kicks, kicks)
-    Q = int(labels.max()) + 1  # free sizes: the kicks may dissolve and split cells
-    near = _first_candidates(Z, labels, Q)
-    labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress, exact=True)
+    labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress)
+    if free_sizes:  # more kicks that may also dissolve and split cells: never above the fixed-size result
+        progress("free-size kicks", 0, kicks)
+        labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, free_sizes=True)
+        progress("free-size kicks", kicks, kicks)
+        if int(labels.max()) + 1 != Q:
+            Q = int(labels.max()) + 1
+            near = _first_candidates(Z, labels, Q)
+        labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress)
     progress("publish", 0, 1)
     centers = group_means(Z, labels, Q)  # step 4: publishable power diagram, exact assignment
-    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES))
+    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES), pricing=8)
     strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
     progress("publish", 1, 1)
     return (r.labels, centers, r.offsets) if strict is None else (strict[0], centers, strict[1])
 
 
 def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None,
-                  init="auto", progress=None):
+                  init="auto", progress=None, free_sizes: bool = True):
     """PCL on standardised data Z: returns (labels, centers, offsets, start) in z units.
 
     From each start that ``init`` names (see :func:`_starts`): MDAV's partition, or the
@@ -213,7 +229,9 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     min(50 |Q|, 10000), seeded by ``random_state``, and steps 3 and 4 again). The result of
     lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
     partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
-    "optimal univariate"), with strict offsets.
+    "optimal univariate"), with strict offsets. ``free_sizes`` (cells of < 256 records): the
+    kicks may also dissolve cells and split cells of >= 2k records (issue 16.4: the number of
+    cells and their sizes are optimised, every cell >= k); False keeps MDAV's |Q| cells.
 
     ``progress(stage, done, total)``, if given, is called before each start (stage "mdav
     start" or "pca start", before any numba compilation) and along each start's stages
@@ -242,7 +260,7 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
             start = mdav_partition(Z, k).labels
         else:
             start = principal_bisection(Z, np.r_[np.full(Q - 1, k), n - (Q - 1) * k])
-        result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress)
+        result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes)
         sse = _sse(Z, result[0])
         if best is None or sse < best[0]:
             best = (sse, *result, name)
@@ -268,14 +286,15 @@ class PCL(Microaggregator):
     refused with a :class:`ParameterError` before any work (:mod:`.memory`).
     """
 
-    _param_names = ("k", "init", "speed", "kicks", "random_state", "block_size", "n_jobs")
+    _param_names = ("k", "init", "speed", "kicks", "free_sizes", "random_state", "block_size", "n_jobs")
     #: automatic blocks of PCL (from 200,000 records): 20,000 records, the size whose fits must run
     #: in seconds for 10^7 records in 30 minutes on 2 cores (500 blocks)
     _default_block_size = 20_000
 
-    def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, random_state=None, block_size=None,
-                 n_jobs=None):
+    def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, free_sizes=True, random_state=None,
+                 block_size=None, n_jobs=None):
         self.k = k
+        self.free_sizes = free_sizes
         self.init = init
         self.speed = speed
         self.kicks = kicks
@@ -294,6 +313,7 @@ class PCL(Microaggregator):
         memory.check_pcl_memory(Z.shape[0], self.k_)
         speed = None if self.speed is None else float(self.speed)
         labels, centers, offsets, self.start_ = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks,
-                                                             random_state=rng, init=self.init, progress=progress)
+                                                             random_state=rng, init=self.init, progress=progress,
+                                                             free_sizes=bool(self.free_sizes))
         self.function_mismatches_ = int((power_assign(Z, centers, offsets) != labels).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}

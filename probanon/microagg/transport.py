@@ -89,14 +89,15 @@ def _min_cost_flow(near, cost, m):
 
 
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
-                     exact: bool = True) -> TransportAssignment:
+                     exact: bool = True, pricing: int = 4) -> TransportAssignment:
     """Optimal assignment of the rows of ``Z`` to ``centers`` with at least ``min_sizes[q]``
     points in cell q (an int applies to every cell). See the module docstring. ``offsets``
     (e.g. the previous call's) pick the first candidates by d + offset and start the
     potentials: fewer pricing rounds when the centres moved little. ``near`` (n, T; -1 pads)
     gives the first candidates instead (e.g. :func:`.candidates.pooled_cells`, no scan over
     all cells). ``exact=False`` stops after the first feasible flow: optimal over the
-    candidates only (no duals: ``offsets`` is None). Memory O(n (d + candidates))."""
+    candidates only (no duals: ``offsets`` is None). ``pricing``: at most this many improving
+    cells per point are added in a pricing round. Memory O(n (d + candidates))."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     n, Q = Z.shape[0], centers.shape[0]
@@ -125,12 +126,12 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
             raise ProbanonError("size-constrained assignment: rounding cycles do not end")
         labels, c, _ = found
         c = c[:Q] - c[Q]
-        better, count = improving_cells(Z, centers, c, labels, tol)  # price the excluded pairs
+        better, count, around = improving_cells(Z, centers, c, labels, tol, pricing, near=True)  # price the excluded pairs
         if not count.any():
             break
-        grown = np.full((n, near.shape[1] + better.shape[1]), -1, np.int64)
-        grown[:, : near.shape[1]] = near
-        grown[:, near.shape[1]:] = better
+        # add the improving cells and, for the records that have some, the other cells of lowest
+        # cost at these duals (fewer rounds; repeated pairs are parallel arcs of equal cost)
+        grown = np.column_stack([near, np.where(count[:, None] > 0, around, -1), better])
         near, c0 = grown, np.r_[c, 0.0]
     else:
         raise ProbanonError(f"size-constrained assignment: pricing did not end in {max_rounds} rounds")

@@ -1,0 +1,270 @@
+"""National scale on one machine (issue 16): every target printed beside its reference,
+measured in the same run.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/scale.py [section ...]
+
+Sections (default: all, in this order; the last four are separate scripts, run from here):
+
+``pcl100k``     PCL, Gaussian 100,000 x 10, k = 5: time, peak memory (growth of VmHWM in a
+                fresh process), IL against MDAV's on the same data (targets <= 30 s, O(n d)
+                memory, IL <= 0.92 x MDAV).
+``pcl20k``      PCL on 20,000 x 10, k = 5 against today's code (commit fe8de73, checked out
+                with ``git archive`` into a temporary directory and run in its own process):
+                target >= 10 x faster, same or lower IL.
+``univariate``  1-D: PCL's SSE against the optimal SSE (Hansen-Mukherjee dynamic program) on
+                every census and EIA column at k = 3, 5, 10.
+``freesizes``   multi-D: free sizes (default) against fixed sizes (``free_sizes=False``) on
+                every CASC case of benchmarks/pcl.py.
+``peer``        k-means-constrained (min-cost flow, size_min = k; installed for this script
+                only, into a temporary directory, never a dependency) on every case of
+                benchmarks/pcl.py: IL and time beside PCL's (targets: lower IL, >= 5 x faster).
+``mdav1m``      MDAV 1,000,000 x 10, k = 5, unblocked: time and peak memory.
+``blocks``      benchmarks/scale_blocks.py (blocked MDAV / PCL at 10^7, IL pairs).
+``survey``      benchmarks/scale_survey.py (survey design, verify, assign at 10^6).
+``contention``  benchmarks/contention.py (every parallel kernel with a competing process).
+``stream``      benchmarks/scale_stream.py (apply of a function to 10^7-row files in chunks).
+
+Times are best and median of ``REPEATS`` runs where a run takes less than a minute, else one
+run (stated). The machine is shared: compare within one run.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from probanon.metrics import information_loss  # noqa: E402
+from probanon.microagg import MDAV, PCL  # noqa: E402
+from probanon.microagg.univariate import optimal_univariate  # noqa: E402
+
+CASC = ROOT.parent / "shared" / "data" / "casc"
+ADULT = ROOT.parent / "shared" / "data" / "adult" / "adult.csv"
+EIA = ["RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE", "INDSALES", "OTHREVENUE", "OTHRSALES",
+       "TOTREVENUE", "TOTSALES"]
+TODAY = "fe8de73"
+REPEATS = 3
+
+
+def casc(name):
+    frame = pd.read_csv(CASC / f"{name}.csv")
+    return frame[EIA].to_numpy(float) if name == "eia" else frame.to_numpy(float)
+
+
+def gaussian(n, d, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, d))
+
+
+def il(X, labels):
+    means = pd.DataFrame(X).groupby(labels).transform("mean").to_numpy()
+    return information_loss(X, means)
+
+
+def timed(fn, repeats=REPEATS):
+    """(result of the last run, best seconds, median seconds)."""
+    seconds, out = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        out = fn()
+        seconds.append(time.perf_counter() - start)
+    return out, min(seconds), statistics.median(seconds)
+
+
+def in_process(code: str, pythonpath: Path = ROOT) -> dict:
+    """Run ``code`` in a fresh interpreter (PYTHONPATH = ``pythonpath``); it defines
+    ``run()`` returning a dict; we add the seconds of run() and the growth of VmHWM over the
+    resident memory before it (the process's own peak, not this one's)."""
+    wrapper = textwrap.dedent('''
+        import json, sys, time
+        def _status(key):
+            with open("/proc/self/status") as fh:
+                return [int(line.split()[1]) * 1024 for line in fh if line.startswith(key)][0]
+        ''') + textwrap.dedent(code) + textwrap.dedent('''
+        warm()
+        before = _status("VmRSS:")
+        start = time.perf_counter()
+        out = run()
+        out["seconds"] = time.perf_counter() - start
+        out["peak_growth"] = _status("VmHWM:") - before
+        print(json.dumps(out))
+        ''')
+    done = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True,
+                          env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"}, cwd=str(pythonpath))
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+PCL_RUN = '''
+    import numpy as np
+    from probanon.microagg import PCL, MDAV
+    X = np.random.default_rng(0).normal(size=({n}, 10))
+    def warm():
+        PCL(5, random_state=0).fit(X[:2000]); MDAV(5).fit(X[:2000])
+    def run():
+        p = PCL(5, random_state=0).fit(X)
+        return {{"labels": p.labels_.tolist(), "mismatches": int(getattr(p, "function_mismatches_", -1))}}
+'''
+
+
+def pcl100k():
+    n = 100_000
+    X = gaussian(n, 10)
+    _, mdav_best, mdav_median = timed(lambda: MDAV(5).fit(X), 1)
+    mdav_il = il(X, MDAV(5).fit(X).labels_)
+    out = in_process(PCL_RUN.format(n=n))
+    labels = np.array(out["labels"])
+    ratio = il(X, labels) / mdav_il
+    print(f"PCL 100,000 x 10, k = 5 (one run): {out['seconds']:.1f} s (target <= 30), peak memory growth "
+          f"{out['peak_growth'] / 1e6:.0f} MB = {out['peak_growth'] / n:.0f} B per record (a dense n x |Q| float64 "
+          f"matrix: {8 * n * (n // 5) / 1e9:.0f} GB); IL {il(X, labels):.3f} vs MDAV {mdav_il:.3f}: ratio {ratio:.3f} "
+          f"(target <= 0.92) {'met' if ratio <= 0.92 and out['seconds'] <= 30 else 'NOT met'}; min cell "
+          f"{np.bincount(labels).min()}, cells {labels.max() + 1} (MDAV {n // 5}), function mismatches "
+          f"{out['mismatches']}; MDAV itself {mdav_best:.1f} s")
+
+
+def pcl20k():
+    n = 20_000
+    X = gaussian(n, 10)
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", TODAY, "probanon"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        today = in_process(PCL_RUN.format(n=n), Path(old))
+    runs = [in_process(PCL_RUN.format(n=n)) for _ in range(REPEATS)]
+    seconds = [r["seconds"] for r in runs]
+    il_today, il_new = il(X, np.array(today["labels"])), il(X, np.array(runs[0]["labels"]))
+    speedup = today["seconds"] / min(seconds)
+    print(f"PCL 20,000 x 10, k = 5: today's code ({TODAY}, one run) {today['seconds']:.1f} s, peak "
+          f"{today['peak_growth'] / 1e9:.2f} GB, IL {il_today:.3f}; now best {min(seconds):.1f} s median "
+          f"{statistics.median(seconds):.1f} s, peak {runs[0]['peak_growth'] / 1e9:.2f} GB, IL {il_new:.3f}: "
+          f"{speedup:.1f} x faster (target >= 10), IL {'same or lower' if il_new <= il_today + 1e-9 else 'HIGHER'}")
+
+
+def univariate():
+    worst, cases = 0.0, 0
+    for name in ("census", "eia"):
+        X = casc(name)
+        for j in range(X.shape[1]):
+            x = X[:, [j]]
+            if np.ptp(x) == 0:
+                continue
+            z = (x - x.mean()) / x.std()
+            for k in (3, 5, 10):
+                opt = il(z, optimal_univariate(z[:, 0], k))
+                got = il(z, PCL(k, random_state=0).fit(x).labels_)
+                worst = max(worst, (got - opt) / opt if opt > 0 else got)
+                cases += 1
+    print(f"1-D: PCL against the optimal SSE on {cases} column x k cases (census, EIA; k = 3, 5, 10): largest "
+          f"relative excess {worst:.2e} ({'optimal everywhere' if worst <= 1e-12 else 'NOT optimal'})")
+
+
+def freesizes():
+    lower = 0
+    print(f"{'data':10} {'k':>3} {'fixed IL':>9} {'free IL':>9} {'cells fixed':>11} {'free':>6} {'sizes free':>11}")
+    for name in ("census", "tarragona", "eia"):
+        X = casc(name)
+        for k in (3, 5, 10):
+            fixed = PCL(k, random_state=0, free_sizes=False).fit(X).labels_
+            free = PCL(k, random_state=0).fit(X).labels_
+            a, b = il(X, fixed), il(X, free)
+            lower += b < a
+            sizes = np.bincount(free)
+            print(f"{name:10} {k:>3} {a:>9.3f} {b:>9.3f} {fixed.max() + 1:>11} {free.max() + 1:>6} "
+                  f"{sizes.min():>5}..{sizes.max():<5}")
+    print(f"free sizes lower IL than fixed sizes on {lower} of 9 CASC cases (target 9)")
+
+
+def _peer_module():
+    """k-means-constrained, installed into a temporary directory for this run only."""
+    try:
+        return importlib.import_module("k_means_constrained")
+    except ImportError:
+        target = Path(tempfile.mkdtemp(prefix="kmc-"))
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),
+                        "k-means-constrained"], check=True)
+        sys.path.append(str(target))
+        return importlib.import_module("k_means_constrained")
+
+
+def peer_cases():
+    for name in ("census", "tarragona", "eia"):
+        X = casc(name)
+        for k in (3, 5, 10):
+            yield f"{name} k={k}", X, k
+    adult = pd.read_csv(ADULT)[["age", "education-num", "hours-per-week"]].to_numpy(float)
+    for k in (4000, 2000):
+        yield f"Adult k={k}", adult, k
+    for rho in (0.0, 0.5):
+        X = np.random.default_rng(0).multivariate_normal([0, 0], [[1, rho], [rho, 1]], 2**16)
+        yield f"2-D Gaussian rho={rho} k=4096", X, 4096
+
+
+def peer():
+    kmc = _peer_module().KMeansConstrained
+    wins = faster = 0
+    print(f"{'case':28} {'PCL IL':>8} {'s':>6} {'k-m-c IL':>9} {'s':>6} {'IL gain %':>9} {'speed x':>7}")
+    for label, X, k in peer_cases():
+        Z = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1)
+        p, pt, _ = timed(lambda: PCL(k, random_state=0).fit(X).labels_, 1)
+        m, mt, _ = timed(lambda: kmc(n_clusters=len(X) // k, size_min=k, random_state=0).fit(Z).labels_, 1)
+        a, b = il(X, p), il(X, m)
+        wins += a < b
+        faster += mt >= 5 * pt
+        print(f"{label:28} {a:>8.3f} {pt:>6.1f} {b:>9.3f} {mt:>6.1f} {100 * (b - a) / b:>9.1f} {mt / pt:>7.1f}")
+    print(f"PCL lower IL than k-means-constrained on {wins} cases, >= 5 x faster on {faster} (of {len(list(peer_cases()))})")
+
+
+def mdav1m():
+    out = in_process('''
+        import numpy as np
+        from probanon.microagg import MDAV
+        X = np.random.default_rng(0).normal(size=(1_000_000, 10))
+        def warm():
+            MDAV(5).fit(X[:5000])
+        def run():
+            m = MDAV(5, block_size=0).fit(X)
+            return {"groups": int(m.labels_.max() + 1)}
+    ''')
+    print(f"MDAV 1,000,000 x 10, k = 5, unblocked (one run): {out['seconds']:.1f} s, peak memory growth "
+          f"{out['peak_growth'] / 1e9:.2f} GB (the data: 0.08 GB), {out['groups']} groups")
+
+
+def external(module):
+    def run():
+        importlib.import_module(module).main()
+    return run
+
+
+SECTIONS = {"pcl100k": pcl100k, "pcl20k": pcl20k, "univariate": univariate, "freesizes": freesizes, "peer": peer,
+            "mdav1m": mdav1m, "blocks": external("scale_blocks"), "survey": external("scale_survey"),
+            "contention": external("contention"), "stream": external("scale_stream")}
+
+
+def main(argv=None) -> int:
+    names = (argv if argv is not None else sys.argv[1:]) or list(SECTIONS)
+    unknown = [name for name in names if name not in SECTIONS]
+    if unknown:
+        print(f"unknown section {unknown[0]!r}; choose from {', '.join(SECTIONS)}", file=sys.stderr)
+        return 2
+    for name in names:
+        print(f"== {name}", flush=True)
+        SECTIONS[name]()
+        sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
