@@ -277,3 +277,18 @@ def test_pcl_keeps_the_better_of_its_starts():
     for bad in ("kmeans", [], ["mdav", "x"], 3):
         with pytest.raises(ParameterError):
             PCL(512, init=bad).fit(Z)
+
+
+def test_published_power_rule_with_many_cells_goes_through_the_tree_bit_for_bit():
+    from probanon.data import Standardizer
+    from probanon.microagg.function import TREE_MIN_CELLS, MicroaggregationFunction
+
+    rng = np.random.default_rng(12)
+    Q = TREE_MIN_CELLS + 52
+    C, c = np.round(rng.normal(size=(Q, 2)), 2), np.round(rng.uniform(-0.05, 0.0, Q), 3)
+    Z = np.round(rng.normal(size=(6000, 2)), 2)  # exact ties are frequent on this grid
+    std = Standardizer(mean_=np.zeros(2), scale_=np.ones(2))  # identity: Z is already standardised
+    f = MicroaggregationFunction(kind="power-diagram", standardizer=std, centroids=C, sizes=np.ones(Q, int),
+                                 rule={"centers": C, "offsets": c})
+    cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c[None, :]
+    np.testing.assert_array_equal(f.assign(Z), cost.argmin(1))

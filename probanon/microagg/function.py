@@ -117,7 +117,18 @@ def _assign_balls(Z, refs, rad2, bounds):
     return out
 
 
+#: cells from which the power-diagram rule goes through a k-d tree (with an exact check that
+#: keeps it bit for bit, :func:`.candidates.power_assign`) instead of a pass over every cell:
+#: at n = 20,000, |Q| = 4,000, d = 10 the tree took 0.9 s against 1.3 s for the pass, and the
+#: gap grows with |Q|
+TREE_MIN_CELLS = 2048
+
+
 def _assign_power(Z, centers, offsets):
+    if centers.shape[0] >= TREE_MIN_CELLS and Z.shape[0] >= PARALLEL_MIN:
+        from .candidates import power_assign
+
+        return power_assign(Z, centers, offsets)
     out = np.empty(Z.shape[0], np.int64)
     if Z.shape[0] >= PARALLEL_MIN and parallel_worth(Z.size * centers.shape[0]):
         _power_parallel(Z, centers, offsets, out, 4 * numba.get_num_threads())
