@@ -12,8 +12,8 @@ starts before (c)/(d) of each kernel and kills afterwards. Target: (c)/(d) <= 1.
 
 Reference: the code of commit fe8de73 (before probanon._threads: always parallel above a
 size, libgomp's default spinning wait), extracted with ``git archive`` to a temporary
-directory and run in a child process in the same run: (a) of each kernel, and (c) of MDAV
-50,000 x 10 once. Target: (a) <= 1.10 x the reference's (a) (medians). Every result is
+directory and run in a child process in the same run, interleaved with (a) and (b): idle
+for each kernel, and contended (default threads) once for MDAV 50,000 x 10. Target: (a) <= 1.10 x the reference's (a) (medians). Every result is
 also compared with the reference's (same labels).
 
 Run from the repository root (heavy: hold the benchmark lock)::
@@ -90,6 +90,11 @@ class Competitor:
         self.proc.wait()
 
 
+def load() -> str:
+    """1, 5, 15-minute load averages and running/total tasks (Linux), for the record."""
+    return " ".join(open("/proc/loadavg").read().split()[:4]) if os.path.exists("/proc/loadavg") else "n/a"
+
+
 def stats(ts):
     return min(ts), statistics.median(ts)
 
@@ -116,35 +121,45 @@ def reference_tree() -> Path:
     return where
 
 
-def run_reference(repeat: int) -> dict:
-    from probanon import _threads
+class Reference:
+    """REF_COMMIT's kernels in a child process that runs one kernel per request, so that its
+    timings interleave with this process's (the load of a shared machine drifts)."""
 
-    env = {k: v for k, v in os.environ.items() if k not in _threads.SET_HERE}  # libgomp's default wait
-    env["PYTHONPATH"] = str(reference_tree())
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child-reference", "--repeat", str(repeat)],
-                         env=env, cwd=env["PYTHONPATH"], capture_output=True, text=True, timeout=1800)
-    if out.returncode != 0:
-        raise SystemExit(f"reference run failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    def __init__(self):
+        from probanon import _threads
+
+        env = {k: v for k, v in os.environ.items() if k not in _threads.SET_HERE}  # libgomp's default
+        env["PYTHONPATH"] = str(reference_tree())
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--child-reference"],
+                                     env=env, cwd=env["PYTHONPATH"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
+        self.info = json.loads(self.proc.stdout.readline())  # after the warm-up of every kernel
+
+    def run(self, i):
+        self.proc.stdin.write(f"{i}\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise SystemExit("the reference process ended")
+        out = json.loads(line)
+        return out["t"], out["digest"]
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
-def child_reference(repeat: int) -> int:
+def child_reference() -> int:
     import numba
     import probanon
 
-    res = {"module": probanon.__file__, "layer": None, "kernels": {}}
-    for name, fn in kernels():
+    ks = kernels()
+    for _, fn in ks:
         fn()  # JIT compile / cache load
-        ts, out = [], None
-        for _ in range(repeat):
-            t, out = timed(fn)
-            ts.append(t)
-        res["kernels"][name] = {"idle": ts, "digest": digest(out)}
-        if name.startswith("MDAV fit 50,000"):
-            with Competitor():
-                res["kernels"][name]["contended"] = [timed(fn)[0]]
-    res["layer"] = numba.threading_layer()
-    print(json.dumps(res))
+    print(json.dumps({"module": probanon.__file__, "layer": numba.threading_layer()}), flush=True)
+    for line in sys.stdin:
+        t, out = timed(ks[int(line)][1])
+        print(json.dumps({"t": t, "digest": digest(out)}), flush=True)
     return 0
 
 
@@ -160,7 +175,7 @@ def main(argv=()) -> int:
     if args.repeat < 1:
         raise SystemExit("--repeat must be >= 1")
     if args.child_reference:
-        return child_reference(args.repeat)
+        return child_reference()
 
     import numba
 
@@ -171,31 +186,34 @@ def main(argv=()) -> int:
     print(f"  numba {numba.__version__}, {threads} threads (cpu_count {os.cpu_count()}), "
           f"wait policy: " + ", ".join(f"{k}={os.environ.get(k)}" for k in _threads.WAIT_POLICY)
           + (" (set by probanon._threads)" if _threads.SET_HERE else " (set by the user)"))
-    print(f"  repeat = {args.repeat}, times in seconds (best, median); load before: "
-          f"{' '.join(open('/proc/loadavg').read().split()[:4]) if os.path.exists('/proc/loadavg') else 'n/a'}")
-    ref = None if args.skip_reference else run_reference(args.repeat)
-    rows, ok = [], True
-    for name, fn in kernels():
+    print(f"  repeat = {args.repeat}, times in seconds (best, median); load before: {load()}")
+    ref = None if args.skip_reference else Reference()
+    ok = True
+    for i, (name, fn) in enumerate(kernels()):
         fn()  # JIT compile / cache load, threads started
-        t = {"a": [], "b": [], "c": [], "d": []}
+        t = {"a": [], "b": [], "c": [], "d": [], "r": [], "rc": []}
         digests = set()
-        for phase in ("idle", "contended"):
-            ctx = Competitor() if phase == "contended" else None
-            if ctx:
-                ctx.__enter__()
-            try:
-                for _ in range(args.repeat):  # interleaved: drifting load hits both alike
-                    for key, n in (("a", threads), ("b", 1)):
-                        key = key if phase == "idle" else chr(ord(key) + 2)
-                        numba.set_num_threads(n)
-                        dt, out = timed(fn)
-                        t[key].append(dt)
-                        digests.add(digest(out))
-            finally:
-                numba.set_num_threads(threads)
-                if ctx:
-                    ctx.__exit__(None, None, None)
-        rows.append((name, t, digests))
+
+        def run(key, n):
+            numba.set_num_threads(n)
+            dt, out = timed(fn)
+            numba.set_num_threads(threads)
+            t[key].append(dt)
+            digests.add(digest(out))
+
+        for _ in range(args.repeat):  # interleaved: a drifting load hits every column alike
+            if ref is not None:
+                dt, dg = ref.run(i)
+                t["r"].append(dt)
+                digests.add(dg)
+            run("a", threads)
+            run("b", 1)
+        with Competitor():
+            for _ in range(args.repeat):
+                run("c", threads)
+                run("d", 1)
+            if ref is not None and i == 0:
+                t["rc"].append(ref.run(i)[0])
         cd = stats(t["c"])[1] / stats(t["d"])[1]
         line = f"{name}\n    (a) idle, {threads} threads  {fmt(t['a'])}    (b) idle, 1 thread  {fmt(t['b'])}\n" \
                f"    (c) contended, {threads} thr {fmt(t['c'])}    (d) contended, 1 thr {fmt(t['d'])}\n" \
@@ -203,22 +221,21 @@ def main(argv=()) -> int:
                f"{'PASS' if cd <= 1.10 else 'FAIL'})"
         ok &= cd <= 1.10
         if ref is not None:
-            r = ref["kernels"][name]
-            ar = stats(t["a"])[1] / stats(r["idle"])[1]
+            ar = stats(t["a"])[1] / stats(t["r"])[1]
             ok &= ar <= 1.10
-            line += f"\n    reference {REF_COMMIT} idle {fmt(r['idle'])}    (a)/reference median {ar:4.2f} " \
-                    f"(target <= 1.10: {'PASS' if ar <= 1.10 else 'FAIL'})"
-            if "contended" in r:
-                line += f"\n    reference {REF_COMMIT} contended, {threads} threads, once: {r['contended'][0]:.3f} s " \
-                        f"= {r['contended'][0] / stats(t['d'])[1]:.1f} x (d)"
-            digests.add(r["digest"])
+            line += f"\n    reference {REF_COMMIT} idle {fmt(t['r'])}    (a)/reference median {ar:4.2f} " \
+                    f"(best {stats(t['a'])[0] / stats(t['r'])[0]:4.2f}; target <= 1.10: {'PASS' if ar <= 1.10 else 'FAIL'})"
+            if t["rc"]:
+                line += f"\n    reference {REF_COMMIT} contended, {threads} threads, once: {t['rc'][0]:.3f} s " \
+                        f"= {t['rc'][0] / stats(t['d'])[1]:.1f} x (d)"
         line += f"\n    same result in every run{' and the reference' if ref else ''}: " \
                 f"{'yes' if len(digests) == 1 else 'NO'}"
         ok &= len(digests) == 1
         print(line, flush=True)
     if ref is not None:
-        print(f"reference: {ref['module']} (threading layer {ref['layer']}, libgomp default wait)")
-    print(f"load after: {' '.join(open('/proc/loadavg').read().split()[:4]) if os.path.exists('/proc/loadavg') else 'n/a'}")
+        ref.close()
+        print(f"reference: {ref.info['module']} (threading layer {ref.info['layer']}, libgomp default wait)")
+    print(f"load after: {load()}")
     print(f"all targets: {'PASS' if ok else 'FAIL'}")
     return 0
 

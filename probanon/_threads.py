@@ -9,7 +9,9 @@ Two measures, both measured in ``benchmarks/contention.py``:
    every barrier waits for a descheduled thread: ``MDAV(k=5).fit`` of 50,000 x 10 took 29 s
    instead of 0.54 s single-threaded. ``OMP_WAIT_POLICY=PASSIVE`` (GNU) and ``KMP_BLOCKTIME=0``
    (Intel) make idle workers sleep at once. They are read when the OpenMP runtime loads (the
-   first parallel call), so they are set here, at import, unless the user set them.
+   first parallel call), so they are set here, at import, unless the user set them; if the
+   runtime was loaded before probanon was imported, they come too late and the governor
+   below still keeps MDAV off the spinning threads.
 2. **An adaptive choice per region** (:func:`choose` / :func:`record`): the work per unit
    time of serial and parallel regions is measured as the kernel runs (moving averages of
    nanoseconds and units of work); the cheaper mode runs, the other one is tried again after
@@ -49,7 +51,7 @@ GAP_MAX = 512  # longest run without a retry
 RATE = 0.125  # weight of a new sample in the moving averages
 WORK_MIN = 1 << 21  # multiply-adds (~1 ms) below which a one-region kernel runs serially
 
-# state layout (one float64 array per kernel call or per kernel)
+# state layout (one float64 array per kernel call, see governor())
 _PNS, _PW, _SNS, _SW, _COUNT, _GAP, _BEST, _MODE = range(8)
 
 _CLOCK = int(getattr(time, "CLOCK_MONOTONIC", 1))
