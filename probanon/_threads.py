@@ -7,8 +7,10 @@ Two measures, both measured in ``benchmarks/contention.py``:
    300,000 iterations (~3 ms) before its workers sleep. With one competing CPU-bound process
    on two cores the spinning worker steals the time slice of the thread that still works, and
    every barrier waits for a descheduled thread: ``MDAV(k=5).fit`` of 50,000 x 10 took 29 s
-   instead of 0.54 s single-threaded. ``OMP_WAIT_POLICY=PASSIVE`` (GNU) and ``KMP_BLOCKTIME=0``
-   (Intel) make idle workers sleep at once. They are read when the OpenMP runtime loads (the
+   instead of 0.54 s single-threaded. ``GOMP_SPINCOUNT=20000`` (GNU: ~0.1 ms, long enough to
+   bridge the few microseconds between two MDAV passes; sleeping at once, PASSIVE, made idle
+   MDAV 50,000 x 10 2.5 x slower: 1.17 s against 0.45 s) and ``KMP_BLOCKTIME=0`` (Intel)
+   make idle workers sleep soon. They are read when the OpenMP runtime loads (the
    first parallel call), so they are set here, at import, unless the user set them; if the
    runtime was loaded before probanon was imported, they come too late and the governor
    below still keeps MDAV off the spinning threads.
@@ -39,8 +41,10 @@ from numba import njit, types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-WAIT_POLICY = {"OMP_WAIT_POLICY": "PASSIVE", "KMP_BLOCKTIME": "0"}
+WAIT_POLICY = {"GOMP_SPINCOUNT": "20000", "KMP_BLOCKTIME": "0"}
 SET_HERE = [key for key in WAIT_POLICY if key not in os.environ]  # what this module set
+if "OMP_WAIT_POLICY" in os.environ and "GOMP_SPINCOUNT" in SET_HERE:  # the user's policy rules
+    SET_HERE.remove("GOMP_SPINCOUNT")
 for _key in SET_HERE:
     os.environ[_key] = WAIT_POLICY[_key]
 
@@ -52,7 +56,7 @@ RATE = 0.125  # weight of a new sample in the moving averages
 WORK_MIN = 1 << 21  # multiply-adds (~1 ms) below which a one-region kernel runs serially
 
 # state layout (one float64 array per kernel call, see governor())
-_PNS, _PW, _SNS, _SW, _COUNT, _GAP, _BEST, _MODE = range(8)
+_PNS, _PW, _SNS, _SW, _COUNT, _GAP, _BEST, _MODE, _LAST, _AGAIN = range(10)
 
 _CLOCK = int(getattr(time, "CLOCK_MONOTONIC", 1))
 
@@ -84,7 +88,8 @@ def clock_ns():
 
 def governor(mode=None, threads=2):
     """Fresh state for one kernel: ``mode`` defaults to :data:`MODE`; one thread is SERIAL."""
-    st = np.zeros(8)
+    st = np.zeros(10)
+    st[_LAST] = -1.0
     st[_COUNT] = st[_GAP] = GAP0
     st[_BEST] = 1.0
     st[_MODE] = SERIAL if threads < 2 else (MODE if mode is None else mode)
@@ -105,6 +110,9 @@ def choose(st):
     when its retry is due. Time the region and pass it to :func:`record`."""
     if st[_MODE] != AUTO:
         return st[_MODE] == PARALLEL
+    if st[_AGAIN] == 1.0:  # the previous region woke the workers: measure this one
+        st[_AGAIN] = 0.0
+        return True
     if st[_PW] == 0.0:
         return True
     if st[_SW] == 0.0:
@@ -118,6 +126,11 @@ def choose(st):
 def record(st, parallel, ns, work):
     """Add one region (``ns`` nanoseconds for ``work`` units) to the averages of its mode."""
     if st[_MODE] != AUTO:
+        return
+    cold = parallel and st[_LAST] != 1.0
+    st[_LAST] = 1.0 if parallel else 0.0
+    if cold:  # the workers slept (after serial regions): a wake-up, not a measure
+        st[_AGAIN] = 1.0
         return
     j = _PNS if parallel else _SNS
     if st[j + 1] == 0.0:
