@@ -32,6 +32,8 @@ import numpy as np
 from numba import njit, prange
 from scipy.spatial import cKDTree
 
+from .local_search import _sqdist, insert_sorted
+
 PARALLEL_MIN = 2000  # fewer records: one thread
 #: relative rounding allowance between the tree's lifted distances and the exact costs
 MARGIN = 1e-9
@@ -49,11 +51,7 @@ def _costs_rows(Z, lo, hi, centers, offsets, near, out):
             if q < 0:
                 out[i, t] = np.inf
                 continue
-            acc = 0.0
-            for c in range(Z.shape[1]):
-                v = Z[i, c] - centers[q, c]
-                acc += v * v
-            out[i, t] = acc + offsets[q]
+            out[i, t] = _sqdist(Z, i, centers, q) + offsets[q]
 
 
 @njit(cache=True, parallel=True)
@@ -106,11 +104,7 @@ def _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count):
     P = out.shape[1]
     for i in range(lo, hi):
         a = labels[i]
-        own = 0.0
-        for c in range(d):
-            t = Z[i, c] - centers[a, c]
-            own += t * t
-        u = own + offsets[a]
+        u = _sqdist(Z, i, centers, a) + offsets[a]
         m = 0
         for q in range(Q):
             if q == a:
@@ -208,7 +202,6 @@ def power_assign(Z, centers, offsets, K: int = 4) -> np.ndarray:
 @njit(cache=True)
 def _pool_rows(Z, lo, hi, centers, offsets, labels, start, pool, idx):
     """Top-L cells by d + offset among the pool of each record's own cell, own cell kept."""
-    d = centers.shape[1]
     L = idx.shape[1]
     key = np.empty(L)
     for i in range(lo, hi):
@@ -218,22 +211,8 @@ def _pool_rows(Z, lo, hi, centers, offsets, labels, start, pool, idx):
             idx[i, t] = -1
         for s in range(start[a], start[a + 1]):
             q = pool[s]
-            acc = 0.0
-            for c in range(d):
-                t = Z[i, c] - centers[q, c]
-                acc += t * t
-            v = acc + offsets[q]
-            if q != a and v >= key[L - 1]:
-                continue
-            t = L - 1
-            if q == a:
-                v = -np.inf  # the own cell always stays a candidate (the flow can keep the assignment)
-            while t > 0 and key[t - 1] > v:
-                key[t] = key[t - 1]
-                idx[i, t] = idx[i, t - 1]
-                t -= 1
-            key[t] = v
-            idx[i, t] = q
+            # the own cell always stays a candidate (the flow can keep the assignment)
+            insert_sorted(key, idx[i], -np.inf if q == a else _sqdist(Z, i, centers, q) + offsets[q], q)
 
 
 @njit(cache=True, parallel=True)

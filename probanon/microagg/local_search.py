@@ -90,11 +90,27 @@ def _swap_delta(Z, i, j, a, b, counts, cent):
 
 @njit(cache=True)
 def _sqdist(Z, i, cent, q):
+    """||Z[i] - cent[q]||^2 summed column by column (the published rules' order)."""
     acc = 0.0
     for c in range(Z.shape[1]):
         v = Z[i, c] - cent[q, c]
         acc += v * v
     return acc
+
+
+@njit(cache=True)
+def insert_sorted(key, out, v, q):
+    """Partial selection: put (v, q) into the ascending ``key``/``out`` lists if v is below
+    their last key (ties keep the earlier entry first)."""
+    t = key.size - 1
+    if not v < key[t]:
+        return
+    while t > 0 and key[t - 1] > v:
+        key[t] = key[t - 1]
+        out[t] = out[t - 1]
+        t -= 1
+    key[t] = v
+    out[t] = q
 
 
 @njit(cache=True)
@@ -109,15 +125,7 @@ def _candidates(Z, i, a, nbr, counts, cent, dist, out):
         q = nbr[a, r]
         if q < 0 or q == a or counts[q] == 0:
             continue
-        acc = _sqdist(Z, i, cent, q)
-        if acc < dist[T - 1]:
-            t = T - 1
-            while t > 0 and dist[t - 1] > acc:
-                dist[t] = dist[t - 1]
-                out[t] = out[t - 1]
-                t -= 1
-            dist[t] = acc
-            out[t] = q
+        insert_sorted(dist, out, _sqdist(Z, i, cent, q), q)
 
 
 @njit(cache=True)
@@ -414,15 +422,7 @@ def _descend(cent, counts, nbr, cells, seen, stamp):
                 if q < 0 or seen[q] == stamp[0] or counts[q] == 0:
                     continue
                 seen[q] = stamp[0]
-                acc = _sqdist(cent, q, cent, a)
-                if acc < dist[R - 1]:
-                    t = R - 1
-                    while t > 0 and dist[t - 1] > acc:
-                        dist[t] = dist[t - 1]
-                        out[t] = out[t - 1]
-                        t -= 1
-                    dist[t] = acc
-                    out[t] = q
+                insert_sorted(dist, out, _sqdist(cent, q, cent, a), q)
         for t in range(R):
             nbr[a, t] = out[t]
 

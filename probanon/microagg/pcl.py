@@ -80,24 +80,23 @@ def _first_candidates(Z, labels, Q):
     return nearest_cells(centers, centers, np.zeros(Q), POOL)[0][labels]
 
 
-def _reassign(Z, labels, k, Q, near, centers=None, exact=False):
+def _reassign(Z, labels, k, Q, near, centers=None):
     """Size-constrained assignment to ``centers`` (default: the cell means) over the pooled
     candidates of the previous one (:func:`.candidates.pooled_cells`): optimal over them and,
-    the own cell being one, never costlier than ``labels``; ``exact``: optimal over all cells
-    (pricing, :func:`.transport.transport_assign`). Returns (labels, candidates)."""
+    the own cell being one, never costlier than ``labels``. Returns (labels, candidates)."""
     centers = group_means(Z, labels, Q) if centers is None else centers
     pooled = pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES)
-    r = transport_assign(Z, centers, k, near=pooled, exact=exact)
+    r = transport_assign(Z, centers, k, near=pooled, exact=False)
     return r.labels, r.candidates
 
 
-def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet, exact=False):
+def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
     """Exact-gain moves/swaps <-> size-constrained assignment, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
     for step in range(max_iter):
         progress("local search", step, max_iter)
         moved = local_search(Z, best, k, neighbours=neighbours)
-        assigned, near = _reassign(Z, moved, k, Q, near, exact=exact)
+        assigned, near = _reassign(Z, moved, k, Q, near)
         sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
         if sse < best_sse * (1 - 1e-12):
             best, best_sse = labels, sse
@@ -107,13 +106,13 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet, exa
     return best, near
 
 
-def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet, exact=False):
+def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
     """Size-constrained assignment <-> (damped) centroid update, while the SSE decreases."""
     best, best_sse = labels, _sse(Z, labels, Q)
     centers = group_means(Z, labels, Q)
     for step in range(max_iter):
         progress("Lloyd", step, max_iter)
-        assigned, near = _reassign(Z, best, k, Q, near, centers, exact)
+        assigned, near = _reassign(Z, best, k, Q, near, centers)
         sse = _sse(Z, assigned, Q)
         centers = speed * group_means(Z, assigned, Q) + (1.0 - speed) * centers
         if sse < best_sse * (1 - 1e-12):
