@@ -89,6 +89,16 @@ def test_power_assign_and_improving_cells_follow_the_published_rule():
     wrong = cost[np.arange(3000), labels] > cost.min(1)
     wrong |= (cost[np.arange(3000), labels] == cost.min(1)) & (rule < labels)
     np.testing.assert_array_equal(improving_cells(Z, C, c, labels)[1] > 0, wrong)
+    # pricing (tol > 0): the records with a cell cheaper by more than tol, up to P of those cells,
+    # and for them the P + 1 cheapest cells; brute force over the dense matrix
+    own = cost[np.arange(3000), labels]
+    gain = cost < own[:, None] - 0.05
+    cells, count, around = improving_cells(Z, C, c, labels, 0.05, 3, near=True)
+    np.testing.assert_array_equal(count > 0, gain.any(1))
+    for i in np.flatnonzero(count > 0):
+        assert set(cells[i][cells[i] >= 0]) <= set(np.flatnonzero(gain[i])) and (cells[i] >= 0).sum() == min(3, gain[i].sum())
+        assert cost[i, around[i]].max() <= np.sort(cost[i])[3] + 1e-12
+    assert (around[count == 0] == -1).all()
 
 
 def test_pcl_memory_stays_linear_under_an_address_space_limit(tmp_path):
