@@ -194,6 +194,21 @@ def test_bad_n_jobs(bad):
         VMDAV(5, block_size=20, n_jobs=bad).fit(gaussian(100))
 
 
+@pytest.mark.parametrize("model, match", [(PCL(3, speed=5.0, block_size=30), "speed"),
+                                          (PCL(3, kicks=-1, block_size=30), "kicks"),
+                                          (PCL(3, init="ward", block_size=30), "init"),
+                                          (VMDAV(3, gamma=-1.0, block_size=30), "gamma")])
+def test_method_parameters_are_checked_before_any_block(monkeypatch, model, match):
+    import probanon.microagg.blocks as blocks
+
+    def no_cut(*args, **kwargs):
+        raise AssertionError("the data were cut before the parameters were checked")
+
+    monkeypatch.setattr(blocks, "cut_tree", no_cut)
+    with pytest.raises(ParameterError, match=match):
+        model.fit(gaussian(100))
+
+
 def test_small_files_are_not_blocked_by_default():
     model = MDAV(5).fit(gaussian(300))
     assert model.function_.kind == "ordered-balls" and model.n_blocks_ == 1 and model.block_size_ == 0

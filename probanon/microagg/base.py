@@ -94,8 +94,12 @@ class Microaggregator(ParamsMixin):
         )
         return self
 
+    def _check_params(self):
+        """Checks of the method's own parameters (beyond k), run before any work, blocks included."""
+
     def _blocked_partition(self, Z, X, progress):
         """``_partition`` on all of Z, or per block when ``block_size`` says so (class docstring)."""
+        self._check_params()
         if "block_size" not in self._param_names:
             return self._partition(Z, X, progress)
         n = Z.shape[0]

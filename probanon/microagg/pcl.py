@@ -301,13 +301,15 @@ class PCL(Microaggregator):
         self.block_size = block_size  # blocks for large files: see Microaggregator (per-block seeds)
         self.n_jobs = n_jobs
 
-    def _partition(self, Z, X, progress):
+    def _check_params(self):
         _starts(self.init, self.k_)
         if self.speed is not None and not 0.0 < float(self.speed) < 2.0:
             raise ParameterError(f"speed must be in (0, 2), got {self.speed!r}")
         if self.kicks is not None and (isinstance(self.kicks, bool) or not isinstance(self.kicks, numbers.Integral)
                                        or self.kicks < 0):
             raise ParameterError(f"kicks must be a non-negative integer, got {self.kicks!r}")
+
+    def _partition(self, Z, X, progress):
         rng = check_random_state(self.random_state)
         memory.check_pcl_memory(Z.shape[0], self.k_)
         speed = None if self.speed is None else float(self.speed)

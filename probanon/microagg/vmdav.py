@@ -198,6 +198,9 @@ class VMDAV(Microaggregator):
         self.block_size = block_size  # blocks for large files: see Microaggregator
         self.n_jobs = n_jobs
 
+    def _check_params(self):
+        _check_gamma(self.gamma)
+
     def _partition(self, Z, X, progress):
         labels = vmdav_partition(Z, self.k_, self.gamma, progress=progress)
         centers = group_means(Z, labels, int(labels.max()) + 1)
