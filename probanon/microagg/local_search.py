@@ -46,6 +46,9 @@ from scipy.spatial import cKDTree
 from ..errors import ParameterError
 
 LOG_ROWS = 1 << 16  # undo log of one kick; a change that would overflow it is not made
+#: length of each cell's candidate list. 10-D Gaussian, 20,000 records, k = 5 (PCL, seed 0):
+#: IL 15.137 / 15.102 / 15.048 with lists of 16 / 24 / 32 cells, for 7% more time at 32
+LIST = 32
 
 
 @njit(cache=True)
@@ -481,7 +484,7 @@ class _Search:
         return ids[self.labels].astype(np.int64)
 
 
-def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, candidates: int = 16,
+def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, candidates: int = LIST,
                  free_sizes: bool = False) -> np.ndarray:
     """Improve a partition with every cell >= k records by exact-gain moves and swaps of each
     record into the ``neighbours`` cells nearest to it among its cell's ``candidates`` nearest
@@ -594,7 +597,7 @@ def _kicks(Z, labels, k, T, kicks, swaps, around, dissolve, seed, tol, sums, cou
 
 
 def iterated_local_search(Z, labels, k: int, kicks: int, rng, neighbours: int = 6, swaps: int = 3,
-                          around: int = 3, candidates: int = 16, free_sizes: bool = False,
+                          around: int = 3, candidates: int = LIST, free_sizes: bool = False,
                           dissolve: float = 0.5) -> np.ndarray:
     """Iterated local search (module docstring): ``kicks`` kicks, each ``swaps`` random swaps
     between a random cell and its ``around`` nearest cells (with ``free_sizes``, a fraction
