@@ -84,10 +84,11 @@ def timed(fn, repeats=REPEATS):
     return out, min(seconds), statistics.median(seconds)
 
 
-def in_process(code: str, pythonpath: Path = ROOT) -> dict:
+def in_process(code: str, pythonpath: Path = ROOT, timeout=None) -> dict:
     """Run ``code`` in a fresh interpreter (PYTHONPATH = ``pythonpath``); it defines
     ``run()`` returning a dict; we add the seconds of run() and the growth of VmHWM over the
-    resident memory before it (the process's own peak, not this one's)."""
+    resident memory before it (the process's own peak, not this one's). After ``timeout``
+    seconds the child is stopped and ``subprocess.TimeoutExpired`` raised."""
     wrapper = textwrap.dedent('''
         import json, sys, time
         def _status(key):
@@ -102,8 +103,9 @@ def in_process(code: str, pythonpath: Path = ROOT) -> dict:
         out["peak_growth"] = _status("VmHWM:") - before
         print(json.dumps(out))
         ''')
-    done = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True,
-                          env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"}, cwd=str(pythonpath))
+    done = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True, check=False,
+                          env={"PYTHONPATH": str(pythonpath), "PATH": "/usr/bin:/bin"}, cwd=str(pythonpath),
+                          timeout=timeout)
     if done.returncode != 0:
         raise RuntimeError(done.stderr[-3000:])
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -124,7 +126,7 @@ PCL_RUN = '''
 def pcl100k():
     n = 100_000
     X = gaussian(n, 10)
-    _, mdav_best, mdav_median = timed(lambda: MDAV(5).fit(X), 1)
+    _, mdav_best, _ = timed(lambda: MDAV(5).fit(X), 1)
     mdav_il = il(X, MDAV(5).fit(X).labels_)
     out = in_process(PCL_RUN.format(n=n))
     labels = np.array(out["labels"])
@@ -206,22 +208,30 @@ PEER_LIMIT = 600
 
 
 def _peer_fit(Z, k):
-    """(labels or None, seconds): k-means-constrained on Z in a child process, stopped after
-    PEER_LIMIT seconds (it has no time limit of its own; eia k = 3 ran for over 8 minutes)."""
+    """(labels or None, seconds): k-means-constrained on Z in a child process
+    (:func:`in_process`), stopped after PEER_LIMIT seconds (it has no time limit of its own;
+    eia k = 3 ran for over 8 minutes)."""
     module = Path(_peer_module().__file__).resolve().parents[1]
     with tempfile.TemporaryDirectory() as tmp:
-        np.save(Path(tmp) / "z.npy", Z)
-        code = (f"import sys, time, numpy as np; sys.path.append({str(module)!r}); "
-                "from k_means_constrained import KMeansConstrained as K; "
-                f"Z = np.load({str(Path(tmp) / 'z.npy')!r}); t = time.perf_counter(); "
-                f"m = K(n_clusters=len(Z) // {k}, size_min={k}, random_state=0).fit(Z); "
-                f"np.save({str(Path(tmp) / 'labels.npy')!r}, m.labels_); print(time.perf_counter() - t)")
+        data, labels = Path(tmp) / "z.npy", Path(tmp) / "labels.npy"
+        np.save(data, Z)
         try:
-            done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                  timeout=PEER_LIMIT)
+            out = in_process(f'''
+                import sys
+                import numpy as np
+                sys.path.append({str(module)!r})
+                from k_means_constrained import KMeansConstrained
+                Z = np.load({str(data)!r})
+                def warm():
+                    pass
+                def run():
+                    fitted = KMeansConstrained(n_clusters=len(Z) // {k}, size_min={k}, random_state=0).fit(Z)
+                    np.save({str(labels)!r}, fitted.labels_)
+                    return {{}}
+            ''', timeout=PEER_LIMIT)
         except subprocess.TimeoutExpired:
             return None, float(PEER_LIMIT)
-        return np.load(Path(tmp) / "labels.npy"), float(done.stdout.split()[-1])
+        return np.load(labels), out["seconds"]
 
 
 def peer_cases():
