@@ -23,10 +23,12 @@ optimisation (every cell >= k records, as in V-MDAV), with two more moves:
 
 Candidates: each cell keeps a list of its ``candidates`` nearest cells (by centroid), built
 once by an approximate SciPy ``cKDTree`` query and kept current by descent steps (a cell's new
-list: the nearest among its list and its list's lists, current centroids) before every sweep
-of :func:`local_search` and, in :func:`iterated_local_search`, for the cells a kept kick
-changed. A record of cell A tries the ``neighbours`` cells of A's list nearest to it. No
-n x |Q| matrix: a sweep costs O(n (candidates d + neighbours k d)) time, memory is
+list: the nearest among its list and its list's lists, current centroids) for the cells that
+the last sweep of :func:`local_search` changed and, in :func:`iterated_local_search`, for the
+cells a kept kick changed. A record of cell A tries the ``neighbours`` cells of A's list
+nearest to it. After the first sweep, only the records whose cell, or a cell of its list,
+changed in the last sweep are tried again (for the others nothing they could see changed).
+No n x |Q| matrix: a sweep costs O(n (candidates d + neighbours k d)) time, memory is
 O(n d + |Q| candidates). Improving moves are applied at once (first improvement), and sweeps
 repeat until none improves. The SSE never increases and every cell keeps at least k records.
 
@@ -393,7 +395,7 @@ def _neighbour_lists(cent, counts, R):
     nbr = np.full((cent.shape[0], R), -1, np.int64)
     r = min(R, alive.size - 1)
     if r >= 1:
-        _, idx = cKDTree(cent[alive]).query(cent[alive], r + 1, eps=1.0)
+        _, idx = cKDTree(cent[alive]).query(cent[alive], r + 1, eps=1.0, workers=-1)
         own = idx == np.arange(alive.size)[:, None]
         own[~own.any(1), -1] = True  # coincident centroids: drop the farthest instead
         nbr[alive, :r] = alive[idx[~own].reshape(-1, r)]
@@ -463,9 +465,17 @@ class _Search:
     def alive(self) -> int:
         return int((self.counts > 0).sum())
 
-    def refresh(self):
-        """One descent step on every cell's candidate list."""
-        _descend(self.cent, self.counts, self.nbr, np.flatnonzero(self.counts > 0), self.seen, self.stamp)
+    def refresh(self, cells):
+        """One descent step on the candidate lists of ``cells``."""
+        _descend(self.cent, self.counts, self.nbr, cells, self.seen, self.stamp)
+
+    def touching(self, cells) -> np.ndarray:
+        """The records whose cell is one of ``cells`` or has one of them in its candidate list
+        (in record order)."""
+        mark = np.zeros(self.counts.size + 1, bool)  # the last entry stands for the -1 pads
+        mark[cells] = True
+        near = mark[self.nbr].any(1) | mark[:-1]
+        return np.flatnonzero(near[self.labels])
 
     def split_all(self):
         """Split every cell of >= 2k records (free sizes). Returns the SSE decrease."""
@@ -498,14 +508,17 @@ def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, 
     for sweep in range(max_sweeps):
         if s.alive < 2:
             break
-        if sweep:
-            s.refresh()
+        if sweep:  # only what the last sweep changed: lists of the changed cells, records that see them
+            s.refresh(changed)
+            records = s.touching(changed)
+        before = s.cent.copy()
         gain = _improve(s.Z, records, s.nbr, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.k, T, s.tol,
                         1, no_log, 0)[0]
         if free_sizes:
             gain += s.split_all()
         if gain <= s.tol:
             break
+        changed = np.flatnonzero((s.cent != before).any(1) & (s.counts > 0))
     return s.result()
 
 

@@ -58,7 +58,7 @@ from .local_search import iterated_local_search, local_search
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import strict_offsets
-from .candidates import nearest_cells, pooled_cells, power_assign
+from .candidates import improving_cells, nearest_cells, pooled_cells
 from .transport import squared_distances, transport_assign
 from .univariate import optimal_univariate
 
@@ -316,5 +316,6 @@ class PCL(Microaggregator):
         labels, centers, offsets, self.start_ = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks,
                                                              random_state=rng, init=self.init, progress=progress,
                                                              free_sizes=bool(self.free_sizes))
-        self.function_mismatches_ = int((power_assign(Z, centers, offsets) != labels).sum())
+        # records the published rule assigns elsewhere: those with a cell that beats theirs (ties: lower index)
+        self.function_mismatches_ = int((improving_cells(Z, centers, offsets, labels, 0.0, 1)[1] > 0).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}
