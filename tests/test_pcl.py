@@ -89,16 +89,22 @@ def test_power_assign_and_improving_cells_follow_the_published_rule():
     wrong = cost[np.arange(3000), labels] > cost.min(1)
     wrong |= (cost[np.arange(3000), labels] == cost.min(1)) & (rule < labels)
     np.testing.assert_array_equal(improving_cells(Z, C, c, labels)[1] > 0, wrong)
-    # pricing (tol > 0): the records with a cell cheaper by more than tol, up to P of those cells,
-    # and for them the P + 1 cheapest cells; brute force over the dense matrix
-    own = cost[np.arange(3000), labels]
-    gain = cost < own[:, None] - 0.05
-    cells, count, around = improving_cells(Z, C, c, labels, 0.05, 3, near=True)
-    np.testing.assert_array_equal(count > 0, gain.any(1))
-    for i in np.flatnonzero(count > 0):
-        assert set(cells[i][cells[i] >= 0]) <= set(np.flatnonzero(gain[i])) and (cells[i] >= 0).sum() == min(3, gain[i].sum())
-        assert cost[i, around[i]].max() <= np.sort(cost[i])[3] + 1e-12
-    assert (around[count == 0] == -1).all()
+    # pricing (tol > 0): the records with a cell cheaper by more than tol, how many such cells,
+    # the P cheapest of them, and for those records the P + 1 cheapest cells; brute force over
+    # the dense matrix, also with offsets spread wider than the cells (the filter's h < 0 case)
+    for spread in (1.0, 30.0):
+        c2 = c * spread
+        cost2 = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c2[None, :]
+        own = cost2[np.arange(3000), labels]
+        gain = cost2 < own[:, None] - 0.05
+        cells, count, around = improving_cells(Z, C, c2, labels, 0.05, 3, near=True)
+        np.testing.assert_array_equal(count, gain.sum(1))
+        for i in np.flatnonzero(count > 0):
+            found = cells[i][cells[i] >= 0]
+            assert set(found) <= set(np.flatnonzero(gain[i])) and found.size == min(3, gain[i].sum())
+            assert np.sort(cost2[i, found]).tolist() == np.sort(cost2[i, gain[i]])[: found.size].tolist()
+            assert cost2[i, around[i]].max() <= np.sort(cost2[i])[3] + 1e-12
+        assert (around[count == 0] == -1).all()
 
 
 def test_pcl_memory_stays_linear_under_an_address_space_limit(tmp_path):

@@ -2,7 +2,7 @@
 estimated peak memory exceeds half of the machine's available memory, before any work.
 
 Cells of fewer than 256 records (the exact path of :mod:`.pcl`) work in O(n (d + L))
-memory: candidate cells from a k-d tree (:mod:`.candidates`), the size-constrained
+memory: candidate cells pooled or priced cell by cell (:mod:`.candidates`), the size-constrained
 assignment as a min-cost flow over them (:mod:`.transport`), no n x |Q| matrix. Cells of at
 least 256 records (the Levenberg-Marquardt path) still hold dense n x |Q| arrays, |Q| <=
 n / 256. The estimate (:func:`pcl_peak_memory`) is

@@ -25,9 +25,9 @@ hold at least k points. This implementation alternates the two conditions exactl
    kicks that may also dissolve a cell or split one of >= 2k records, so the number of cells
    and their sizes (>= k) are optimised too, then step 3 again; the result is never worse
    than the fixed-size one (``free_sizes=False``: MDAV's floor(n/k) cells).
-4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs by a
-   k-d tree, :mod:`.candidates`), gives the labels; its degenerate duals are turned
-   into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin), so the
+4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs cell by
+   cell with a triangle-inequality bound, :func:`.candidates.improving_cells`), gives the
+   labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin), so the
    power diagram (centres, offsets) reproduces ``labels_`` exactly. Where the optimum splits
    identical records between cells (ties no offset can break), the optimal labels are kept
    and ``function_mismatches_`` counts the fitted records the function assigns elsewhere.
