@@ -27,11 +27,11 @@ hold at least k points. This implementation alternates the two conditions exactl
    than the fixed-size one (``free_sizes=False``: MDAV's floor(n/k) cells).
 4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs cell by
    cell with a triangle-inequality bound, :func:`.candidates.improving_cells`), gives the
-   labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin), so the
-   power diagram (centres, offsets) reproduces ``labels_`` exactly. Where the optimum splits
-   identical records between cells (ties no offset can break), the optimal labels are kept
-   and ``function_mismatches_`` counts the fitted records the function assigns elsewhere.
-   Centroids are the cell means.
+   labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`:
+   shortest-path potentials with a margin), so the power diagram (centres, offsets)
+   reproduces ``labels_`` exactly. Where the optimum splits identical records between cells
+   (ties no offset can break), the optimal labels are kept and ``function_mismatches_``
+   counts the fitted records the function assigns elsewhere. Centroids are the cell means.
 
 Cells of at least 256 records (the paper needs ~100-500 per cell for smooth counts) use the
 paper's own steps instead, per iteration: offsets by Levenberg-Marquardt (Appendix A,
