@@ -505,6 +505,7 @@ def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, 
     s = _Search(Z, labels, k, max(T, int(candidates)))
     records = np.arange(s.Z.shape[0])
     no_log = np.empty((0, 3), np.int64)
+    changed = np.empty(0, np.int64)  # cells the last sweep changed
     for sweep in range(max_sweeps):
         if s.alive < 2:
             break

@@ -54,11 +54,11 @@ from ..errors import ParameterError
 from . import memory
 from .base import Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
+from .candidates import improving_cells, nearest_cells, pooled_cells
 from .local_search import iterated_local_search, local_search
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import strict_offsets
-from .candidates import improving_cells, nearest_cells, pooled_cells
 from .transport import squared_distances, transport_assign
 from .univariate import optimal_univariate
 
