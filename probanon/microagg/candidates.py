@@ -23,8 +23,6 @@ and 2.1 s for a scan with early exit.
     power-diagram rule (lowest index on ties) would change. Not from the tree: in 10-D it
     prunes little, and a bound from the triangle inequality between centres, cell by cell,
     prunes more for records whose cell is known (see the function).
-:func:`cheapest_cells`
-    the L cells of lowest power cost of a few records, by an exact scan.
 :func:`power_assign`
     the published rule itself, argmin_q d(z, q) + c_q, lowest q on ties, bit for bit.
 """
@@ -103,6 +101,13 @@ def nearest_cells(Z, centers, offsets, L: int):
 
 
 @njit(cache=True)
+def _beats(v, u, q, a, tol):
+    """Cell q at cost v beats the own cell a at cost u: cheaper by more than tol, or, with
+    tol = 0, equal and of lower index (the published rule's tie-break)."""
+    return v < u - tol or (tol == 0.0 and v == u and q < a)
+
+
+@njit(cache=True)
 def _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count):
     Q, d = centers.shape
     P = out.shape[1]
@@ -125,7 +130,7 @@ def _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count):
             if not done:
                 continue
             v = acc + offsets[q]
-            if v < u - tol or (tol == 0.0 and v == u and q < a):
+            if _beats(v, u, q, a, tol):
                 if m < P:
                     out[i, m] = q
                 m += 1
@@ -199,55 +204,16 @@ def _cell_pricing(Z, centers, CT, offsets, order, start, a, tol, out, count, acc
                 continue
             v = sq + offsets[q]
             insert_sorted(key[s], ids[s], v, q)
-            if v < u - tol or (tol == 0.0 and v == u and q < a):
+            if _beats(v, u, q, a, tol):
                 count[i] += 1
     for s in range(m):
         i = order[lo + s]
         u, p = own[s], 0
         for t in range(L):
             q, v = ids[s, t], key[s, t]
-            if q >= 0 and q != a and p < out.shape[1] and (v < u - tol or (tol == 0.0 and v == u and q < a)):
+            if q >= 0 and q != a and p < out.shape[1] and _beats(v, u, q, a, tol):
                 out[i, p] = q
                 p += 1
-
-
-@njit(cache=True)
-def _cheapest_rows(Z, lo, hi, centers, offsets, out):
-    L = out.shape[1]
-    key = np.empty(L)
-    for i in range(lo, hi):
-        key[:] = np.inf
-        out[i, :] = -1
-        for q in range(centers.shape[0]):
-            bound = key[L - 1] - offsets[q]
-            acc = 0.0
-            for c in range(Z.shape[1]):
-                t = Z[i, c] - centers[q, c]
-                acc += t * t
-                if acc > bound:
-                    break
-            if acc <= bound:
-                insert_sorted(key, out[i], acc + offsets[q], q)
-
-
-@njit(cache=True, parallel=True)
-def _cheapest_parallel(Z, centers, offsets, out, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _cheapest_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, out)
-
-
-def cheapest_cells(Z, centers, offsets, L: int):
-    """The min(L, |Q|) cells of lowest power cost of each row of Z, cheapest first (lowest
-    index on ties): an exact scan with early exit, O(|Q| d) per row (for a few rows)."""
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    out = np.empty((Z.shape[0], min(int(L), centers.shape[0])), np.int64)
-    args = (np.ascontiguousarray(centers, dtype=np.float64), np.ascontiguousarray(offsets, dtype=np.float64), out)
-    if Z.shape[0] >= PARALLEL_MIN // 4:
-        _cheapest_parallel(Z, *args, _chunks())
-    else:
-        _cheapest_rows(Z, 0, Z.shape[0], *args)
-    return out
 
 
 @njit(cache=True, parallel=True)
@@ -296,8 +262,9 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, n
         return out, count
     around = np.full((n, min(P + 1, Q)), -1, np.int64)
     found = np.flatnonzero(count > 0)
-    around[found] = cheapest_cells(Z[found], centers, offsets, around.shape[1])
-    return (out, count, around) if near else (out, count)
+    if found.size:
+        around[found] = nearest_cells(Z[found], centers, offsets, around.shape[1])[0]
+    return out, count, around
 
 
 def power_assign(Z, centers, offsets, K: int = 2) -> np.ndarray:
