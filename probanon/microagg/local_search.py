@@ -134,25 +134,37 @@ def _candidates(Z, i, a, nbr, counts, cent, dist, out):
 
 
 @njit(cache=True)
-def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps):
+def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps, g):
     """Best move or swap of record i (cell a) into one of the cells ``near``:
-    (SSE change, target cell or -1, swap partner or -1)."""
+    (SSE change, target cell or -1, swap partner or -1). ``g``: scratch of d entries. The
+    terms that do not depend on the partner are computed once per cell (same arithmetic)."""
     na = counts[a]
+    d = Z.shape[1]
     best = -eps
     best_b = -1
     best_j = -1
+    leave = na / (na - 1.0) * _sqdist(Z, i, cent, a) if na > k else 0.0
     for t in range(near.size):
         b = near[t]
         if b < 0:
             continue
         nb = counts[b]
         if na > k:  # move
-            delta = nb / (nb + 1.0) * _sqdist(Z, i, cent, b) - na / (na - 1.0) * _sqdist(Z, i, cent, a)
+            delta = nb / (nb + 1.0) * _sqdist(Z, i, cent, b) - leave
             if delta < best:
                 best, best_b, best_j = delta, b, -1
+        w = 1.0 / na + 1.0 / nb
+        for c in range(d):
+            g[c] = cent[a, c] - cent[b, c]
         j = head[b]
-        while j >= 0:  # swaps with every member of b
-            delta = _swap_delta(Z, i, j, a, b, counts, cent)
+        while j >= 0:  # swaps with every member of b (the arithmetic of _swap_delta)
+            dot = 0.0
+            vv = 0.0
+            for c in range(d):
+                v = Z[j, c] - Z[i, c]
+                dot += g[c] * v
+                vv += v * v
+            delta = -2.0 * dot - vv * w
             if delta < best:
                 best, best_b, best_j = delta, b, j
             j = nxt[j]
@@ -173,6 +185,7 @@ def _improve(Z, records, nbr, labels, sums, counts, head, nxt, prv, cent, k, T, 
     past it; an empty log means no undo). Returns (SSE decrease, log length)."""
     dist = np.empty(T)
     near = np.empty(T, np.int64)
+    scratch = np.empty(Z.shape[1])
     gain = 0.0
     undo = log.shape[0] > 0
     for _ in range(max_sweeps):
@@ -183,7 +196,7 @@ def _improve(Z, records, nbr, labels, sums, counts, head, nxt, prv, cent, k, T, 
             i = records[r]
             a = labels[i]
             _candidates(Z, i, a, nbr, counts, cent, dist, near)
-            delta, b, j = _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps)
+            delta, b, j = _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps, scratch)
             if b >= 0:
                 g -= delta
                 _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent)

@@ -17,9 +17,9 @@ hold at least k points. This implementation alternates the two conditions exactl
    so an iteration costs O(n L d) and no n x |Q| matrix exists; the own cell is always a
    candidate, so the SSE never rises. Centroid update: cell means (speed factor s, paper:
    s = 1/2; s = 1 here by default, since the exact assignment needs no slowdown). Repeat
-   while the SSE decreases.
+   while the SSE decreases by at least 0.01% (``RTOL``) per iteration.
 3. Exact-gain moves and swaps between neighbouring cells (:mod:`.local_search`) escape the
-   local minima of step 2; alternate with step 2 while the SSE decreases. Then iterated
+   local minima of step 2; alternate with step 2 while the SSE decreases (by ``RTOL``). Then iterated
    local search (random kicks kept only when they lower the SSE, seeded by
    ``random_state``) and step 3 again. Free sizes (issue 16.4, default): a second round of
    kicks that may also dissolve a cell or split one of >= 2k records, so the number of cells
@@ -90,8 +90,14 @@ def _reassign(Z, labels, k, Q, near, centers=None):
     return r.labels, r.candidates
 
 
+#: the alternations stop when an iteration lowered the SSE by less than this fraction (at 10^5
+#: records each further iteration costs seconds and gained at most 1e-5 of the SSE)
+RTOL = 1e-4
+
+
 def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
-    """Exact-gain moves/swaps <-> size-constrained assignment, while the SSE decreases."""
+    """Exact-gain moves/swaps <-> size-constrained assignment, while the SSE decreases by at
+    least the fraction RTOL per iteration."""
     best, best_sse = labels, _sse(Z, labels, Q)
     for step in range(max_iter):
         progress("local search", step, max_iter)
@@ -99,7 +105,9 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
         assigned, near = _reassign(Z, moved, k, Q, near)
         sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
         if sse < best_sse * (1 - 1e-12):
-            best, best_sse = labels, sse
+            best, best_sse, gained = labels, sse, best_sse - sse
+            if gained < RTOL * best_sse:
+                break
         else:
             break
     progress("local search", max_iter, max_iter)
@@ -107,7 +115,8 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
 
 
 def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
-    """Size-constrained assignment <-> (damped) centroid update, while the SSE decreases."""
+    """Size-constrained assignment <-> (damped) centroid update, while the SSE decreases (with
+    s = 1, by at least the fraction RTOL per iteration)."""
     best, best_sse = labels, _sse(Z, labels, Q)
     centers = group_means(Z, labels, Q)
     for step in range(max_iter):
@@ -116,7 +125,9 @@ def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
         sse = _sse(Z, assigned, Q)
         centers = speed * group_means(Z, assigned, Q) + (1.0 - speed) * centers
         if sse < best_sse * (1 - 1e-12):
-            best, best_sse = assigned, sse
+            best, best_sse, gained = assigned, sse, best_sse - sse
+            if speed == 1.0 and gained < RTOL * best_sse:
+                break
         elif speed == 1.0:
             break
     progress("Lloyd", max_iter, max_iter)
