@@ -82,15 +82,22 @@ def _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent):
 
 
 @njit(cache=True)
-def _swap_delta(Z, i, j, a, b, counts, cent):
-    """SSE change of swapping record i (cell a) with record j (cell b)."""
+def _swap_terms(Z, i, j, g, w):
+    """-2 g . (z_j - z_i) - w ||z_j - z_i||^2: the swap formula with g = c_A - c_B and
+    w = 1/n_A + 1/n_B given (computed once per pair of cells)."""
     dot = 0.0
     vv = 0.0
     for c in range(Z.shape[1]):
         v = Z[j, c] - Z[i, c]
-        dot += (cent[a, c] - cent[b, c]) * v
+        dot += g[c] * v
         vv += v * v
-    return -2.0 * dot - vv * (1.0 / counts[a] + 1.0 / counts[b])
+    return -2.0 * dot - vv * w
+
+
+@njit(cache=True)
+def _swap_delta(Z, i, j, a, b, counts, cent):
+    """SSE change of swapping record i (cell a) with record j (cell b)."""
+    return _swap_terms(Z, i, j, cent[a] - cent[b], 1.0 / counts[a] + 1.0 / counts[b])
 
 
 @njit(cache=True)
@@ -157,14 +164,8 @@ def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps, g):
         for c in range(d):
             g[c] = cent[a, c] - cent[b, c]
         j = head[b]
-        while j >= 0:  # swaps with every member of b (the arithmetic of _swap_delta)
-            dot = 0.0
-            vv = 0.0
-            for c in range(d):
-                v = Z[j, c] - Z[i, c]
-                dot += g[c] * v
-                vv += v * v
-            delta = -2.0 * dot - vv * w
+        while j >= 0:  # swaps with every member of b
+            delta = _swap_terms(Z, i, j, g, w)
             if delta < best:
                 best, best_b, best_j = delta, b, j
             j = nxt[j]
