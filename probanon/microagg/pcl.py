@@ -95,6 +95,12 @@ def _reassign(Z, labels, k, Q, near, centers=None):
 RTOL = 1e-4
 
 
+def _step(best_sse, sse):
+    """(better, go on): whether ``sse`` improves on ``best_sse`` (beyond rounding) and whether it
+    does so by at least the fraction RTOL, worth another iteration."""
+    return sse < best_sse * (1 - 1e-12), sse < best_sse * (1 - RTOL)
+
+
 def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
     """Exact-gain moves/swaps <-> size-constrained assignment, while the SSE decreases by at
     least the fraction RTOL per iteration."""
@@ -104,11 +110,10 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, progress=_quiet):
         moved = local_search(Z, best, k, neighbours=neighbours)
         assigned, near = _reassign(Z, moved, k, Q, near)
         sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
-        if sse < best_sse * (1 - 1e-12):
-            best, best_sse, gained = labels, sse, best_sse - sse
-            if gained < RTOL * best_sse:
-                break
-        else:
+        better, go_on = _step(best_sse, sse)
+        if better:
+            best, best_sse = labels, sse
+        if not go_on:
             break
     progress("local search", max_iter, max_iter)
     return best, near
@@ -124,11 +129,10 @@ def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
         assigned, near = _reassign(Z, best, k, Q, near, centers)
         sse = _sse(Z, assigned, Q)
         centers = speed * group_means(Z, assigned, Q) + (1.0 - speed) * centers
-        if sse < best_sse * (1 - 1e-12):
-            best, best_sse, gained = assigned, sse, best_sse - sse
-            if speed == 1.0 and gained < RTOL * best_sse:
-                break
-        elif speed == 1.0:
+        better, go_on = _step(best_sse, sse)
+        if better:
+            best, best_sse = assigned, sse
+        if speed == 1.0 and not go_on:  # damped steps go on until max_iter
             break
     progress("Lloyd", max_iter, max_iter)
     return best, near

@@ -23,8 +23,9 @@ rounding left negative is cancelled there).
 Only each point's ``candidates`` cells of lowest cost enter the flow (:mod:`.candidates`,
 no n x |Q| matrix); afterwards every excluded pair is priced with the potentials
 (d_iq + lambda_q < d_ia + lambda_a - tol, a the point's cell, means it would improve; cell by
-cell with a triangle-inequality filter and early exit, O(n + |Q|) memory) and added, until none is (column generation): the result is
-optimal for the full problem to within tol = 1e-10 of the largest candidate cost per point.
+cell with a triangle-inequality filter and early exit, O(n + |Q|) memory) and added, until
+none is (column generation): the result is optimal for the full problem to within
+tol = 1e-10 of the largest candidate cost per point.
 """
 
 from __future__ import annotations
