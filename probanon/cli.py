@@ -479,7 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--block-size", type=int, default=None, metavar="B",
                    help="mdav, vmdav, pcl: split the records along principal axes into blocks of k..B records "
                         "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "
-                        "200,000 records, blocks of at most 200,000 above, 20,000 for pcl); the output says how the data "
+                        "200,000 records, blocks of at most 500,000 above, 32,000 for pcl); the output says how the data "
                         "were blocked")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)

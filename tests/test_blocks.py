@@ -64,7 +64,9 @@ def test_blocks_hold_k_to_B_records_continuous(n, B):
     nodes, blocks = cut_tree(Z, k, B)
     sizes = np.array([b.size for b in blocks])
     assert sizes.min() >= k and sizes.max() <= B
-    assert len(blocks) >= -(-n // B)
+    # bisection at the median: every block at depth L = ceil(log2(n / B)) (n / 2^(L-1) > B here by a margin)
+    depth = int(np.ceil(np.log2(n / B)))
+    assert len(blocks) == 2**depth and set(_depths(nodes)) == {depth}
     np.testing.assert_array_equal(np.sort(np.concatenate(blocks)), np.arange(n))  # a partition of the rows
     # all blocks but the one that takes n's remainder hold a multiple of k records
     assert (sizes % k != 0).sum() <= (n % k != 0)
@@ -74,6 +76,13 @@ def test_blocks_hold_k_to_B_records_continuous(n, B):
             left = np.concatenate([blocks[j] for j in _leaves(nodes, node["left"])])
             right = np.concatenate([blocks[j] for j in _leaves(nodes, node["right"])])
             assert (Z[left] @ node["axis"]).max() <= node["threshold"] < (Z[right] @ node["axis"]).min()
+
+
+def _depths(nodes, i=0, depth=0):
+    node = nodes[i]
+    if "block" in node:
+        return [depth]
+    return _depths(nodes, node["left"], depth + 1) + _depths(nodes, node["right"], depth + 1)
 
 
 def _leaves(nodes, i):
@@ -174,7 +183,7 @@ def test_blocked_mdav_equals_mdav_per_block():
 
 def test_block_size_rule():
     assert check_block_size(None, 5, 199_999) == 0
-    assert check_block_size(None, 5, 10**6) == 200_000
+    assert check_block_size(None, 5, 10**6) == 500_000
     assert check_block_size(None, 5, 10**6, default=50_000) == 50_000
     assert check_block_size(0, 5, 10**7) == 0
     assert check_block_size(1000, 5, 1000) == 0  # one block is no block

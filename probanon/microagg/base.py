@@ -40,7 +40,7 @@ class Microaggregator(ParamsMixin):
 
     A subclass with the parameters ``block_size`` and ``n_jobs`` fits in blocks
     (:mod:`.blocks`): ``block_size=None`` blocks automatically (none below 200,000 records,
-    then blocks of at most ``_default_block_size`` records), 0 never, an integer B >= 2k into
+    then blocks of at most ``_default_block_size`` records: 500,000, or 32,000 for PCL), 0 never, an integer B >= 2k into
     blocks of k..B records; ``n_jobs`` worker processes (None: every core this process may
     use; the result does not depend on it). Fitted: ``block_size_`` (B, 0 when not blocked),
     ``n_blocks_``, ``block_sizes_`` (records per block) and ``blocks_`` (a one-line statement);

@@ -5,8 +5,9 @@ records, block by block.
    by a threshold on the projection z . a (:func:`.function.project_rows`, the one projection
    the published function uses too) onto its principal axis a (the eigenvector of the largest
    eigenvalue of the node's scatter matrix, as in principal-direction divisive partitioning,
-   Boley 1998). With nb = ceil(m / B) blocks still needed, the left side takes the
-   floor(nb / 2) blocks' share of the records, rounded to a multiple of k. A cut never
+   Boley 1998), at the median rounded to a multiple of k (bisection: the blocks of a file
+   all lie at the same depth, log2 of their number, so no record is behind more cuts than
+   the others; the size of a block is n / 2^depth <= B). A cut never
    separates equal projections (a function of the published values cannot): records with
    projection <= threshold go left, and the cut moves to the nearest position with a gap in
    the sorted projections, a multiple of k if there is one, leaving at least k records on
@@ -45,8 +46,11 @@ from .function import _rule_cells, project_rows
 
 #: automatic blocking (block_size=None): not below this many records
 AUTO_MIN = 200_000
-#: automatic block size (the estimator's ``_default_block_size`` may be smaller)
-DEFAULT_BLOCK = 200_000
+#: automatic block size (the estimator's ``_default_block_size`` may be smaller). Each level of
+#: cuts costs MDAV about 2.4% of its IL (10-D Gaussian, k = 5, 200,000 records: 1.024 x the
+#: unblocked IL in 2 blocks, 1.048 in 4); 500,000 keeps 10^6 records in one level (2 blocks,
+#: 1.019 x) and 10^7 in 32 blocks of 312,500, whose MDAV fits take minutes
+DEFAULT_BLOCK = 500_000
 #: rows per chunk when the scatter matrix of a node is accumulated (no n x d copy of Z)
 CHUNK = 1 << 20
 AXES = ("principal", "widest")
@@ -109,12 +113,11 @@ def _cut_position(s, k: int, target: int):
     return int(pool[np.argmin(np.abs(pool - target))])
 
 
-def _cut(Z, rows, k: int, B: int, axis: str):
-    """(axis vector, threshold, left mask) of a node of more than B records, or None when no
+def _cut(Z, rows, k: int, axis: str):
+    """(axis vector, threshold, left mask) of the cut of a node at its median, or None when no
     direction separates its records (module docstring, step 1)."""
     m = rows.size
-    nb = -(-m // B)
-    target = k * round(m * (nb // 2) / nb / k)
+    target = k * round(m / 2 / k)
     for v in _directions(Z, rows, axis):
         p = project_rows(Z, rows, v)
         s = np.sort(p)
@@ -139,7 +142,7 @@ def cut_tree(Z, k: int, B: int, axis: str = "principal"):
     stack = [(0, np.arange(Z.shape[0]))]
     while stack:
         i, rows = stack.pop()
-        cut = _cut(Z, rows, k, B, axis) if rows.size > B else None
+        cut = _cut(Z, rows, k, axis) if rows.size > B else None
         if cut is None:
             nodes[i] = {"block": len(blocks)}
             blocks.append(rows)

@@ -301,9 +301,9 @@ class PCL(Microaggregator):
     """
 
     _param_names = ("k", "init", "speed", "kicks", "free_sizes", "random_state", "block_size", "n_jobs")
-    #: automatic blocks of PCL (from 200,000 records): 20,000 records, the size whose fits must run
-    #: in seconds for 10^7 records in 30 minutes on 2 cores (500 blocks)
-    _default_block_size = 20_000
+    #: automatic blocks of PCL (from 200,000 records): at most 32,000 records, i.e. 8 blocks of
+    #: 25,000 at 200,000 records, 32 of 31,250 at 10^6 and 512 of 19,531 at 10^7 (fits of seconds)
+    _default_block_size = 32_000
 
     def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, free_sizes=True, random_state=None,
                  block_size=None, n_jobs=None):
