@@ -95,10 +95,13 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
     from .attacks.audit import audit as run_audit
     from .errors import InputError
+    from .labelled import check_names
     from .release import assign_roles, columns_with
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
                          args.keep_other)
+    if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
+        check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if not audit:
         return roles
     result = run_audit(frame, columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other"))

@@ -1,6 +1,7 @@
 """Loading tables, choosing quasi-identifier columns, z-scoring.
 
-Tables are read by file extension (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``). Z-scoring uses the
+Tables are read by file extension (``.csv``, ``.csv.gz``, ``.parquet``/``.pq``, SPSS ``.sav`` and Stata
+``.dta`` with their labels, :mod:`.labelled`). Z-scoring uses the
 population standard deviation (ddof = 0); a constant column gets scale 1, so it is
 centred but otherwise kept as is and never divides by zero.
 """
@@ -39,7 +40,8 @@ def csv_options(sep=None, encoding=None):
 
 
 def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFrame:
-    """Read a CSV (``.csv``, gzip-compressed ``.csv.gz``) or Parquet file into a DataFrame.
+    """Read a CSV (``.csv``, gzip-compressed ``.csv.gz``), Parquet, SPSS (``.sav``) or Stata
+    (``.dta``) file into a DataFrame (SPSS/Stata: labels in ``attrs["labels"]``, :mod:`.labelled`).
 
     CSV: separator ``sep`` (default ``,``) and ``encoding`` (default UTF-8). Refused with a one-line
     :class:`InputError`: a missing or empty file, no records, duplicate column names, text that is
@@ -76,6 +78,10 @@ def read_chunks(path, chunk_size: int | None, sep=None, encoding=None, text: boo
             read = {**read, "dtype": dtypes} if dtypes else read
             reader = pd.read_csv(path, sep=sep, encoding=encoding, chunksize=chunk_size, **read)
             frames = iter([reader]) if chunk_size is None else iter(reader)
+        elif kind in ("spss", "stata"):
+            from .labelled import read_labelled
+
+            frames, names = read_labelled(path, kind, chunk_size), None
         elif chunk_size is None:
             frames = iter([pd.read_parquet(path)])
             names = None
@@ -91,9 +97,12 @@ def read_chunks(path, chunk_size: int | None, sep=None, encoding=None, text: boo
             frame = next(frames, None)
         if frame is None or (offset == 0 and frame.shape[0] == 0):
             break
-        if kind == "parquet":
+        if kind != "csv":
             names = names or [str(c) for c in frame.columns]
+            labels = frame.attrs.get("labels")
             frame = frame.astype(str) if text else frame.astype(dtypes) if dtypes else frame
+            if labels is not None:
+                frame.attrs["labels"] = labels
         if offset == 0:
             _check_names(path, names)
             if kind == "csv" and not any(is_numeric_column(frame[c]) for c in frame.columns):

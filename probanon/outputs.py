@@ -30,12 +30,15 @@ import pandas as pd
 
 from .errors import InputError
 
-#: table formats by file ending (longest ending first); ``.csv.gz`` is gzip-compressed CSV
-TABLE_FORMATS = {".csv.gz": "csv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
+#: table formats by file ending (longest ending first); ``.csv.gz`` is gzip-compressed CSV; SPSS
+#: and Stata files keep their labels (:mod:`.labelled`)
+TABLE_FORMATS = {".csv.gz": "csv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".sav": "spss",
+                 ".dta": "stata"}
 
 
 def table_format(path, what: str = "file") -> str:
-    """``"csv"`` or ``"parquet"`` by the file's ending; :class:`InputError` otherwise."""
+    """``"csv"``, ``"parquet"``, ``"spss"`` or ``"stata"`` by the file's ending; :class:`InputError`
+    otherwise."""
     name = Path(path).name.lower()
     for ending, kind in TABLE_FORMATS.items():
         if name.endswith(ending):
@@ -162,14 +165,17 @@ class TableWriter:
     beside ``path``: CSV (gzip-compressed for ``.csv.gz``) with one header line, Parquet through
     one ``pyarrow.parquet.ParquetWriter`` (the schema of the first chunk). The same file as
     writing the concatenated chunks at once (Parquet: the same table, in one row group per
-    chunk). :meth:`Outputs.write` renames it into place; :meth:`discard` (also on leaving a
-    ``with`` block by an exception) removes it."""
+    chunk). SPSS and Stata: the chunks are kept and written in one call at :meth:`close`, with
+    the labels of the first (:func:`.labelled.write_labelled`). :meth:`Outputs.write` renames
+    it into place; :meth:`discard` (also on leaving a ``with`` block by an exception) removes
+    it."""
 
     def __init__(self, path):
         self.path = Path(path)
         self.kind = table_format(self.path, "output")
         self.tmp = _temporary(self.path)
         self._file = self._parquet = self._schema = None
+        self._frames = []  # SPSS/Stata: the chunks, written at close
         self.records, self.progress = 0, None  # progress: called with the records written
 
     def place(self, frame: pd.DataFrame, positions) -> None:
@@ -185,6 +191,8 @@ class TableWriter:
                 gz = self.path.name.lower().endswith(".gz")
                 self._file = (gzip.open if gz else open)(self.tmp, "wt", encoding="utf-8", newline="")
             frame.to_csv(self._file, index=False, header=header)
+        elif self.kind in ("spss", "stata"):
+            self._frames.append(frame)
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -201,6 +209,12 @@ class TableWriter:
 
     def close(self) -> Path:
         """Finish the temporary file and return its path."""
+        if self._frames:
+            from .labelled import carry_labels, write_labelled
+
+            frames, self._frames = self._frames, []
+            whole = carry_labels(frames[0], pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0])
+            write_labelled(whole, self.tmp, self.kind, name=self.path)
         for handle in (self._file, self._parquet):
             if handle is not None:
                 handle.close()
@@ -208,6 +222,7 @@ class TableWriter:
         return self.tmp
 
     def discard(self) -> None:
+        self._frames = []
         self.close()
         if self.tmp.exists():
             self.tmp.unlink()

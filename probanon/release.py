@@ -27,6 +27,8 @@ import pandas as pd
 
 from ._validation import check_random_state, check_seed, row_label
 from .errors import InputError
+from .labelled import carry_labels, labels_of
+
 
 def column_list(columns) -> list[str]:
     """A list of column names from a list or a comma-separated string (None: empty)."""
@@ -126,7 +128,10 @@ def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None,
         out[c] = np.asarray(values)
         described[c] = actions.get(c, "added")
     order, link = record_order(len(frame), keep_order=keep_order, random_state=random_state)
-    data = pd.DataFrame(out).iloc[order].reset_index(drop=True)
+    data = carry_labels(frame, pd.DataFrame(out).iloc[order].reset_index(drop=True))
+    labels = labels_of(data)
+    for c in labels.dropped(data) if labels is not None else ():
+        described[c] += "; its value labels dropped (its values are no longer codes)"
     return Release(data=data, link=link, actions=described)
 
 
