@@ -96,6 +96,22 @@ def is_numeric_column(series: pd.Series) -> bool:
 MAX_SEED = 2**63 - 1  #: seeds are stored as int64 (JSON, NumPy arrays): 0 <= seed <= MAX_SEED
 
 
+def check_weights(weights, n: int, name: str = "weights", frame=None) -> np.ndarray:
+    """Sampling weights: ``n`` finite numbers > 0, as float64; else a one-line
+    :class:`InputError` naming the first bad value (its file line when ``frame``, the table the
+    weights come from, was read from a file)."""
+    raw = np.asarray(weights, dtype=object).ravel()
+    w = pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy(dtype=np.float64)
+    if w.size != n:
+        raise InputError(f"{name}: {w.size} values for {n} records")
+    bad = np.flatnonzero(~np.isfinite(w) | (w <= 0))
+    if bad.size:
+        where = row_label(frame, int(bad[0])) if frame is not None else f"row {bad[0]}"
+        more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
+        raise InputError(f"{name}: every weight must be a number > 0; {where} holds {raw[bad[0]]!r}{more}")
+    return w
+
+
 def check_seed(seed, name: str = "seed") -> int | None:
     """Return ``seed`` (None or an integer in 0..2**63 - 1) as an int; :class:`ParameterError`
     for a negative, oversized, boolean or non-integer seed."""

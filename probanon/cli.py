@@ -29,13 +29,14 @@ from .cliargs import (
     seed,
     write_release,
 )
-from ._validation import is_numeric_column
+from ._validation import check_weights, is_numeric_column
 from .data import csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
 from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import k_achieved, utility_report
+from .metrics.frequency import VIOLATION_KS, frequency_risk
 from .outputs import write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
@@ -219,18 +220,33 @@ def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -
 def cmd_evaluate(args) -> int:
     original = read_table(args.original)
     released = read_table(args.released)
-    keys = column_list(args.keys)
+    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
     if not keys:
         raise InputError("name the quasi-identifiers with --keys")
+    both = sorted(set(keys) & set(categorical))
+    if both:
+        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
     X, columns = quasi_identifiers(original, keys)
-    missing = [c for c in columns if c not in released.columns]
+    every = columns + categorical
+    missing = [c for c in every if c not in released.columns]
     if missing:
         raise InputError(f"released table has no column {missing[0]!r}")
+    absent = [c for c in categorical if c not in original.columns]
+    if absent:
+        raise InputError(f"original table has no column {absent[0]!r}")
+    weights = None
+    if args.weights is not None:
+        if args.weights not in original.columns:
+            raise InputError(f"original table has no weight column {args.weights!r}")
+        weights = check_weights(original[args.weights], len(original), f"{args.original}: weight column "
+                                f"{args.weights!r}", original)
     quasi_identifiers(released, columns)  # checked in file order, so that a message names the file's line
     released = _aligned(args, original, released, columns)
     Y, _ = quasi_identifiers(released, columns)
     result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns)).to_dict()
-    result["k_achieved"] = k_achieved(released, columns)
+    result["k_achieved"] = k_achieved(released, every)
+    risk_before, risk_after = (frequency_risk(table, every, weights) for table in (original, released))
+    result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
     if args.risk:
         from .metrics import interval_disclosure, record_linkage
 
@@ -249,6 +265,13 @@ def cmd_evaluate(args) -> int:
               + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
         if result["correlation_difference_max"] is not None:
             print(f"max |corr diff|:    {result['correlation_difference_max']:.4f}")
+        print(f"sample uniques:     {risk_before.sample_uniques} in the original, {risk_after.sample_uniques} released")
+        print("records violating:  " + ", ".join(
+            f"{k}-anonymity {risk_before.violations(k)} -> {risk_after.violations(k)}" for k in VIOLATION_KS))
+        model = "weighted" if weights is not None else "no weights: the file is the population"
+        print(f"expected re-identifications (individual risk, Benedetti-Franconi, {model}): "
+              f"{risk_before.expected_reidentifications:.2f} ({100 * risk_before.global_risk:.2f} %) in the original, "
+              f"{risk_after.expected_reidentifications:.2f} ({100 * risk_after.global_risk:.2f} %) released")
         if args.risk:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
@@ -497,7 +520,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_input(e, "original")
     add_input(e, "released")
     e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
-                   help="comma-separated quasi-identifier columns")
+                   help="comma-separated quasi-identifier columns (numeric)")
+    e.add_argument("--categorical-keys", metavar="COLS",
+                   help="quasi-identifiers compared as categories only (text or codes; missing values match any "
+                        "category, as in sdcMicro): counted in k achieved and the frequency risk, not in the "
+                        "information loss")
+    e.add_argument("--weights", metavar="COL",
+                   help="sampling weights (a column of the original, numbers > 0): population frequencies F_k and "
+                        "the individual risk are estimated with them (default: the file is the population)")
     add_match_options(e)
     e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")

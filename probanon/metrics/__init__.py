@@ -1,10 +1,12 @@
 """Metrics of a release: utility (information loss, moment differences), anonymity (k) and
-disclosure risk (record linkage, interval disclosure, re-identification tests).
+disclosure risk (record linkage, interval disclosure, re-identification tests, frequency-based
+risk of categorical keys as sdcMicro's ``measure_risk``).
 
 >>> from probanon.metrics import information_loss, utility_report, k_achieved, record_linkage
 """
 
 from .anonymity import equivalence_class_sizes, k_achieved
+from .frequency import FrequencyRisk, frequency_risk
 from .risk import (
     ReidentificationTest,
     interval_disclosure,
@@ -27,4 +29,6 @@ __all__ = [
     "reidentification_test",
     "mechanism_reidentification_test",
     "ReidentificationTest",
+    "frequency_risk",
+    "FrequencyRisk",
 ]

@@ -1,0 +1,159 @@
+"""Frequency-based disclosure risk of categorical keys, as sdcMicro's ``measure_risk``.
+
+For record i with key combination c(i):
+
+- sample frequency f_k: the number of records that share c(i) (sdcMicro's ``freqCalc``: a
+  missing value stands for any category, so a record with a missing key counts for, and is
+  counted by, every record that agrees with it on the keys both have);
+- estimated population frequency F_k: the sum of the sampling weights of those records (no
+  weights: F_k = f_k, the file is the population);
+- sample uniques: records with f_k = 1; k-anonymity violations: records with f_k < k;
+- individual re-identification risk (Benedetti and Franconi 1998, the approximation of
+  sdcMicro's ``indivRisk``, its default), with p_k = f_k / F_k:
+
+      f_k = 1:   r = p_k / (1 - p_k) * log(1 / p_k)
+      f_k = 2:   r = p_k / (1 - p_k) - (p_k / (1 - p_k))^2 * log(1 / p_k)
+      f_k >= 3:  r = p_k / (f_k - (1 - p_k))
+
+  At p_k = 1 (a population, or weights below 1, where sdcMicro's first two formulas are 0/0)
+  their limit is taken, r = 1 / f_k, the risk of picking the right one of f_k identical
+  records;
+- expected re-identifications: sum of r over the records; global risk: their mean.
+
+Keys are compared by exact value (numbers and texts alike): after microaggregation the released
+keys of a group are identical, so f_k >= k there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .._validation import check_weights
+from ..errors import InputError
+
+#: the k of the violation counts reported by default (sdcMicro prints 2, 3 and 5)
+VIOLATION_KS = (2, 3, 5)
+
+
+@dataclass
+class FrequencyRisk:
+    """Frequency-based risk of one table: per record ``fk``, ``Fk`` and ``risk`` (module
+    docstring), ``keys`` and whether sampling weights were given."""
+
+    keys: list
+    weighted: bool
+    fk: np.ndarray
+    Fk: np.ndarray
+    risk: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return int(self.fk.size)
+
+    @property
+    def sample_uniques(self) -> int:
+        return int((self.fk == 1).sum())
+
+    def violations(self, k: int) -> int:
+        """Records whose key combination is shared by fewer than k records."""
+        return int((self.fk < k).sum())
+
+    @property
+    def expected_reidentifications(self) -> float:
+        return float(self.risk.sum())
+
+    @property
+    def global_risk(self) -> float:
+        return self.expected_reidentifications / self.n
+
+    def to_dict(self, ks=VIOLATION_KS) -> dict:
+        return {"keys": list(self.keys), "weighted": self.weighted, "records": self.n,
+                "sample_uniques": self.sample_uniques,
+                "violations": {str(k): self.violations(k) for k in ks},
+                "expected_reidentifications": self.expected_reidentifications,
+                "global_risk": self.global_risk, "max_individual_risk": float(self.risk.max())}
+
+
+def _codes(frame: pd.DataFrame) -> np.ndarray:
+    """Each key's values as integer codes, -1 for a missing value."""
+    return np.column_stack([pd.factorize(frame[c], use_na_sentinel=True)[0] for c in frame.columns]).astype(np.int64)
+
+
+def sample_frequencies(frame: pd.DataFrame, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """(f_k, F_k) of every record of ``frame`` (its columns are the keys), a missing value
+    matching any value (module docstring). Records are grouped by their pattern of missing
+    keys; each pair of patterns is matched on the keys both observe, so the cost is
+    O(patterns^2 + patterns * n), not n^2."""
+    codes = _codes(frame)
+    n = codes.shape[0]
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    missing = codes < 0
+    patterns, pattern_of = np.unique(missing, axis=0, return_inverse=True)
+    pattern_of = pattern_of.ravel()
+    members = [np.flatnonzero(pattern_of == p) for p in range(len(patterns))]
+    fk, Fk = np.zeros(n), np.zeros(n)
+    for p, rows in enumerate(members):
+        for q, others in enumerate(members):
+            both = ~(patterns[p] | patterns[q])
+            if not both.any():  # nothing to compare: every record of q matches
+                fk[rows] += others.size
+                Fk[rows] += w[others].sum()
+                continue
+            keys = np.concatenate([codes[rows][:, both], codes[others][:, both]])
+            _, combination = np.unique(keys, axis=0, return_inverse=True)
+            combination = combination.ravel()
+            theirs = combination[rows.size:]
+            count = np.bincount(theirs, minlength=combination.max() + 1)
+            weight = np.bincount(theirs, weights=w[others], minlength=combination.max() + 1)
+            fk[rows] += count[combination[:rows.size]]
+            Fk[rows] += weight[combination[:rows.size]]
+    return fk.astype(np.int64), Fk
+
+
+def individual_risk(fk, Fk) -> np.ndarray:
+    """Benedetti-Franconi individual risk from the sample and estimated population frequencies
+    (module docstring: sdcMicro's approximation; 1/f_k where p_k = f_k/F_k reaches 1).
+
+    Evaluated with u = 1 - p_k = (F_k - f_k)/F_k and log(1/p_k) = -log1p(-u), and for f_k = 2
+    near p_k = 1 (u < 0.01), where the formula is a difference of two terms of order 1/u, by
+    its series r = p_k - p_k^2 sum_{j>=0} u^j / (j + 2) (terms to u^8: error below 1e-19)."""
+    fk = np.asarray(fk, dtype=np.float64)
+    Fk = np.maximum(np.asarray(Fk, dtype=np.float64), fk)  # F_k < f_k (weights below 1): p_k = 1
+    p, u = fk / Fk, (Fk - fk) / Fk
+    risk = 1.0 / fk  # the limit at p = 1
+    inside = u > 0.0
+    q = np.divide(p, u, out=np.zeros_like(p), where=inside)
+    log = -np.log1p(-np.where(inside, u, 0.0))
+    one, two, more = inside & (fk == 1), inside & (fk == 2), inside & (fk >= 3)
+    risk[one] = q[one] * log[one]
+    direct = two & (u >= 0.01)
+    risk[direct] = q[direct] - q[direct] ** 2 * log[direct]
+    series = two & (u < 0.01)
+    risk[series] = p[series] - p[series] ** 2 * sum(u[series] ** j / (j + 2) for j in range(9))
+    risk[more] = p[more] / (fk[more] - u[more])
+    return risk
+
+
+def frequency_risk(table: pd.DataFrame, keys, weights=None) -> FrequencyRisk:
+    """Frequency-based risk (module docstring) of the ``keys`` of ``table``; ``weights``: the
+    sampling weights (a column name of ``table`` or n values), or None for a population."""
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    absent = [c for c in keys if c not in table.columns]
+    if not keys or absent:
+        raise InputError(f"column {absent[0]!r} is not in the table" if absent else "no key column")
+    if len(table) == 0:
+        raise InputError("the table has no records")
+    if isinstance(weights, str):
+        if weights not in table.columns:
+            raise InputError(f"weight column {weights!r} is not in the table")
+        weights = check_weights(table[weights], len(table), f"weight column {weights!r}", table)
+    elif weights is not None:
+        weights = check_weights(weights, len(table))
+    fk, Fk = sample_frequencies(table[keys], weights)
+    return FrequencyRisk(keys=keys, weighted=weights is not None, fk=fk, Fk=Fk, risk=individual_risk(fk, Fk))
+
+
+__all__ = ["FrequencyRisk", "frequency_risk", "individual_risk", "sample_frequencies"]
