@@ -68,14 +68,16 @@ def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
     roles = release_roles(args, frame)
     X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
+    weights = None if args.weights is None else check_weights(
+        frame[args.weights], len(frame), f"{args.input}: weight column {args.weights!r}", frame)
     model = _method(args)
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(columns)} keys, k = {args.k}"
     with Progress(note, quiet=args.quiet, desc=args.method) as progress:
-        released = model.fit_transform(X, progress=progress)
-    report = utility_report(X, released)
+        released = model.fit_transform(X, weights=weights, progress=progress)
+    report = utility_report(X, released, weights=weights)
     release = make_release(frame, roles, replaced=dict(zip(columns, released.T)),
-                           actions={"key": f"key: replaced by its {name} group mean"},
+                           actions={"key": f"key: replaced by its {name} group {'weighted ' * (weights is not None)}mean"},
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     extra = {}
     if args.function:
@@ -84,7 +86,8 @@ def cmd_microaggregate(args) -> int:
     write_release(args, release, extra)
     print(
         f"{args.method}: {len(frame)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, columns)}, information loss = {report.information_loss:.2f}%"
+        f"k achieved = {k_achieved(release.data, columns)}, "
+        f"{'weighted ' * (weights is not None)}information loss = {report.information_loss:.2f}%"
         + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
         file=sys.stderr,
     )
@@ -243,7 +246,8 @@ def cmd_evaluate(args) -> int:
     quasi_identifiers(released, columns)  # checked in file order, so that a message names the file's line
     released = _aligned(args, original, released, columns)
     Y, _ = quasi_identifiers(released, columns)
-    result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns)).to_dict()
+    result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
+                            weights=weights).to_dict()
     result["k_achieved"] = k_achieved(released, every)
     risk_before, risk_after = (frequency_risk(table, every, weights) for table in (original, released))
     result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
@@ -490,6 +494,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "bounded ('probanon audit', 'probanon attack')")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    m.add_argument("--weights", metavar="COL",
+                   help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "
+                        "weighted totals; information loss and moments are weighted; the column is released "
+                        "unchanged (or --drop it)")
     add_output(m, "--function", metavar="FUNC.json", help="also write the fitted, publishable function")
     m.add_argument("--seed", type=seed, default=None,
                    help="seed of the record order and of PCL's local search (default: fresh entropy; a "
@@ -526,8 +534,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "category, as in sdcMicro): counted in k achieved and the frequency risk, not in the "
                         "information loss")
     e.add_argument("--weights", metavar="COL",
-                   help="sampling weights (a column of the original, numbers > 0): population frequencies F_k and "
-                        "the individual risk are estimated with them (default: the file is the population)")
+                   help="sampling weights (a column of the original, numbers > 0): weighted information loss and "
+                        "moments; population frequencies F_k and the individual risk estimated with them (default: "
+                        "the file is the population)")
     add_match_options(e)
     e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")

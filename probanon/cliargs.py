@@ -99,12 +99,13 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     from .release import assign_roles, columns_with
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
-                         args.keep_other)
+                         args.keep_other, weights=getattr(args, "weights", None))
     if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if not audit:
         return roles
-    result = run_audit(frame, columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other"))
+    published = columns_with(roles, "confidential") + columns_with(roles, "other") + columns_with(roles, "weight")
+    result = run_audit(frame, columns_with(roles, "key"), published)
     if result.passed:
         return roles
     more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""

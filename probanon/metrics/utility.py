@@ -2,7 +2,9 @@
 
 All formulas compare a ``released`` table with the ``original`` one, record by record
 (row ``i`` of one is row ``i`` of the other). Variances are population variances
-(ddof = 0), as in :class:`probanon.data.Standardizer`.
+(ddof = 0), as in :class:`probanon.data.Standardizer`. With sampling weights ``w`` (a sample
+standing for a population), every sum over records is weighted: means sum_i w_i x_i / sum_i w_i,
+variances and correlations of the weighted moments, and the information loss below.
 
 A column is *constant* when its population sd is at rounding level of its magnitude,
 ``sd <= 1e-12 * max(1, |mean|)`` -- the rule the Standardizer uses to give it scale 1.
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_matrix
+from .._validation import check_matrix, check_weights
 from ..data import Standardizer, is_constant, select_columns
 from ..errors import InputError
 
@@ -33,7 +35,7 @@ def _paired_matrices(original, released) -> tuple[np.ndarray, np.ndarray]:
     return X, Y
 
 
-def information_loss(original, released, standardize: bool = True) -> float:
+def information_loss(original, released, standardize: bool = True, weights=None) -> float:
     r"""Information loss of ``released`` with respect to ``original``, in percent.
 
     .. math::
@@ -48,7 +50,8 @@ def information_loss(original, released, standardize: bool = True) -> float:
     :math:`s_j = 1`), and :math:`C` is the set of constant columns of the original: they add
     nothing to SST but their SSE still counts. With ``standardize=False`` the raw values are
     used instead of z-scores. IL is 0 for an exact copy and 100 when every record is
-    replaced by the column means.
+    replaced by the column means. With sampling ``weights`` w_i, record i counts w_i times in
+    SSE and SST, and the mean and sd are weighted.
 
     Parameters
     ----------
@@ -64,12 +67,14 @@ def information_loss(original, released, standardize: bool = True) -> float:
         constant (SST = 0).
     """
     X, Y = _paired_matrices(original, released)
+    w = np.ones(X.shape[0]) if weights is None else check_weights(weights, X.shape[0])
     if standardize:
-        scaler = Standardizer.fit(X)
+        scaler = Standardizer.fit(X, w)
         X, Y = scaler.transform(X), scaler.transform(Y)
     varying = ~constant_columns(X)
-    sse = float(((X - Y) ** 2).sum())
-    sst = float(((X[:, varying] - X[:, varying].mean(axis=0)) ** 2).sum())
+    sse = float(w @ ((X - Y) ** 2).sum(axis=1))
+    centred = X[:, varying] - (w @ X[:, varying]) / w.sum()
+    sst = float(w @ (centred**2).sum(axis=1))
     if sst == 0.0:
         raise InputError("information loss is undefined: every column of the original is constant")
     return 100.0 * sse / sst
@@ -171,18 +176,23 @@ def _selected_matrices(original, released, columns) -> tuple[np.ndarray, np.ndar
     return X, Y, names
 
 
-def _correlation_differences(X: np.ndarray, Y: np.ndarray) -> np.ndarray:
+def _correlations(X: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Correlation matrix of the columns of X with record weights w (the weighted moments)."""
+    cov = np.cov(X, rowvar=False, aweights=w, ddof=0)
+    sd = np.sqrt(np.diag(cov))
+    return cov / np.outer(sd, sd)
+
+
+def _correlation_differences(X: np.ndarray, Y: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``|r_Y - r_X|`` over pairs j < l of columns that vary in both tables."""
     usable = ~constant_columns(X) & ~constant_columns(Y)
     if usable.sum() < 2:
         return np.empty(0)
     upper = np.triu_indices(int(usable.sum()), k=1)
-    r_orig = np.corrcoef(X[:, usable], rowvar=False)[upper]
-    r_rel = np.corrcoef(Y[:, usable], rowvar=False)[upper]
-    return np.abs(r_rel - r_orig)
+    return np.abs(_correlations(Y[:, usable], w)[upper] - _correlations(X[:, usable], w)[upper])
 
 
-def utility_report(original, released, columns=None) -> UtilityReport:
+def utility_report(original, released, columns=None, weights=None) -> UtilityReport:
     """Compare ``released`` with ``original`` on ``columns`` (see :class:`UtilityReport`).
 
     Parameters
@@ -194,15 +204,20 @@ def utility_report(original, released, columns=None) -> UtilityReport:
         positions (arrays) to compare. Default: the numeric columns of a DataFrame, every
         column of an array. Two DataFrames are matched by column name, otherwise by
         position.
+    weights : array_like, optional
+        Sampling weights of the records (numbers > 0): weighted means, variances,
+        correlations and information loss (module docstring).
     """
     X, Y, names = _selected_matrices(original, released, columns)
+    w = np.ones(X.shape[0]) if weights is None else check_weights(weights, X.shape[0])
 
-    mean_diff = Y.mean(axis=0) - X.mean(axis=0)
-    var_orig, var_rel = X.var(axis=0), Y.var(axis=0)
+    mean_x, mean_y = (w @ X) / w.sum(), (w @ Y) / w.sum()
+    mean_diff = mean_y - mean_x
+    var_orig, var_rel = (w @ (X - mean_x) ** 2) / w.sum(), (w @ (Y - mean_y) ** 2) / w.sum()
     const_orig = constant_columns(X)
-    corr_diff = _correlation_differences(X, Y)
+    corr_diff = _correlation_differences(X, Y, w)
     return UtilityReport(
-        information_loss=information_loss(X, Y),
+        information_loss=information_loss(X, Y, weights=None if weights is None else w),
         n_records=int(X.shape[0]),
         columns=names,
         mean_difference={c: float(d) for c, d in zip(names, mean_diff)},

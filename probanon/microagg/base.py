@@ -1,7 +1,9 @@
 """Estimator contract shared by the microaggregation methods (scikit-learn style).
 
 ``fit(X)`` standardises the quasi-identifiers (population sd; constant columns are only
-centred), partitions the records and sets ``labels_``, ``centroids_`` (original units),
+centred), partitions the records and sets ``labels_``, ``centroids_`` (original units; with
+sampling weights ``fit(X, weights=w)``, each group's weighted mean, so that the weighted totals
+sum_i w_i x_i are kept within every group; the partition itself treats every record alike),
 ``sizes_``, ``standardizer_`` and ``function_`` (the publishable
 :class:`~probanon.microagg.function.MicroaggregationFunction`). ``transform(X)`` applies the
 fitted function to any records; ``fit_transform(X)`` returns the fitted records replaced by
@@ -14,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from .._params import ParamsMixin
-from .._validation import check_k, check_matrix
+from .._validation import check_k, check_matrix, check_weights
 from ..data import Standardizer, select_columns
 from ..errors import NotFittedError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
@@ -60,8 +62,13 @@ class Microaggregator(ParamsMixin):
             X = X[cols]
         return check_matrix(X, name="data")
 
-    def fit(self, X, y=None, *, progress=None):
+    def fit(self, X, y=None, *, weights=None, progress=None):
         """Partition the records of X (array or DataFrame; see the module docstring).
+
+        ``weights``: sampling weights (n numbers > 0): the centroids are the groups' weighted
+        means x_g = sum_{i in g} w_i x_i / sum_{i in g} w_i (sdcMicro's weighted
+        microaggregation); the cells, and so the published function's rule, do not depend on
+        them.
 
         ``progress``, if given, is called as ``progress(stage, done, total)``: ``stage`` a
         short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
@@ -69,6 +76,7 @@ class Microaggregator(ParamsMixin):
         work starts (and before any numba compilation), so a caller can show a first message;
         without it the fit prints nothing."""
         X = self._validate_input(X)
+        w = None if weights is None else check_weights(weights, X.shape[0], "weights", weights)
         self.k_ = check_k(self.k, X.shape[0])  # the parameter itself stays as given
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
@@ -76,11 +84,12 @@ class Microaggregator(ParamsMixin):
         labels, kind, rule = self._blocked_partition(Z, X, _quiet if progress is None else progress)
         self.labels_ = labels
         if kind == "intervals":
-            self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1)[:, 0] for j in range(X.shape[1])]
+            self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1, w)[:, 0]
+                               for j in range(X.shape[1])]
             self.sizes_ = [np.bincount(labels[:, j]) for j in range(X.shape[1])]
         else:
             n_groups = int(labels.max()) + 1
-            self.centroids_ = group_means(X, labels, n_groups)
+            self.centroids_ = group_means(X, labels, n_groups, w)
             self.sizes_ = np.bincount(labels, minlength=n_groups)
         self.function_ = MicroaggregationFunction(
             kind=kind,
@@ -89,7 +98,7 @@ class Microaggregator(ParamsMixin):
             sizes=self.sizes_,
             rule=rule,
             columns=getattr(self, "feature_names_in_", None),
-            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]),
+            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]), "weighted": w is not None,
                   **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {})},
         )
         return self
@@ -128,9 +137,9 @@ class Microaggregator(ParamsMixin):
         self._check_fitted()
         return self.function_.transform(X)
 
-    def fit_transform(self, X, y=None, *, progress=None) -> np.ndarray:
+    def fit_transform(self, X, y=None, *, weights=None, progress=None) -> np.ndarray:
         """Fit, then return every fitted record replaced by its group centroid."""
-        self.fit(X, progress=progress)
+        self.fit(X, weights=weights, progress=progress)
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]
