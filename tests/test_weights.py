@@ -5,8 +5,8 @@ same data with every record repeated w_i times (integer weights)."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import casc
+
 from probanon.cli import main
 from probanon.errors import InputError
 from probanon.metrics import information_loss, utility_report
