@@ -40,6 +40,7 @@ from .metrics.frequency import VIOLATION_KS, frequency_risk
 from .outputs import write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
+from .microagg.strata import recode_merged
 from .release import align, assign_roles, column_list, columns_with, make_release, shuffle_stream
 from .reproduce import cli as reproduce_cli
 from .service import cli as service_cli
@@ -73,11 +74,17 @@ def cmd_microaggregate(args) -> int:
     model = _method(args)
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(columns)} keys, k = {args.k}"
+    strata = None if args.strata is None else frame[column_list(args.strata)]
     with Progress(note, quiet=args.quiet, desc=args.method) as progress:
-        released = model.fit_transform(X, weights=weights, progress=progress)
+        released = model.fit_transform(X, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
+                                       progress=progress)
+    for line in getattr(model, "strata_merged_", []):
+        print(f"probanon: {line}", file=sys.stderr)
     report = utility_report(X, released, weights=weights)
-    release = make_release(frame, roles, replaced=dict(zip(columns, released.T)),
-                           actions={"key": f"key: replaced by its {name} group {'weighted ' * (weights is not None)}mean"},
+    recoded = {} if strata is None else recode_merged(model.strata_, strata)
+    release = make_release(frame, roles, replaced={**dict(zip(columns, released.T)), **recoded},
+                           actions={"key": f"key: replaced by its {name} group {'weighted ' * (weights is not None)}mean",
+                                    **{c: "stratum: released, merged strata recoded" for c in recoded}},
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     extra = {}
     if args.function:
@@ -86,7 +93,7 @@ def cmd_microaggregate(args) -> int:
     write_release(args, release, extra)
     print(
         f"{args.method}: {len(frame)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, columns)}, "
+        f"k achieved = {k_achieved(release.data, columns + column_list(args.strata))}, "
         f"{'weighted ' * (weights is not None)}information loss = {report.information_loss:.2f}%"
         + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
         file=sys.stderr,
@@ -100,11 +107,22 @@ def cmd_apply(args) -> int:
     if function.columns and keys and keys != list(function.columns):
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
 
-    def cells(X):
+    if function.kind == "stratified":
+        if function.rule["columns"] is None:
+            raise InputError("the function's strata have no column names (fitted on an array): assign through the "
+                             "API with strata=")
+        args.strata = function.rule["columns"]  # the strata columns: read, and released unchanged
+
+    def cells(X, frame):
+        if function.kind == "stratified":  # merged strata recoded as in the fit's release
+            strata = frame[function.rule["columns"]]
+            labels = function.assign(X, strata=strata)
+            recoded = recode_merged([s["values"] for s in function.rule["strata"]], strata)
+            return np.asarray(function.centroids)[labels], {"cell": labels}, recoded
         labels = function.assign(X)
         if labels.ndim == 1:
-            return np.asarray(function.centroids)[labels], {"cell": labels}
-        return np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])]), None
+            return np.asarray(function.centroids)[labels], {"cell": labels}, {}
+        return np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])]), None, {}
 
     return apply_to_file(args, function.columns or keys, cells)
 
@@ -122,7 +140,8 @@ def add_chunk_options(p) -> None:
 
 def apply_to_file(args, keys, cells) -> int:
     """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
-    function: X -> (the keys' new values, added columns or None)). A file of at most
+    function: (X, the records' table) -> (the keys' new values, added columns or None,
+    {column: values} of other columns it recodes, e.g. merged strata)). A file of at most
     ``args.chunk_size`` records is read at once; a larger one chunk by chunk
     (:func:`apply_in_chunks`), with the same release."""
     chunks = read_chunks(args.input, args.chunk_size)
@@ -132,8 +151,8 @@ def apply_to_file(args, keys, cells) -> int:
         return apply_in_chunks(args, keys, cells)
     roles = release_roles(args, frame, keys=keys)
     X, columns = quasi_identifiers(frame, list(keys))  # in the function's order
-    values, added = cells(X)
-    release = make_release(frame, roles, replaced=dict(zip(columns, values.T)), added=added,
+    values, added, recoded = cells(X, frame)
+    release = make_release(frame, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     write_release(args, release)
     return 0
@@ -190,8 +209,8 @@ def apply_in_chunks(args, keys, cells) -> int:
                     for group in audited if all(audited) else ():
                         quasi_identifiers(chunk, group)
                     X, columns = quasi_identifiers(chunk, list(keys))
-                values, added = cells(X)
-                part = make_release(chunk, roles, replaced=dict(zip(columns, values.T)), added=added,
+                values, added, recoded = cells(X, chunk)
+                part = make_release(chunk, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                                     actions=APPLY_ACTIONS, keep_order=True)
                 table.place(part.data, position[first:done])
                 inside = sampled[(sampled >= first) & (sampled < done)] - first
@@ -494,6 +513,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "bounded ('probanon audit', 'probanon attack')")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    m.add_argument("--strata", metavar="COLS",
+                   help="mdav, vmdav, pcl: comma-separated strata columns; the records are microaggregated within "
+                        "each stratum (no group mixes strata) and the strata columns are released unchanged")
+    m.add_argument("--merge-small-strata", action="store_true",
+                   help="merge a stratum of fewer than k records into its neighbour (the next in sorted order), "
+                        "said in the output (default: refuse, naming it)")
     m.add_argument("--weights", metavar="COL",
                    help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "
                         "weighted totals; information loss and moments are weighted; the column is released "

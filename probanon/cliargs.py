@@ -99,12 +99,12 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     from .release import assign_roles, columns_with
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
-                         args.keep_other, weights=getattr(args, "weights", None))
+                         args.keep_other, weights=getattr(args, "weights", None), strata=getattr(args, "strata", None))
     if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if not audit:
         return roles
-    published = columns_with(roles, "confidential") + columns_with(roles, "other") + columns_with(roles, "weight")
+    published = [c for c, role in roles.items() if role in ("confidential", "other", "weight", "stratum")]
     result = run_audit(frame, columns_with(roles, "key"), published)
     if result.passed:
         return roles

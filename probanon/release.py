@@ -42,14 +42,16 @@ def column_list(columns) -> list[str]:
         raise InputError(f"columns must be a list of names or a comma-separated string, got {columns!r}") from None
 
 
-def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False, weights=None) -> dict:
+def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False, weights=None,
+                 strata=()) -> dict:
     """The role of every column of the table ({column: role}, in table order).
 
     ``keys``, ``confidential``, ``drop``: lists or comma-separated strings. Every named column
     must be in the table and have one role; keys are required. Columns not named are an
     :class:`InputError` listing them, unless ``keep_other`` (then their role is ``"other"``).
     ``weights``: the sampling-weight column, role ``"weight"`` (released unchanged, as sdcMicro
-    does) unless it is dropped; it cannot be a key or confidential.
+    does) unless it is dropped; it cannot be a key or confidential. ``strata``: the strata
+    columns, role ``"stratum"`` (released unchanged: the groups lie within them) unless dropped.
     """
     table_columns = column_list(table_columns)
     named = {"key": column_list(keys), "confidential": column_list(confidential), "drop": column_list(drop)}
@@ -64,12 +66,14 @@ def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool
                 same = "twice as " + role if roles[c] == role else f"both {roles[c]} and {role}"
                 raise InputError(f"column {c!r} is named {same}")
             roles[c] = role
-    if weights is not None:
-        if weights not in table_columns:
-            raise InputError(f"weight column {weights!r} is not in the table")
-        if roles.get(weights, "drop") != "drop":
-            raise InputError(f"the weight column {weights!r} cannot also be {roles[weights]}")
-        roles.setdefault(weights, "weight")
+    for role, column in [("weight", weights)] + [("stratum", c) for c in column_list(strata)]:
+        if column is None:
+            continue
+        if column not in table_columns:
+            raise InputError(f"{role} column {column!r} is not in the table")
+        if roles.get(column, "drop") != "drop":
+            raise InputError(f"the {role} column {column!r} cannot also be {roles[column]}")
+        roles.setdefault(column, role)
     unassigned = [c for c in table_columns if c not in roles]
     if unassigned and not keep_other:
         shown = ", ".join(unassigned[:12]) + (f" (+{len(unassigned) - 12} more)" if len(unassigned) > 12 else "")
@@ -110,7 +114,7 @@ class Release:
 
 ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
            "drop": "direct identifier: removed", "other": "other: passed through unchanged",
-           "weight": "sampling weight: released unchanged"}
+           "weight": "sampling weight: released unchanged", "stratum": "stratum: released unchanged"}
 
 
 def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None, added: dict | None = None,

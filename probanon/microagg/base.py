@@ -18,7 +18,7 @@ import pandas as pd
 from .._params import ParamsMixin
 from .._validation import check_k, check_matrix, check_weights
 from ..data import Standardizer, select_columns
-from ..errors import NotFittedError
+from ..errors import NotFittedError, ParameterError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
 
@@ -62,13 +62,17 @@ class Microaggregator(ParamsMixin):
             X = X[cols]
         return check_matrix(X, name="data")
 
-    def fit(self, X, y=None, *, weights=None, progress=None):
+    def fit(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, progress=None):
         """Partition the records of X (array or DataFrame; see the module docstring).
 
         ``weights``: sampling weights (n numbers > 0): the centroids are the groups' weighted
         means x_g = sum_{i in g} w_i x_i / sum_{i in g} w_i (sdcMicro's weighted
         microaggregation); the cells, and so the published function's rule, do not depend on
-        them.
+        them. ``strata``: each record's stratum (a DataFrame of strata columns, or n values or
+        rows): the method runs within each stratum (:mod:`.strata`), no group mixes strata, and
+        the function has kind "stratified"; a stratum of fewer than k records is an error
+        unless ``merge_small_strata`` (then merged into its neighbour; ``strata_merged_`` says
+        how). Fitted ``strata_``: the value tuples of each stratum.
 
         ``progress``, if given, is called as ``progress(stage, done, total)``: ``stage`` a
         short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
@@ -81,7 +85,13 @@ class Microaggregator(ParamsMixin):
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
         Z = np.ascontiguousarray(self.standardizer_.transform(X))
-        labels, kind, rule = self._blocked_partition(Z, X, _quiet if progress is None else progress)
+        progress = _quiet if progress is None else progress
+        if strata is None:
+            self.__dict__.pop("strata_", None)
+            self.__dict__.pop("strata_merged_", None)
+            labels, kind, rule = self._blocked_partition(Z, X, progress)
+        else:
+            labels, kind, rule = self._stratified_partition(Z, X, strata, bool(merge_small_strata), progress)
         self.labels_ = labels
         if kind == "intervals":
             self.centroids_ = [group_means(X[:, [j]], labels[:, j], labels[:, j].max() + 1, w)[:, 0]
@@ -99,12 +109,39 @@ class Microaggregator(ParamsMixin):
             rule=rule,
             columns=getattr(self, "feature_names_in_", None),
             meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]), "weighted": w is not None,
-                  **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {})},
+                  **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {}),
+                  **({"strata": len(self.strata_)} if kind == "stratified" else {})},
         )
         return self
 
     def _check_params(self):
         """Checks of the method's own parameters (beyond k), run before any work, blocks included."""
+
+    def _stratified_partition(self, Z, X, strata, merge: bool, progress):
+        """The partition within each stratum (:mod:`.strata`): (labels, "stratified", rule)."""
+        from .strata import group_strata, strata_of
+
+        if "block_size" not in self._param_names:
+            raise ParameterError(f"strata are available for MDAV, V-MDAV and PCL, not {type(self).__name__}")
+        self._check_params()
+        names, values = strata_of(strata, Z.shape[0])
+        which, groups, self.strata_merged_ = group_strata(values, self.k_, merge)
+        labels = np.empty(Z.shape[0], np.int64)
+        rules, offset, sizes = [], 0, []
+        for s, stratum in enumerate(groups):
+            rows = np.flatnonzero(which == s)
+            progress(f"stratum {s + 1} of {len(groups)}", 0, 1)
+            local, kind, rule = self._blocked_partition(np.ascontiguousarray(Z[rows]), X[rows], progress)
+            labels[rows] = offset + local
+            rules.append({"values": stratum, "kind": kind, "rule": rule, "offset": offset})
+            offset += int(local.max()) + 1
+            sizes.append(self.block_sizes_)
+        self.strata_ = groups
+        self.block_sizes_ = np.concatenate(sizes)
+        self.n_blocks_ = int(self.block_sizes_.size)
+        self.blocks_ = f"{len(groups)} strata" + ("" if self.n_blocks_ == len(groups) else
+                                                 f", {self.n_blocks_} blocks of at most {self.block_size_:,} records")
+        return labels, "stratified", {"columns": names, "strata": rules}
 
     def _blocked_partition(self, Z, X, progress):
         """``_partition`` on all of Z, or per block when ``block_size`` says so (class docstring)."""
@@ -129,17 +166,19 @@ class Microaggregator(ParamsMixin):
         if not hasattr(self, "function_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X, strata=None) -> np.ndarray:
         """Records replaced by the centroid of the cell the fitted function assigns them to.
         Fitted on a DataFrame, the function carries its names (``feature_names_in_``) and
         reads a DataFrame by name (extra columns ignored, a missing one an InputError); a
-        Series is one record (see :meth:`MicroaggregationFunction.assign`)."""
+        Series is one record (see :meth:`MicroaggregationFunction.assign`). Fitted with
+        strata: ``strata`` of the records (or their strata columns in the DataFrame X)."""
         self._check_fitted()
-        return self.function_.transform(X)
+        return self.function_.transform(X, strata)
 
-    def fit_transform(self, X, y=None, *, weights=None, progress=None) -> np.ndarray:
+    def fit_transform(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False,
+                      progress=None) -> np.ndarray:
         """Fit, then return every fitted record replaced by its group centroid."""
-        self.fit(X, weights=weights, progress=progress)
+        self.fit(X, weights=weights, strata=strata, merge_small_strata=merge_small_strata, progress=progress)
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]

@@ -26,6 +26,11 @@ Three forms, one JSON format (``to_json`` / :func:`function_from_json`):
     summed column by column in float64 by :func:`project_rows`, the function that made the
     cuts), to its ``right`` node otherwise. A leaf holds a sub-function (kind "ordered-balls"
     or "power-diagram", its rule) and a cell offset: the cell is offset + the leaf's cell.
+``stratified`` (MDAV, V-MDAV, PCL fitted within strata, :mod:`.strata`)
+    The strata columns, and per stratum its values (one tuple, or several for merged strata),
+    its rule (kind "ordered-balls", "power-diagram" or "blocked") and a cell offset: a record
+    goes to the stratum of its strata values (read by name from a DataFrame, or given as
+    ``strata=``), then cell = offset + the cell of that stratum's rule.
 
 Centroids are published in original units; standardisation parameters travel with the rule.
 A function fitted on a DataFrame records its column names and reads DataFrames (and Series,
@@ -187,6 +192,20 @@ def _assign_blocked(Z, nodes) -> np.ndarray:
     return out
 
 
+def _assign_stratified(Z, rule: dict, strata) -> np.ndarray:
+    """The "stratified" rule: each record's stratum (:func:`.strata.stratum_index`), then that
+    stratum's rule; cell = stratum offset + its cell."""
+    from .strata import stratum_index
+
+    which = stratum_index(rule, strata)
+    out = np.empty(Z.shape[0], np.int64)
+    for s, stratum in enumerate(rule["strata"]):
+        rows = np.flatnonzero(which == s)
+        if rows.size:
+            out[rows] = stratum["offset"] + _assign_rule(stratum["kind"], stratum["rule"], np.ascontiguousarray(Z[rows]))
+    return out
+
+
 def _assign_rule(kind: str, rule: dict, Z) -> np.ndarray:
     """Cell of each standardised record under a rule of kind "ordered-balls", "power-diagram"
     or "blocked"."""
@@ -249,17 +268,36 @@ class MicroaggregationFunction:
             )
         return np.ascontiguousarray(self.standardizer.transform(X))
 
-    def assign(self, X) -> np.ndarray:
+    def _strata(self, X, strata, n: int) -> list:
+        """The strata values of the n records of a "stratified" function: ``strata`` (a
+        DataFrame of the strata columns, or n values / rows), else the strata columns of the
+        DataFrame (or Series) X, by name."""
+        from .strata import strata_of
+
+        names = self.rule.get("columns")
+        if strata is None:
+            if names is None or not isinstance(X, (pd.DataFrame, pd.Series)):
+                raise InputError("this function is stratified: give the strata of the records (strata=...)")
+            strata = X[_named(X.columns, names, "records")] if isinstance(X, pd.DataFrame) else \
+                X.loc[_named(X.index, names, "record")].to_frame().T
+        return strata_of(strata, n)[1]
+
+    def assign(self, X, strata=None) -> np.ndarray:
         """Cell of each record (row of X, original units): shape (n,), or (n, d) for
         "intervals" (one group per column). A DataFrame is read by column name when the
-        function has ``columns``, a Series is one record (n = 1); see :meth:`_records`."""
+        function has ``columns``, a Series is one record (n = 1); see :meth:`_records`. A
+        "stratified" function also needs each record's stratum: ``strata``, or the strata
+        columns of a DataFrame X."""
         if self.kind == "intervals":
             return assign_intervals(self._records(X), self.rule["upper"])
-        return _assign_rule(self.kind, self.rule, self._standardised(X))
+        Z = self._standardised(X)
+        if self.kind == "stratified":
+            return _assign_stratified(Z, self.rule, self._strata(X, strata, Z.shape[0]))
+        return _assign_rule(self.kind, self.rule, Z)
 
-    def transform(self, X) -> np.ndarray:
+    def transform(self, X, strata=None) -> np.ndarray:
         """Each record replaced by the centroid of its cell (original units)."""
-        labels = self.assign(X)
+        labels = self.assign(X, strata)
         if self.kind == "intervals":
             return np.column_stack([self.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
         return np.asarray(self.centroids)[labels]
@@ -270,7 +308,7 @@ class MicroaggregationFunction:
 
     # -- serialisation --------------------------------------------------------------------
     def to_dict(self) -> dict:
-        listify = _blocked_lists(self.rule) if self.kind == "blocked" else _lists(self.rule)
+        listify = _rule_lists(self.kind, self.rule)
         if self.kind == "intervals":
             centroids = [np.asarray(c).tolist() for c in self.centroids]
             sizes = [np.asarray(s).tolist() for s in self.sizes]
@@ -309,6 +347,16 @@ def _lists(rule: dict) -> dict:
             for k, v in rule.items()}
 
 
+def _rule_lists(kind: str, rule: dict) -> dict:
+    """A rule of any kind for JSON."""
+    if kind == "stratified":
+        return {"columns": rule["columns"],
+                "strata": [{"values": [list(v) for v in s["values"]], "kind": s["kind"],
+                            "rule": _rule_lists(s["kind"], s["rule"]), "offset": int(s["offset"])}
+                           for s in rule["strata"]]}
+    return _blocked_lists(rule) if kind == "blocked" else _lists(rule)
+
+
 def _blocked_lists(rule: dict) -> dict:
     """A "blocked" rule for JSON: split nodes (axis, threshold, left, right) and leaves
     (kind, rule, offset)."""
@@ -342,6 +390,8 @@ TIE_RULES = {
     "blocked": "from node 0 down the cut tree: to 'left' when z . axis <= threshold (z standardised, the "
     "product summed column by column in float64), else to 'right'; at a leaf, cell = offset + the cell of the "
     "leaf's rule (its kind's tie rule)",
+    "stratified": "the stratum whose values equal the record's strata values, then cell = offset + the cell of "
+    "that stratum's rule (its kind's tie rule)",
 }
 
 
@@ -398,11 +448,12 @@ def _index(node: dict, key: str, low: int, high: int) -> int:
     return value
 
 
-def _blocked_rule(rule: dict, width: int, n_cells: int) -> dict:
+def _blocked_rule(rule: dict, width: int, n_cells: int | None) -> dict:
     """The checked "blocked" rule: a tree rooted at node 0 (every other node the child of
     exactly one node with a lower index), split nodes with an axis of the data's width and a
     finite threshold, leaves of kind "ordered-balls"/"power-diagram" whose cell ranges
-    [offset, offset + cells) tile 0..n_cells-1."""
+    [offset, offset + cells) tile 0..n_cells-1 (``n_cells`` None: as many as they reach)."""
+    n_cells = _MAX_CELLS if n_cells is None else n_cells
     nodes = rule.get("nodes")
     if not isinstance(nodes, list) or not nodes or not all(isinstance(node, dict) for node in nodes):
         raise SpecificationError("function: a blocked rule needs a non-empty list of 'nodes' (objects)")
@@ -432,9 +483,59 @@ def _blocked_rule(rule: dict, width: int, n_cells: int) -> dict:
     if any(count != 1 for count in parents[1:]):
         raise SpecificationError("function: blocked nodes must form one tree (each node but 0 the child of one node)")
     ranges.sort()
-    if ranges[0][0] != 0 or ranges[-1][1] != n_cells or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
+    end = ranges[-1][1] if n_cells == _MAX_CELLS else n_cells
+    if ranges[0][0] != 0 or ranges[-1][1] != end or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
         raise SpecificationError("function: the blocked leaves' cells (offset + their cells) must tile the cells once")
     return {"nodes": checked}
+
+
+_MAX_CELLS = 2**62  # no bound on the cells of a blocked rule nested in a stratum
+
+
+def _sub_rule_cells(kind: str, rule: dict) -> int:
+    if kind == "blocked":
+        return max(node["offset"] + _rule_cells(node["kind"], node["rule"]) for node in rule["nodes"] if "kind" in node)
+    return _rule_cells(kind, rule)
+
+
+def _stratified_rule(rule: dict, width: int, n_cells: int) -> dict:
+    """The checked "stratified" rule: strata columns (names or null), strata with distinct
+    value tuples of one length, rules of kind "ordered-balls", "power-diagram" or "blocked",
+    and cell ranges [offset, offset + cells) that tile 0..n_cells-1."""
+    from .strata import _scalar
+
+    columns, strata = rule.get("columns"), rule.get("strata")
+    if columns is not None and (not isinstance(columns, list) or not columns or
+                                not all(isinstance(c, str) for c in columns)):
+        raise SpecificationError("function: a stratified rule's 'columns' must be a list of names (or null)")
+    if not isinstance(strata, list) or not strata or not all(isinstance(s, dict) for s in strata):
+        raise SpecificationError("function: a stratified rule needs a non-empty list of 'strata' (objects)")
+    checked, ranges, seen = [], [], set()
+    length = len(columns) if columns else None
+    for i, stratum in enumerate(strata):
+        if set(stratum) != {"values", "kind", "rule", "offset"} or stratum["kind"] not in (*LEAF_KINDS, "blocked") \
+                or not isinstance(stratum["rule"], dict):
+            raise SpecificationError(f"function: stratum {i} must hold 'values', 'kind' (ordered-balls, power-diagram "
+                                     "or blocked), 'rule' and 'offset'")
+        values = stratum["values"]
+        try:
+            values = [tuple(_scalar(v) for v in row) for row in values]
+        except (TypeError, InputError):
+            raise SpecificationError(f"function: stratum {i} must list its values as lists of texts or numbers") from None
+        length = length or (len(values[0]) if values else None)
+        if not values or any(len(v) != length for v in values) or seen & set(values):
+            raise SpecificationError(f"function: stratum {i} has no values, values of another length, or values of "
+                                     "another stratum")
+        seen |= set(values)
+        sub = (_blocked_rule(stratum["rule"], width, None) if stratum["kind"] == "blocked"
+               else _rule_arrays(stratum["kind"], stratum["rule"], width))
+        offset = _index(stratum, "offset", 0, n_cells)
+        ranges.append((offset, offset + _sub_rule_cells(stratum["kind"], sub)))
+        checked.append({"values": values, "kind": stratum["kind"], "rule": sub, "offset": offset})
+    ranges.sort()
+    if ranges[0][0] != 0 or ranges[-1][1] != n_cells or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
+        raise SpecificationError("function: the strata's cells (offset + their cells) must tile the cells once")
+    return {"columns": columns, "strata": checked}
 
 
 def function_from_json(text_or_path) -> MicroaggregationFunction:
@@ -479,6 +580,8 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
             raise SpecificationError("function: 'sizes' must list one size per cell")
         if kind == "blocked":
             rule_arrays = _blocked_rule(rule, width, len(sizes))
+        elif kind == "stratified":
+            rule_arrays = _stratified_rule(rule, width, len(sizes))
         else:
             rule_arrays = _rule_arrays(kind, rule, width)
             if _rule_cells(kind, rule_arrays) != len(sizes):

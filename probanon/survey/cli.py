@@ -77,9 +77,9 @@ def cmd_assign(args) -> int:
 
     v = verify(args.spec)
 
-    def cells(X):
+    def cells(X, frame):
         found, centroids = assign(v, X)
-        return centroids, {"cell": found}
+        return centroids, {"cell": found}, {}
 
     args.input = args.responses  # read whole or in chunks (--chunk-size) as by 'probanon apply'
     return apply_to_file(args, list(v.function.columns or column_list(args.keys)), cells)
