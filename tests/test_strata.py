@@ -4,8 +4,8 @@ small strata refused or merged (and recoded in the release)."""
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import DATA
+
 from probanon.cli import main
 from probanon.errors import InputError, ParameterError, SpecificationError
 from probanon.microagg import MDAV, PCL, IndividualRanking, function_from_json
@@ -102,3 +102,36 @@ def test_cli_strata_merge_recode_and_apply(tmp_path, capsys):
                  "--quiet"]) == 0
     again = pd.read_csv(applied)
     pd.testing.assert_frame_equal(again.drop(columns="cell"), released)
+
+
+@pytest.mark.parametrize("method", ["mdav-swap", "mdav-swap-informed", "ir-swap", "mdav-id"])
+def test_swapping_within_strata(method):
+    from probanon.swapping import swap
+
+    frame = _census(small=20)
+    X = frame[["AFNLWGT", "AGI", "FEDTAX"]]
+    result = swap(X, 5, method, None if method == "mdav-id" else ["FEDTAX"], random_state=1, strata=frame["region"])
+    region = frame["region"].to_numpy()
+    for t in range(result.groups.n_partitions):  # no group spans two strata, every group >= k
+        labels = result.groups.labels[:, t]
+        assert (pd.Series(region).groupby(labels).nunique() == 1).all() and np.bincount(labels).min() >= 5
+    if result.sources is not None:  # every moved value comes from the same stratum
+        assert (region[result.sources] == region[:, None]).all()
+    with pytest.raises(InputError, match="stratum X has 3 records"):
+        swap(X, 5, method, None if method == "mdav-id" else ["FEDTAX"], random_state=1, strata=_census()["region"])
+
+
+def test_cli_swap_strata(tmp_path, capsys):
+    frame, path = _census(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["swap", str(path), "-o", str(out), "-k", "5", "--method", "mdav-swap", "--keys", ",".join(KEYS),
+                 "--confidential", "FEDTAX", "--strata", "region", "--drop", "sex", "--merge-small-strata",
+                 "--keep-order", "--seed", "3"]) == 0
+    err = capsys.readouterr().err
+    released = pd.read_csv(out)
+    assert "merged into stratum W" in err and set(released["region"]) == {"E", "N", "S", "W+X"}
+    # the swapped key tuples stay within their stratum (W and X together)
+    by_region = frame.assign(region=frame["region"].replace({"W": "W+X", "X": "W+X"}))
+    for region, part in released.groupby("region"):
+        original = by_region[by_region["region"] == region]
+        assert sorted(map(tuple, part[KEYS].to_numpy())) == sorted(map(tuple, original[KEYS].to_numpy()))

@@ -7,10 +7,19 @@ import sys
 import numpy as np
 import pandas as pd
 
-from ..cliargs import add_input, add_output, add_release_options, positive_int, release_roles, seed, write_release
+from ..cliargs import (
+    add_input,
+    add_output,
+    add_release_options,
+    positive_int,
+    release_roles,
+    seed,
+    write_release,
+)
 from ..data import quasi_identifiers, read_table
-from ..release import columns_with, make_release, shuffle_stream
 from ..errors import InputError, ParameterError
+from ..microagg.strata import recode_merged
+from ..release import column_list, columns_with, make_release, shuffle_stream
 from .correlation import correlation_differences
 from .groups import METHODS
 from .release import released_table, swap
@@ -38,13 +47,18 @@ def cmd_swap(args) -> int:
     used = [c for c, r in roles.items() if r in ("key", "confidential")]
     X, columns = quasi_identifiers(frame, used)
     positions = [columns.index(c) for c in confidential]
+    strata = None if args.strata is None else frame[column_list(args.strata)]
     result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
-                  standardize=not args.raw_distances)
+                  standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata)
+    for line in result.strata_merged:
+        print(f"probanon: {line}", file=sys.stderr)
     values = released_table(frame[columns], columns, result)
     changed = [c for c in columns if not np.array_equal(values[c].to_numpy(), frame[c].to_numpy())]
     actions = {c: f"{roles[c]}: {ACTIONS[args.method]}" for c in changed}
     actions.update({c: f"{roles[c]}: kept unchanged" for c in columns if c not in changed})
-    release = make_release(frame, roles, replaced={c: values[c] for c in changed}, actions=actions,
+    recoded = {} if strata is None else recode_merged(result.strata, strata)
+    actions.update({c: "stratum: released, merged strata recoded" for c in recoded})
+    release = make_release(frame, roles, replaced={**{c: values[c] for c in changed}, **recoded}, actions=actions,
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
         released_row, value_rows = release.link["released_row"].to_numpy(), result.value_rows()
@@ -88,6 +102,12 @@ def add_parser(sub) -> None:
     s.add_argument("--seed", type=seed, default=None,
                    help="seed of the permutations and the record order (default: fresh entropy). Keep it secret: "
                         "whoever knows the seed and the groups can undo the swap")
+    s.add_argument("--strata", metavar="COLS",
+                   help="comma-separated strata columns: groups are formed and values swapped within each stratum "
+                        "(released unchanged)")
+    s.add_argument("--merge-small-strata", action="store_true",
+                   help="merge a stratum of fewer than k records into its neighbour (the next in sorted order) and "
+                        "recode its values (default: refuse, naming it)")
     s.add_argument("--raw-distances", action="store_true",
                    help="MDAV on raw values instead of z-scores (how the paper's experiments were run)")
     add_output(s, "--groups", metavar="GROUPS.csv", table=True,

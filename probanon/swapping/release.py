@@ -35,12 +35,16 @@ class SwapResult:
     ``released`` the released table (a DataFrame with the input's columns and index if the
     input was one, else an (n, d) float array); ``groups`` the :class:`Grouping` used;
     ``sources`` (n, p) int64: record ``i`` received the moved columns of partition ``t``
-    from record ``sources[i, t]`` (``None`` for MDAV-ID, which publishes group means).
+    from record ``sources[i, t]`` (``None`` for MDAV-ID, which publishes group means);
+    with strata, ``strata`` the value tuples of each stratum and ``strata_merged`` the
+    statements of the small strata merged (:mod:`probanon.microagg.strata`).
     """
 
     released: np.ndarray | pd.DataFrame
     groups: Grouping
     sources: np.ndarray | None
+    strata: list | None = None
+    strata_merged: list = ()
 
     @property
     def labels(self) -> np.ndarray:
@@ -127,7 +131,25 @@ def _as_matrix(X, confidential) -> tuple[np.ndarray, tuple | None, pd.DataFrame 
     return M, check_confidential(confidential, M.shape[1], names), frame
 
 
-def swap(X, k, method: str, confidential=None, random_state=None, standardize: bool = True) -> SwapResult:
+def stratified_groups(M, k, method: str, confidential, standardize: bool, strata, merge: bool):
+    """The partitions of ``method`` within each stratum (each stratum grouped as a file of its
+    own), numbered across strata: (:class:`Grouping`, strata value tuples, merge statements)."""
+    from ..microagg.strata import group_strata, strata_of
+
+    which, strata, notes = group_strata(strata_of(strata, M.shape[0])[1], k, merge)
+    parts = [(rows, swap_groups(M[rows], k, method, confidential, standardize))
+             for rows in (np.flatnonzero(which == s) for s in range(len(strata)))]
+    first = parts[0][1]
+    labels = np.empty((M.shape[0], first.labels.shape[1]), np.int64)
+    offset = np.zeros(first.labels.shape[1], np.int64)
+    for rows, g in parts:
+        labels[rows] = g.labels + offset
+        offset += g.labels.max(axis=0) + 1
+    return Grouping(labels, first.columns, first.method, first.k), strata, notes
+
+
+def swap(X, k, method: str, confidential=None, random_state=None, standardize: bool = True, strata=None,
+         merge_small_strata: bool = False) -> SwapResult:
     """Release ``X`` by ``method`` (``"mdav-id"``, ``"mdav-swap"``, ``"mdav-swap-informed"``
     or ``"ir-swap"``; see :mod:`probanon.swapping.groups`).
 
@@ -144,12 +166,19 @@ def swap(X, k, method: str, confidential=None, random_state=None, standardize: b
         Seeds the permutations (MDAV-ID is deterministic).
     standardize : bool
         MDAV on z-scores (default) or on raw values (the paper's experiments).
+    strata : DataFrame of strata columns, or n values or rows, optional
+        Swap within each stratum (its groups formed as in a file of its own), so no value
+        moves between strata; a stratum of fewer than ``k`` records is an error unless
+        ``merge_small_strata`` (merged into its neighbour, :mod:`probanon.microagg.strata`).
     """
     M, conf, frame = _as_matrix(X, confidential)
-    groups = swap_groups(M, k, method, conf, standardize)
+    if strata is None:
+        groups, names, notes = swap_groups(M, k, method, conf, standardize), None, ()
+    else:
+        groups, names, notes = stratified_groups(M, k, method, conf, standardize, strata, merge_small_strata)
     values, sources = release_values(M, groups, random_state)
     released = values if frame is None else pd.DataFrame(values, columns=frame.columns, index=frame.index)
-    return SwapResult(released, groups, sources)
+    return SwapResult(released, groups, sources, names, list(notes))
 
 
 def mdav_id(X, k, *, standardize: bool = True) -> SwapResult:
@@ -200,8 +229,10 @@ class Swapper(ParamsMixin):
         self.standardize = standardize
         self.random_state = random_state
 
-    def fit(self, X, y=None):
-        result = swap(X, self.k, self.method, self.confidential, self.random_state, self.standardize)
+    def fit(self, X, y=None, *, strata=None, merge_small_strata=False):
+        """One release of X; ``strata``: swap within each stratum (see :func:`swap`)."""
+        result = swap(X, self.k, self.method, self.confidential, self.random_state, self.standardize, strata,
+                      merge_small_strata)
         self.result_ = result
         self.groups_ = result.groups
         self.labels_ = result.groups.labels
@@ -209,5 +240,5 @@ class Swapper(ParamsMixin):
         self.released_ = result.released
         return self
 
-    def fit_transform(self, X, y=None):
-        return self.fit(X).released_
+    def fit_transform(self, X, y=None, *, strata=None, merge_small_strata=False):
+        return self.fit(X, strata=strata, merge_small_strata=merge_small_strata).released_
