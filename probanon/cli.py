@@ -499,6 +499,30 @@ def cmd_demo(args) -> int:
     return 0
 
 
+def cmd_release(args) -> int:
+    """``probanon release RECIPE.toml`` (:mod:`probanon.recipe`): the recipe's command, run with
+    its outputs and the resolved recipe written together; a seed is drawn when the recipe has
+    none and recorded, so that the release can be repeated."""
+    import secrets
+
+    from ._validation import MAX_SEED
+    from .cliargs import prepare_outputs
+    from .recipe import parse_recipe
+
+    run, recipe_path, text = parse_recipe(args.recipe, args.force)
+    if getattr(run, "seed", None) is None:
+        run.seed = secrets.randbelow(MAX_SEED + 1)
+    run.quiet = args.quiet
+    run.outputs = prepare_outputs(run)
+    run.outputs.add(recipe_path)
+    run.extra_outputs = {recipe_path: text()}
+    with csv_options(getattr(run, "sep", None), getattr(run, "encoding", None)):
+        code = run.func(run)
+    print(f"resolved recipe written to {recipe_path} (it holds the seed: keep it private, with the link file)",
+          file=sys.stderr)
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.")
     p.add_argument("--version", action="version", version=f"probanon {__version__}")
@@ -568,6 +592,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--risk", action="store_true",
                    help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
+
+    r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it")
+    add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
+    r.add_argument("--force", action="store_true", help="overwrite existing output files (an input is never overwritten)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=cmd_release)
 
     d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report")
     add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES)

@@ -10,19 +10,36 @@ variable roles and the record-order options (:func:`add_release_options`).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
 from ._validation import MAX_SEED
+from .errors import InputError
 from .outputs import Outputs, check_output_folder
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``."""
+    """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``;
+    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe)."""
+
+    _prefix = None
 
     def error(self, message):
+        if Parser._prefix is not None:
+            raise InputError(f"{Parser._prefix}{message}")
         self.exit(2, f"probanon: error: {message} (see '{self.prog} --help')\n")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def raising(prefix: str):
+        """Usage errors raise ``InputError(prefix + message)`` within the block."""
+        Parser._prefix = prefix
+        try:
+            yield
+        finally:
+            Parser._prefix = None
 
 
 @dataclass(frozen=True)
@@ -162,7 +179,7 @@ def prepare_outputs(args) -> Outputs:
 def write_release(args, release, extra: dict | None = None) -> None:
     """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
     command's checked outputs, then print what happened to every column."""
-    contents = {args.output: release.data, **(extra or {})}
+    contents = {args.output: release.data, **(extra or {}), **getattr(args, "extra_outputs", {})}
     if args.link:
         contents[args.link] = release.link
     args.outputs.write(contents)

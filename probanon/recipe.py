@@ -1,0 +1,154 @@
+"""``probanon release RECIPE.toml``: a whole release from one file (issue 17, point 8).
+
+A recipe names a release command (``microaggregate`` or ``swap``), its input and output, and the
+command's options under ``[options]``, spelled as on the command line without the dashes
+(``keep_order = true`` for ``--keep-order``, ``keys = ["AGI", "FEDTAX"]`` for ``--keys AGI,FEDTAX``)::
+
+    command = "microaggregate"
+    input = "census.csv"            # relative to the recipe's folder
+    output = "out/census_k5.csv"
+
+    [options]
+    method = "mdav"
+    k = 5
+    keys = ["AFNLWGT", "AGI", "EMCONTRB"]
+    confidential = ["FEDTAX"]
+    seed = 7
+    link = "out/census_k5.link.csv"
+
+The recipe is turned into that command's arguments and run by the command itself (the same
+checks, the same messages, nothing written on an error). Beside the output it writes
+``<output>.recipe.toml``: the recipe with every option the command resolved (defaults
+included), the probanon version and the SHA-256 digest of the input, in the same outputs
+written all or nothing. Run again, a resolved recipe refuses an input whose digest differs, so
+a release can be repeated and audited exactly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from pathlib import Path
+
+from .errors import InputError
+
+COMMANDS = ("microaggregate", "swap")
+TOP = {"command", "input", "output", "options", "input_sha256", "probanon_version"}
+#: options of the commands that are not the release's own (the runner's switches, or derived)
+NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
+              "_csv_options", "recipe"}
+
+
+def digest(path) -> str:
+    """SHA-256 of a file's bytes, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def read_recipe(path) -> dict:
+    """The recipe at ``path``, checked: a known command, an input and an output (texts), only
+    known top-level entries, options a table; a one-line :class:`InputError` otherwise."""
+    path = Path(path)
+    try:
+        recipe = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: not a TOML recipe ({str(exc).splitlines()[0]})") from None
+    unknown = sorted(set(recipe) - TOP)
+    if unknown:
+        raise InputError(f"{path}: unknown entry {unknown[0]!r} (a recipe holds {', '.join(sorted(TOP))})")
+    if recipe.get("command") not in COMMANDS:
+        raise InputError(f"{path}: 'command' must be one of {', '.join(COMMANDS)}, got {recipe.get('command')!r}")
+    for key in ("input", "output"):
+        if not isinstance(recipe.get(key), str) or not recipe[key]:
+            raise InputError(f"{path}: {key!r} must name a file")
+    if not isinstance(recipe.get("options", {}), dict):
+        raise InputError(f"{path}: [options] must be a table")
+    return recipe
+
+
+def _flag(name: str) -> str:
+    return f"-{name}" if len(name) == 1 else "--" + name.replace("_", "-")
+
+
+def _argv(recipe: dict, folder: Path) -> list[str]:
+    """The command line of the recipe (paths relative to the recipe's folder)."""
+    here = lambda p: str(folder / p)  # noqa: E731 - absolute paths stay absolute (Path's / keeps them)
+    argv = [recipe["command"], here(recipe["input"]), "-o", here(recipe["output"])]
+    for name, value in recipe.get("options", {}).items():
+        if name in NOT_RECIPE:
+            raise InputError(f"option {name!r} is not a recipe option (the recipe names the command, input and "
+                             "output itself; 'probanon release --force' overwrites)")
+        if isinstance(value, bool):
+            argv += [_flag(name)] if value else []
+        elif isinstance(value, list):
+            argv += [_flag(name), ",".join(str(v) for v in value)]
+        elif isinstance(value, (str, int, float)):
+            value = here(value) if name in PATH_OPTIONS else value
+            argv += [_flag(name), str(value)]
+        else:
+            raise InputError(f"option {name!r}: expected a text, a number, true/false or a list, got {value!r}")
+    return argv
+
+
+#: options whose values are files, relative to the recipe's folder
+PATH_OPTIONS = {"link", "function", "groups"}
+
+
+def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str) -> str:
+    """TOML of the recipe with every option the command resolved (its defaults included; an
+    unset option without default is left out), the version and the input's digest."""
+    import tomli_w
+
+    from . import __version__
+
+    options = {}
+    for name, value in sorted(vars(args).items()):
+        if name in NOT_RECIPE or name.startswith("_") or value is None or name not in parser_defaults:
+            continue
+        options[name] = recipe.get("options", {}).get(name, value) if name in PATH_OPTIONS else value
+    top = {"command": recipe["command"], "input": recipe["input"], "output": recipe["output"],
+           "input_sha256": input_digest, "probanon_version": __version__}
+    return "# resolved by probanon release: every option as the command ran it\n" + tomli_w.dumps(
+        {**top, "options": options})
+
+
+def parse_recipe(path, force: bool):
+    """(the command's parsed arguments, the resolved recipe's path, a function giving its TOML
+    text from the arguments as they finally ran) of the recipe at ``path``: the command line
+    parsed by the command's own parser (an unknown or bad option is a one-line
+    :class:`InputError` naming the recipe), the input's digest checked against a resolved
+    recipe's."""
+    from .cli import build_parser
+    from .cliargs import Parser
+
+    path = Path(path)
+    recipe = read_recipe(path)
+    argv = _argv(recipe, path.parent) + (["--force"] if force else [])
+    parser = build_parser()
+    with Parser.raising(f"{path}: "):
+        args = parser.parse_args(argv)
+    source = Path(args.input)
+    if not source.is_file():
+        raise InputError(f"{path}: the input {source} does not exist")
+    found = digest(source)
+    if recipe.get("input_sha256") not in (None, found):
+        raise InputError(f"{path}: the input {source} is not the file this recipe was resolved for (SHA-256 "
+                         f"{found[:12]}... against {str(recipe['input_sha256'])[:12]}...)")
+    defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
+    target = Path(args.output)
+    return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found)
+
+
+def _subparser(parser, command: str):
+    for action in parser._subparsers._group_actions:
+        if command in getattr(action, "choices", {}):
+            return action.choices[command]
+    raise InputError(f"unknown command {command!r}")  # read_recipe checked it
+
+
+__all__ = ["COMMANDS", "digest", "parse_recipe", "read_recipe"]
