@@ -77,7 +77,7 @@ def _flag(name: str) -> str:
 
 def _argv(recipe: dict, folder: Path) -> list[str]:
     """The command line of the recipe (paths relative to the recipe's folder)."""
-    here = lambda p: str(folder / p)  # noqa: E731 - absolute paths stay absolute (Path's / keeps them)
+    here = lambda p: str(folder / p)
     argv = [recipe["command"], here(recipe["input"]), "-o", here(recipe["output"])]
     for name, value in recipe.get("options", {}).items():
         if name in NOT_RECIPE:

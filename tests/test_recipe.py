@@ -7,8 +7,8 @@ import tomllib
 
 import pandas as pd
 import pytest
-
 from helpers import DATA
+
 from probanon.cli import main
 
 RECIPE = '''command = "microaggregate"
