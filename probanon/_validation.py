@@ -47,11 +47,12 @@ def check_confidence(confidence) -> float:
     return float(confidence)
 
 
-def check_matrix(X, name: str = "X") -> np.ndarray:
+def check_matrix(X, name: str = "X", missing: bool = False, hint: str = "") -> np.ndarray:
     """Return ``X`` as a finite 2-D float64 array with at least one row and column.
 
     Accepts NumPy arrays, pandas DataFrames (all columns must be numeric) and
-    nested sequences. Raises :class:`InputError` on text, NaN or infinity.
+    nested sequences. Raises :class:`InputError` on text, NaN or infinity (``missing``: NaN,
+    a missing value, is allowed; ``hint`` ends the message of a missing value).
     """
     labels, frame = None, X
     if isinstance(X, pd.DataFrame):
@@ -73,10 +74,13 @@ def check_matrix(X, name: str = "X") -> np.ndarray:
         raise InputError(f"{name} is empty (no records)")
     if X.shape[1] == 0:
         raise InputError(f"{name} has no columns")
-    if not np.isfinite(X).all():
-        row, col = np.argwhere(~np.isfinite(X))[0]
-        col = repr(labels[col]) if labels is not None else col
-        raise InputError(f"{name} has a missing or infinite value ({row_label(frame, row)}, column {col})")
+    bad = np.isinf(X) if missing else ~np.isfinite(X)
+    if bad.any():
+        row, col = np.argwhere(bad)[0]
+        where = f"{row_label(frame, row)}, column {repr(labels[col]) if labels is not None else col}"
+        if missing:
+            raise InputError(f"{name} has an infinite value ({where})")
+        raise InputError(f"{name} has a missing or infinite value ({where}){hint if np.isnan(X[row, col]) else ''}")
     return np.ascontiguousarray(X)
 
 

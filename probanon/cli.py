@@ -35,7 +35,7 @@ from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
-from .metrics import k_achieved, utility_report
+from .metrics import information_loss, k_achieved, utility_report
 from .metrics.frequency import VIOLATION_KS, frequency_risk
 from .outputs import write_outputs
 from .progress import Progress
@@ -68,7 +68,10 @@ METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual rankin
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
     roles = release_roles(args, frame)
-    X, columns = quasi_identifiers(frame, columns_with(roles, "key"))
+    X, columns = quasi_identifiers(frame, columns_with(roles, "key"), missing=args.missing == "pattern")
+    lacking = bool(np.isnan(X).any())
+    if lacking and args.function:
+        raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
     weights = None if args.weights is None else check_weights(
         frame[args.weights], len(frame), f"{args.input}: weight column {args.weights!r}", frame)
     model = _method(args)
@@ -76,11 +79,18 @@ def cmd_microaggregate(args) -> int:
     note = f"{name}: {len(frame):,} records, {len(columns)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
     with Progress(note, quiet=args.quiet, desc=args.method) as progress:
-        released = model.fit_transform(X, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
-                                       progress=progress)
-    for line in getattr(model, "strata_merged_", []):
+        released = model.fit_transform(pd.DataFrame(X, columns=columns) if lacking else X, weights=weights,
+                                       strata=strata, merge_small_strata=args.merge_small_strata,
+                                       missing=args.missing, progress=progress)  # names for the merge statements
+    for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
         print(f"probanon: {line}", file=sys.stderr)
-    report = utility_report(X, released, weights=weights)
+    if lacking:
+        suppressed = int((np.isnan(released) & ~np.isnan(X)).sum())
+        print(f"probanon: missing key values: {int(np.isnan(X).sum())} kept missing, {suppressed} more suppressed so "
+              "that every group agrees on each released value", file=sys.stderr)
+        report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True))
+    else:
+        report = utility_report(X, released, weights=weights)
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
     release = make_release(frame, roles, replaced={**dict(zip(columns, released.T)), **recoded},
                            actions={"key": f"key: replaced by its {name} group {'weighted ' * (weights is not None)}mean",
@@ -537,6 +547,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "bounded ('probanon audit', 'probanon attack')")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    m.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="missing key values: raise (default) refuses them; pattern (mdav, vmdav, pcl) groups the records "
+                        "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "
+                        "missing value missing and suppresses a key some member of a group lacks (no --function)")
     m.add_argument("--strata", metavar="COLS",
                    help="mdav, vmdav, pcl: comma-separated strata columns; the records are microaggregated within "
                         "each stratum (no group mixes strata) and the strata columns are released unchanged")

@@ -122,7 +122,7 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     if not audit:
         return roles
     published = [c for c, role in roles.items() if role in ("confidential", "other", "weight", "stratum")]
-    result = run_audit(frame, columns_with(roles, "key"), published)
+    result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
     if result.passed:
         return roles
     more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""

@@ -269,10 +269,15 @@ class NumericColumns:
                 raise InputError(f"column {c!r} is not numeric")
 
 
-def quasi_identifiers(frame: pd.DataFrame, columns=None) -> tuple[np.ndarray, list[str]]:
-    """The checked float matrix of the chosen quasi-identifier columns and their names."""
+#: how a refused missing key names the policy that takes it
+MISSING_HINT = "; give --missing pattern (missing='pattern') to group records by the keys they lack"
+
+
+def quasi_identifiers(frame: pd.DataFrame, columns=None, missing: bool = False) -> tuple[np.ndarray, list[str]]:
+    """The checked float matrix of the chosen quasi-identifier columns and their names
+    (``missing``: NaN allowed, see :mod:`probanon.microagg.missing`)."""
     cols = select_columns(frame, columns)
-    return check_matrix(frame[cols], name="data"), cols
+    return check_matrix(frame[cols], name="data", missing=missing, hint=MISSING_HINT), cols
 
 
 CONSTANT_RELATIVE_SD = 1e-12

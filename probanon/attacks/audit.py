@@ -107,25 +107,31 @@ def _regressions(A, B, names_a, names_b, direction, threshold, skip) -> list[Aud
 
 
 def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_THRESHOLD,
-          min_share: float = MIN_SHARE, tolerance: float = TOLERANCE, max_terms: int = MAX_TERMS) -> AuditResult:
+          min_share: float = MIN_SHARE, tolerance: float = TOLERANCE, max_terms: int = MAX_TERMS,
+          missing: bool = False) -> AuditResult:
     """Audit ``frame`` (the original) for dependences between ``keys`` and ``confidential`` columns
-    (module docstring). Non-numeric columns are left out (they take part in no linear relation)."""
+    (module docstring). Non-numeric columns are left out (they take part in no linear relation).
+    ``missing``: missing values are allowed, and the records that have every audited value are
+    audited (a relation that holds on them is the one an intruder can use)."""
     if isinstance(r2_threshold, bool) or not isinstance(r2_threshold, (int, float)) or not 0 < r2_threshold <= 1:
         raise ParameterError(f"the R^2 threshold must be in (0, 1], got {r2_threshold!r}")
     if not isinstance(frame, pd.DataFrame):
         raise InputError("the audit reads a DataFrame (columns are named)")
     keys, confidential = list(keys), list(confidential)
-    missing = [c for c in keys + confidential if c not in frame.columns]
-    if missing:
-        raise InputError(f"column {missing[0]!r} is not in the table")
+    absent = [c for c in keys + confidential if c not in frame.columns]
+    if absent:
+        raise InputError(f"column {absent[0]!r} is not in the table")
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and not
                pd.api.types.is_bool_dtype(frame[c])]
     keys = [c for c in keys if c in numeric]
     confidential = [c for c in confidential if c in numeric]
     findings: list[AuditFinding] = []
     if keys and confidential:
-        X = quasi_identifiers(frame, keys)[0]
-        C = quasi_identifiers(frame, confidential)[0]
+        X = quasi_identifiers(frame, keys, missing=missing)[0]
+        C = quasi_identifiers(frame, confidential, missing=missing)[0]
+        if missing:
+            complete = ~(np.isnan(X).any(axis=1) | np.isnan(C).any(axis=1))
+            X, C = X[complete], C[complete]
         for found in relations_in(X, C, keys, confidential, min_share=min_share, tolerance=tolerance,
                                   max_terms=max_terms):
             rel = found.relation

@@ -35,7 +35,7 @@ def _paired_matrices(original, released) -> tuple[np.ndarray, np.ndarray]:
     return X, Y
 
 
-def information_loss(original, released, standardize: bool = True, weights=None) -> float:
+def information_loss(original, released, standardize: bool = True, weights=None, missing: bool = False) -> float:
     r"""Information loss of ``released`` with respect to ``original``, in percent.
 
     .. math::
@@ -51,7 +51,9 @@ def information_loss(original, released, standardize: bool = True, weights=None)
     nothing to SST but their SSE still counts. With ``standardize=False`` the raw values are
     used instead of z-scores. IL is 0 for an exact copy and 100 when every record is
     replaced by the column means. With sampling ``weights`` w_i, record i counts w_i times in
-    SSE and SST, and the mean and sd are weighted.
+    SSE and SST, and the mean and sd are weighted. With ``missing``, NaN marks a missing value:
+    a value missing in the original counts in neither sum, one released missing (suppressed)
+    counts as replaced by the mean (z = 0), and the mean and sd are those of the observed values.
 
     Parameters
     ----------
@@ -66,6 +68,8 @@ def information_loss(original, released, standardize: bool = True, weights=None)
         NaN/inf/text in either table, different shapes, or every column of the original
         constant (SST = 0).
     """
+    if missing:
+        return _information_loss_missing(original, released, standardize, weights)
     X, Y = _paired_matrices(original, released)
     w = np.ones(X.shape[0]) if weights is None else check_weights(weights, X.shape[0])
     if standardize:
@@ -75,6 +79,30 @@ def information_loss(original, released, standardize: bool = True, weights=None)
     sse = float(w @ ((X - Y) ** 2).sum(axis=1))
     centred = X[:, varying] - (w @ X[:, varying]) / w.sum()
     sst = float(w @ (centred**2).sum(axis=1))
+    if sst == 0.0:
+        raise InputError("information loss is undefined: every column of the original is constant")
+    return 100.0 * sse / sst
+
+
+def _information_loss_missing(original, released, standardize: bool, weights) -> float:
+    """:func:`information_loss` with missing values (its docstring)."""
+    from ..microagg.missing import observed_standardizer
+
+    X = check_matrix(original, name="original", missing=True)
+    Y = check_matrix(released, name="released", missing=True)
+    if X.shape != Y.shape:
+        raise InputError(f"original has shape {X.shape} but released has shape {Y.shape}")
+    w = np.ones(X.shape[0]) if weights is None else check_weights(weights, X.shape[0])
+    scaler = observed_standardizer(X, w) if standardize else None
+    if standardize:
+        X, Y = scaler.transform(X), scaler.transform(Y)
+        centre = np.zeros(X.shape[1])
+    else:
+        centre = np.array([np.average(X[~np.isnan(X[:, j]), j], weights=w[~np.isnan(X[:, j])]) for j in range(X.shape[1])])
+    seen = ~np.isnan(X)
+    kept = np.where(np.isnan(Y), centre, Y)
+    sse = float(w @ np.where(seen, (X - kept) ** 2, 0.0).sum(axis=1))
+    sst = float(w @ np.where(seen, (X - centre) ** 2, 0.0).sum(axis=1))
     if sst == 0.0:
         raise InputError("information loss is undefined: every column of the original is constant")
     return 100.0 * sse / sst

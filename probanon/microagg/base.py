@@ -17,10 +17,11 @@ import pandas as pd
 
 from .._params import ParamsMixin
 from .._validation import check_k, check_matrix, check_weights
-from ..data import Standardizer, select_columns
+from ..data import MISSING_HINT, Standardizer, select_columns
 from ..errors import NotFittedError, ParameterError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
+from .missing import check_policy, observed_standardizer, pattern_sets, released_means
 
 
 def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) -> np.ndarray:
@@ -51,7 +52,7 @@ class Microaggregator(ParamsMixin):
 
     _default_block_size = DEFAULT_BLOCK_SIZE
 
-    def _validate_input(self, X):
+    def _validate_input(self, X, missing: str = "raise"):
         """The quasi-identifier matrix; a DataFrame gives its numeric columns, whose names
         are recorded in ``feature_names_in_`` (scikit-learn's convention; absent after a fit
         on an array, so a refit never keeps stale names)."""
@@ -60,9 +61,9 @@ class Microaggregator(ParamsMixin):
             cols = select_columns(X)
             self.feature_names_in_ = list(cols)
             X = X[cols]
-        return check_matrix(X, name="data")
+        return check_matrix(X, name="data", missing=missing == "pattern", hint=MISSING_HINT)
 
-    def fit(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, progress=None):
+    def fit(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise", progress=None):
         """Partition the records of X (array or DataFrame; see the module docstring).
 
         ``weights``: sampling weights (n numbers > 0): the centroids are the groups' weighted
@@ -72,15 +73,20 @@ class Microaggregator(ParamsMixin):
         rows): the method runs within each stratum (:mod:`.strata`), no group mixes strata, and
         the function has kind "stratified"; a stratum of fewer than k records is an error
         unless ``merge_small_strata`` (then merged into its neighbour; ``strata_merged_`` says
-        how). Fitted ``strata_``: the value tuples of each stratum.
+        how). Fitted ``strata_``: the value tuples of each stratum. ``missing``: "raise"
+        (default) refuses a missing key value; "pattern" groups the records by the keys they
+        lack (:mod:`.missing`): each group's released value of a key some member lacks is
+        missing, and the fit publishes no function (``function_`` is None).
 
         ``progress``, if given, is called as ``progress(stage, done, total)``: ``stage`` a
         short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
         that stage done; a new label starts a new stage. It is called at least once before the
         work starts (and before any numba compilation), so a caller can show a first message;
         without it the fit prints nothing."""
-        X = self._validate_input(X)
+        X = self._validate_input(X, check_policy(missing))
         w = None if weights is None else check_weights(weights, X.shape[0], "weights", weights)
+        if missing == "pattern" and np.isnan(X).any():
+            return self._fit_patterns(X, w, strata, _quiet if progress is None else progress)
         self.k_ = check_k(self.k, X.shape[0])  # the parameter itself stays as given
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
@@ -116,6 +122,38 @@ class Microaggregator(ParamsMixin):
 
     def _check_params(self):
         """Checks of the method's own parameters (beyond k), run before any work, blocks included."""
+
+    def _fit_patterns(self, X, w, strata, progress):
+        """``fit`` with missing key values, policy "pattern" (:mod:`.missing`)."""
+        if strata is not None:
+            raise ParameterError("missing='pattern' does not combine with strata yet: give the records of each "
+                                 "stratum separately")
+        if "block_size" not in self._param_names:
+            raise ParameterError(f"missing='pattern' is available for MDAV, V-MDAV and PCL, not {type(self).__name__}")
+        self.k_ = check_k(self.k, X.shape[0])
+        self.n_features_in_ = X.shape[1]
+        self._check_params()
+        self.standardizer_ = observed_standardizer(X, w)
+        Z = self.standardizer_.transform(X)
+        which, observed, self.missing_merged_ = pattern_sets(np.isnan(X), self.k_,
+                                                             getattr(self, "feature_names_in_", None))
+        labels, offset, sizes = np.empty(X.shape[0], np.int64), 0, []
+        for s, columns in enumerate(observed):
+            rows = np.flatnonzero(which == s)
+            progress(f"missing-value pattern {s + 1} of {len(observed)}", 0, 1)
+            local = self._blocked_partition(np.ascontiguousarray(Z[np.ix_(rows, columns)]), X[np.ix_(rows, columns)],
+                                            progress)[0]
+            labels[rows] = offset + local
+            offset += int(local.max()) + 1
+            sizes.append(self.block_sizes_)
+        self.labels_, self.missing_patterns_ = labels, len(observed)
+        self.block_sizes_ = np.concatenate(sizes)
+        self.n_blocks_ = int(self.block_sizes_.size)
+        self.blocks_ = f"{len(observed)} missing-value patterns"
+        self.centroids_ = released_means(X, labels, w)
+        self.sizes_ = np.bincount(labels)
+        self.function_ = None
+        return self
 
     def _stratified_partition(self, Z, X, strata, merge: bool, progress):
         """The partition within each stratum (:mod:`.strata`): (labels, "stratified", rule)."""
@@ -173,12 +211,16 @@ class Microaggregator(ParamsMixin):
         Series is one record (see :meth:`MicroaggregationFunction.assign`). Fitted with
         strata: ``strata`` of the records (or their strata columns in the DataFrame X)."""
         self._check_fitted()
+        if self.function_ is None:
+            raise NotFittedError("a fit with missing='pattern' publishes no function: transform is not available")
         return self.function_.transform(X, strata)
 
-    def fit_transform(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False,
+    def fit_transform(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise",
                       progress=None) -> np.ndarray:
-        """Fit, then return every fitted record replaced by its group centroid."""
-        self.fit(X, weights=weights, strata=strata, merge_small_strata=merge_small_strata, progress=progress)
+        """Fit, then return every fitted record replaced by its group centroid (NaN where
+        ``missing="pattern"`` releases a key missing)."""
+        self.fit(X, weights=weights, strata=strata, merge_small_strata=merge_small_strata, missing=missing,
+                 progress=progress)
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]
