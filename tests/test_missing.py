@@ -4,8 +4,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-
 from helpers import casc
+
 from probanon.cli import main
 from probanon.errors import InputError
 from probanon.metrics import information_loss
