@@ -23,6 +23,7 @@ from .cliargs import (
     add_match_options,
     add_output,
     add_release_options,
+    add_strata_options,
     positive_int,
     prepare_outputs,
     release_roles,
@@ -551,12 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="missing key values: raise (default) refuses them; pattern (mdav, vmdav, pcl) groups the records "
                         "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "
                         "missing value missing and suppresses a key some member of a group lacks (no --function)")
-    m.add_argument("--strata", metavar="COLS",
-                   help="mdav, vmdav, pcl: comma-separated strata columns; the records are microaggregated within "
-                        "each stratum (no group mixes strata) and the strata columns are released unchanged")
-    m.add_argument("--merge-small-strata", action="store_true",
-                   help="merge a stratum of fewer than k records into its neighbour (the next in sorted order), "
-                        "said in the output (default: refuse, naming it)")
+    add_strata_options(m, "mdav, vmdav, pcl: the records are microaggregated")
     m.add_argument("--weights", metavar="COL",
                    help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "
                         "weighted totals; information loss and moments are weighted; the column is released "

@@ -95,6 +95,17 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
                         "(or the reverse), which voids the guarantee (see 'probanon audit')")
 
 
+def add_strata_options(p, within: str) -> None:
+    """``--strata`` and ``--merge-small-strata`` (:mod:`probanon.microagg.strata`); ``within``:
+    what the command does within each stratum."""
+    p.add_argument("--strata", metavar="COLS",
+                   help=f"comma-separated strata columns: {within} within each stratum (no group mixes strata); the "
+                        "strata columns are released unchanged")
+    p.add_argument("--merge-small-strata", action="store_true",
+                   help="merge a stratum of fewer than k records into its neighbour (the next in sorted order) and "
+                        "recode the merged values in the release, as the output says (default: refuse, naming it)")
+
+
 def add_match_options(p) -> None:
     """How the records of an original and its release match: ``--link``, ``--id`` or ``--by-position``
     (see :func:`probanon.release.align`)."""

@@ -11,6 +11,7 @@ from ..cliargs import (
     add_input,
     add_output,
     add_release_options,
+    add_strata_options,
     positive_int,
     release_roles,
     seed,
@@ -102,12 +103,7 @@ def add_parser(sub) -> None:
     s.add_argument("--seed", type=seed, default=None,
                    help="seed of the permutations and the record order (default: fresh entropy). Keep it secret: "
                         "whoever knows the seed and the groups can undo the swap")
-    s.add_argument("--strata", metavar="COLS",
-                   help="comma-separated strata columns: groups are formed and values swapped within each stratum "
-                        "(released unchanged)")
-    s.add_argument("--merge-small-strata", action="store_true",
-                   help="merge a stratum of fewer than k records into its neighbour (the next in sorted order) and "
-                        "recode its values (default: refuse, naming it)")
+    add_strata_options(s, "groups are formed and values swapped")
     s.add_argument("--raw-distances", action="store_true",
                    help="MDAV on raw values instead of z-scores (how the paper's experiments were run)")
     add_output(s, "--groups", metavar="GROUPS.csv", table=True,
