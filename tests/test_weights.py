@@ -108,3 +108,25 @@ def test_cli_bad_weights_are_one_line_errors_without_output(tmp_path, capsys, sp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and fragment in err[0], err
     assert not out.exists()
+
+
+def test_survey_design_weights_the_centroids_and_distortion():
+    """Design weights d_j: the cells are those of the unweighted design; centroids and D weight
+    each record by d_j pi_j (formula recomputed here from the labels)."""
+    from probanon.survey.design import design
+
+    X = casc("census")[:, :3]
+    d = np.random.default_rng(5).uniform(1, 50, len(X))
+    pi = np.random.default_rng(6).uniform(0.4, 0.9, len(X))
+    plain = design(X, 5, pi, 0.05)
+    weighted = design(X, 5, pi, 0.05, weights=d)
+    np.testing.assert_array_equal(weighted.labels, plain.labels)
+    mass, labels = d * pi, weighted.labels
+    Z = (X - X.mean(0)) / X.std(0)
+    zc = np.array([np.average(Z[labels == g], axis=0, weights=mass[labels == g]) for g in range(labels.max() + 1)])
+    D = (mass * ((Z - zc[labels]) ** 2).sum(1)).sum() / (3 * mass.sum())
+    assert weighted.distortion == pytest.approx(D, rel=1e-9) and weighted.distortion != pytest.approx(plain.distortion)
+    xc = np.array([np.average(X[labels == g], axis=0, weights=mass[labels == g]) for g in range(labels.max() + 1)])
+    np.testing.assert_allclose(weighted.function.centroids, xc, rtol=1e-12)
+    with pytest.raises(InputError, match="row 2 holds -1"):
+        design(X, 5, pi, 0.05, weights=np.r_[1, 1, -1, np.ones(len(X) - 3)])

@@ -42,7 +42,8 @@ def cmd_design(args) -> int:
     note = (f"survey design: {len(frame)} records into cells of k = {args.k} or more "
             "(the first run compiles the numerical kernels: a minute or two)")
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
-        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress)
+        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
+                   weights=args.weights)
     spec = build_spec(d, participation_column=args.participation_column)
     args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
@@ -131,6 +132,9 @@ def add_parser(sub) -> None:
     g.add_argument("--participation-column")
     d.add_argument("--risk", type=float, required=True)
     d.add_argument("--columns")
+    d.add_argument("--weights", metavar="COL",
+                   help="design weights (a population column, numbers > 0): the centroids and the distortion D weight "
+                        "each record by d_j pi_j; the cells do not change")
     add_output(d, "-o", "--output", required=True)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)

@@ -26,7 +26,9 @@ minutes.
 
 Centroids are pi-weighted, x_c = sum pi_j x_j / sum pi_j, and the distortion is
 D = sum_j pi_j ||z_j - z_c(j)||^2 / (m sum_j pi_j) on z-scored quasi-identifiers (Sec. VI.B;
-m = number of non-constant columns; D = SSE/SST when pi = 1).
+m = number of non-constant columns; D = SSE/SST when pi = 1). With design weights d_j (a frame
+record standing for d_j persons; issue 17.1), every pi_j above becomes d_j pi_j, the expected
+number of respondents the record stands for: the cells do not change, the centroids and D do.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .._validation import check_k, check_matrix
+from .._validation import check_k, check_matrix, check_weights
 from ..data import Standardizer, is_constant, select_columns
 from ..errors import ParameterError, ProbanonError
 from ..microagg.base import group_means
@@ -136,7 +138,7 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float, p
     return state["labels"], state["refs"][:g], state["rad2"][:g], state["bnds"][:g]
 
 
-def design(population, k: int, participation, risk: float, columns=None, progress=None) -> SurveyDesign:
+def design(population, k: int, participation, risk: float, columns=None, progress=None, weights=None) -> SurveyDesign:
     """Design the microaggregation function for a survey (paper 1).
 
     ``population``: the model population's quasi-identifiers (DataFrame or array);
@@ -146,7 +148,9 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     ``progress(n)``, called with 0 once the inputs are checked (before the numerical kernels
     run, or compile on first use), then with the number of population records placed in cells
     (N in all; per-record participation reports every max(1, N // (100 k)) cells, constant
-    participation at once after MDAV). Returns a :class:`SurveyDesign`.
+    participation at once after MDAV). ``weights``: design weights d_j (n numbers > 0, or the
+    name of a population column) for the centroids and D (module docstring). Returns a
+    :class:`SurveyDesign`.
     """
     k = check_k(k)
     risk = check_risk(risk)
@@ -157,6 +161,11 @@ def design(population, k: int, participation, risk: float, columns=None, progres
             column = participation
             participation = check_participations(population[column].to_numpy(), name=column)
             population = population.drop(columns=[column])
+        if isinstance(weights, str):
+            if weights not in population.columns:
+                raise ParameterError(f"weight column {weights!r} is not in the population")
+            weights, population = (check_weights(population[weights], len(population), f"weight column {weights!r}",
+                                                 population), population.drop(columns=[weights]))
         cols = select_columns(population, columns)
         X = check_matrix(population[cols], name="population")
     else:
@@ -172,6 +181,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         if pis.size != N:
             raise ParameterError(f"{pis.size} participation probabilities for {N} population records")
         pi = None
+    mass = pis if weights is None else pis * check_weights(weights, N, "weights")  # d_j pi_j
     if N < k:  # n_min >= k: no cell can be safe (said before any kernel runs)
         raise DesignError(f"the population has {N} records but a cell needs at least k = {k}")
     if progress is not None:
@@ -200,7 +210,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")
     if not constant:
         n_min = int(sizes.min())
-    centroids = group_means(X, labels, n_cells, weights=pis)
+    centroids = group_means(X, labels, n_cells, weights=mass)
     d = Z.shape[1]
     function = MicroaggregationFunction(
         kind="ordered-balls",
@@ -213,12 +223,12 @@ def design(population, k: int, participation, risk: float, columns=None, progres
             "boundary": np.ascontiguousarray(Z[bnds[:-1]].reshape(-1, d)),
         },
         columns=cols,
-        meta={"method": "survey design (MDAV)", "k": k},
+        meta={"method": "survey design (MDAV)", "k": k, "weighted": weights is not None},
     )
-    zc = group_means(Z, labels, n_cells, weights=pis)
+    zc = group_means(Z, labels, n_cells, weights=mass)
     varying = ~is_constant(std.mean_, X.std(axis=0))
-    err = (pis * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
-    distortion = float(err / (max(int(varying.sum()), 1) * pis.sum()))
+    err = (mass * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
+    distortion = float(err / (max(int(varying.sum()), 1) * mass.sum()))
     return SurveyDesign(function=function, labels=labels, k=k, risk=risk, participation=pi,
                         record_participation=pis, n_min=int(n_min), cell_size=int(size),
                         cell_failures=failures, distortion=distortion)
