@@ -68,8 +68,13 @@ METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual rankin
 
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
-    roles = release_roles(args, frame)
-    X, columns = quasi_identifiers(frame, columns_with(roles, "key"), missing=args.missing == "pattern")
+    nominal, ordinal = column_list(args.nominal), column_list(args.ordinal)
+    categorical = nominal + ordinal
+    roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
+    keys = columns_with(roles, "key")
+    numeric = [c for c in keys if c not in categorical]
+    X, columns = quasi_identifiers(frame, numeric, missing=args.missing == "pattern") if numeric else \
+        (np.empty((len(frame), 0)), [])
     lacking = bool(np.isnan(X).any())
     if lacking and args.function:
         raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
@@ -77,12 +82,19 @@ def cmd_microaggregate(args) -> int:
         frame[args.weights], len(frame), f"{args.input}: weight column {args.weights!r}", frame)
     model = _method(args)
     name = METHOD_NAMES[args.method]
-    note = f"{name}: {len(frame):,} records, {len(columns)} keys, k = {args.k}"
+    note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
+    data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
     with Progress(note, quiet=args.quiet, desc=args.method) as progress:
-        released = model.fit_transform(pd.DataFrame(X, columns=columns) if lacking else X, weights=weights,
-                                       strata=strata, merge_small_strata=args.merge_small_strata,
-                                       missing=args.missing, progress=progress)  # names for the merge statements
+        released = model.fit_transform(data, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
+                                       missing=args.missing, nominal=nominal, ordinal=ordinal, progress=progress)
+    values = dict(zip(keys, released.T))
+    if categorical:  # numeric keys back to numbers; the share of categorical values a group's level replaced
+        values.update({c: values[c].astype(np.float64) for c in numeric})
+        changed = np.mean([(values[c] != frame[c].to_numpy()).mean() for c in categorical])
+        print(f"probanon: categorical keys: {100 * changed:.2f}% of their values replaced by the group's "
+              "mode (nominal) or median level (ordinal)", file=sys.stderr)
+        released = np.column_stack([values[c] for c in numeric]) if numeric else None
     for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
         print(f"probanon: {line}", file=sys.stderr)
     if lacking:
@@ -91,21 +103,25 @@ def cmd_microaggregate(args) -> int:
               "that every group agrees on each released value", file=sys.stderr)
         report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True))
     else:
-        report = utility_report(X, released, weights=weights)
+        report = utility_report(X, released, weights=weights) if numeric else None
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
-    release = make_release(frame, roles, replaced={**dict(zip(columns, released.T)), **recoded},
-                           actions={"key": f"key: replaced by its {name} group {'weighted ' * (weights is not None)}mean",
+    group = f"{name} group {'weighted ' * (weights is not None)}"
+    release = make_release(frame, roles, replaced={**values, **recoded},
+                           actions={"key": f"key: replaced by its {group}mean",
+                                    **{c: f"key: replaced by its {group}mode" for c in nominal},
+                                    **{c: f"key: replaced by its {group}median level" for c in ordinal},
                                     **{c: "stratum: released, merged strata recoded" for c in recoded}},
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     extra = {}
     if args.function:
-        model.function_.columns = columns
+        model.function_.columns = keys
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
+    loss = "no numeric key" if report is None else f"{report.information_loss:.2f}%"
     print(
-        f"{args.method}: {len(frame)} records, {len(columns)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, columns + column_list(args.strata))}, "
-        f"{'weighted ' * (weights is not None)}information loss = {report.information_loss:.2f}%"
+        f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
+        f"k achieved = {k_achieved(release.data, keys + column_list(args.strata))}, "
+        f"{'weighted ' * (weights is not None)}information loss{' of the numeric keys' * bool(categorical)} = {loss}"
         + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
         file=sys.stderr,
     )
@@ -118,6 +134,8 @@ def cmd_apply(args) -> int:
     if function.columns and keys and keys != list(function.columns):
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
 
+    if function.encoding is not None:  # categorical keys: read as they are, the function embeds them
+        args.categorical = list(function.encoding.nominal) + list(function.encoding.ordinal)
     if function.kind == "stratified":
         if function.rule["columns"] is None:
             raise InputError("the function's strata have no column names (fitted on an array): assign through the "
@@ -129,7 +147,8 @@ def cmd_apply(args) -> int:
             strata = frame[function.rule["columns"]]
             labels = function.assign(X, strata=strata)
             recoded = recode_merged([s["values"] for s in function.rule["strata"]], strata)
-            return np.asarray(function.centroids)[labels], {"cell": labels}, recoded
+            return np.asarray(function.centroids, dtype=object if function.encoding else None)[labels], \
+                {"cell": labels}, recoded
         labels = function.assign(X)
         if labels.ndim == 1:
             return np.asarray(function.centroids)[labels], {"cell": labels}, {}
@@ -149,6 +168,21 @@ def add_chunk_options(p) -> None:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
+def _key_values(args, frame, keys):
+    """The keys of ``frame`` for a published function: the checked numeric matrix, or, for a
+    function with categorical keys (``args.categorical``), the key columns themselves (its
+    encoding checks them)."""
+    if getattr(args, "categorical", ()):
+        absent = [c for c in keys if c not in frame.columns]
+        if absent:
+            raise InputError(f"the table has no key column {absent[0]!r}")
+        numeric = [c for c in keys if c not in args.categorical]
+        if numeric:
+            quasi_identifiers(frame, numeric)  # checked, messages naming the file's line
+        return frame[list(keys)], list(keys)
+    return quasi_identifiers(frame, list(keys))
+
+
 def apply_to_file(args, keys, cells) -> int:
     """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
     function: (X, the records' table) -> (the keys' new values, added columns or None,
@@ -161,7 +195,7 @@ def apply_to_file(args, keys, cells) -> int:
         chunks.close()
         return apply_in_chunks(args, keys, cells)
     roles = release_roles(args, frame, keys=keys)
-    X, columns = quasi_identifiers(frame, list(keys))  # in the function's order
+    X, columns = _key_values(args, frame, keys)  # in the function's order
     values, added, recoded = cells(X, frame)
     release = make_release(frame, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
@@ -195,7 +229,7 @@ def apply_in_chunks(args, keys, cells) -> int:
         for chunk in read_chunks(args.input, size):
             if roles is None:
                 roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
-                numeric_keys = NumericColumns(keys)
+                numeric_keys = NumericColumns([c for c in keys if c not in getattr(args, "categorical", ())])
             numeric_keys.add(chunk)
             types.append(chunk.dtypes.to_dict())
             n += len(chunk)
@@ -219,7 +253,7 @@ def apply_in_chunks(args, keys, cells) -> int:
                 with in_file(chunk):  # the checks of the audit (numeric columns), then of the keys
                     for group in audited if all(audited) else ():
                         quasi_identifiers(chunk, group)
-                    X, columns = quasi_identifiers(chunk, list(keys))
+                    X, columns = _key_values(args, chunk, keys)
                 values, added, recoded = cells(X, chunk)
                 part = make_release(chunk, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                                     actions=APPLY_ACTIONS, keep_order=True)
@@ -548,6 +582,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "bounded ('probanon audit', 'probanon attack')")
     m.add_argument("--method", choices=sorted(METHODS), default="mdav")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    m.add_argument("--nominal", metavar="COLS",
+                   help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
+                        "different categories (Gower-type, as sdcMicro's microaggrGower), each group's mode released")
+    m.add_argument("--ordinal", metavar="COLS",
+                   help="mdav, vmdav, pcl: comma-separated ordinal keys (levels in numeric, else text order): distance "
+                        "on z-scored ranks, each group's median level released")
     m.add_argument("--missing", choices=("raise", "pattern"), default="raise",
                    help="missing key values: raise (default) refuses them; pattern (mdav, vmdav, pcl) groups the records "
                         "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "

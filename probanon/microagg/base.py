@@ -22,6 +22,7 @@ from ..errors import NotFittedError, ParameterError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
 from .missing import check_policy, observed_standardizer, pattern_sets, released_means
+from .mixed import Encoding
 
 
 def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) -> np.ndarray:
@@ -63,7 +64,8 @@ class Microaggregator(ParamsMixin):
             X = X[cols]
         return check_matrix(X, name="data", missing=missing == "pattern", hint=MISSING_HINT)
 
-    def fit(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise", progress=None):
+    def fit(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise", nominal=(),
+            ordinal=(), progress=None):
         """Partition the records of X (array or DataFrame; see the module docstring).
 
         ``weights``: sampling weights (n numbers > 0): the centroids are the groups' weighted
@@ -76,13 +78,20 @@ class Microaggregator(ParamsMixin):
         how). Fitted ``strata_``: the value tuples of each stratum. ``missing``: "raise"
         (default) refuses a missing key value; "pattern" groups the records by the keys they
         lack (:mod:`.missing`): each group's released value of a key some member lacks is
-        missing, and the fit publishes no function (``function_`` is None).
+        missing, and the fit publishes no function (``function_`` is None). ``nominal``,
+        ``ordinal``: categorical keys of the DataFrame X (:mod:`.mixed`): Gower-type distances,
+        each group's mode (nominal) or median level (ordinal) released, never a category absent
+        from the group; ``centroids_`` is then an object array and the function carries the
+        encoding.
 
         ``progress``, if given, is called as ``progress(stage, done, total)``: ``stage`` a
         short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
         that stage done; a new label starts a new stage. It is called at least once before the
         work starts (and before any numba compilation), so a caller can show a first message;
         without it the fit prints nothing."""
+        if nominal or ordinal:
+            return self._fit_mixed(X, weights, strata, merge_small_strata, missing, nominal, ordinal,
+                                   _quiet if progress is None else progress)
         X = self._validate_input(X, check_policy(missing))
         w = None if weights is None else check_weights(weights, X.shape[0], "weights", weights)
         if missing == "pattern" and np.isnan(X).any():
@@ -122,6 +131,42 @@ class Microaggregator(ParamsMixin):
 
     def _check_params(self):
         """Checks of the method's own parameters (beyond k), run before any work, blocks included."""
+
+    def _fit_mixed(self, frame, weights, strata, merge, missing, nominal, ordinal, progress):
+        """``fit`` with categorical keys (:mod:`.mixed`)."""
+        if not isinstance(frame, pd.DataFrame):
+            raise ParameterError("categorical keys need a DataFrame X (columns by name)")
+        if "block_size" not in self._param_names:
+            raise ParameterError(f"categorical keys are available for MDAV, V-MDAV and PCL, not {type(self).__name__}")
+        if check_policy(missing) != "raise":
+            raise ParameterError("missing='pattern' does not combine with categorical keys yet")
+        self.__dict__.pop("feature_names_in_", None)
+        encoding = Encoding.fit(frame, nominal, ordinal)
+        E = encoding.embed(frame)
+        w = None if weights is None else check_weights(weights, E.shape[0], "weights", weights)
+        self.k_ = check_k(self.k, E.shape[0])
+        self.n_features_in_ = len(encoding.columns)
+        self.feature_names_in_ = list(encoding.columns)
+        scaled = encoding.scaled()
+        fitted = Standardizer.fit(E[:, scaled])
+        mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
+        mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
+        self.standardizer_ = Standardizer(mean_=mean, scale_=scale)
+        Z = np.ascontiguousarray(self.standardizer_.transform(E))
+        if strata is None:
+            self.__dict__.pop("strata_", None)
+            labels, kind, rule = self._blocked_partition(Z, E, progress)
+        else:
+            labels, kind, rule = self._stratified_partition(Z, E, strata, bool(merge), progress)
+        self.labels_ = labels
+        self.centroids_ = encoding.released(frame, labels, w)
+        self.sizes_ = np.bincount(labels)
+        self.function_ = MicroaggregationFunction(
+            kind=kind, standardizer=self.standardizer_, centroids=self.centroids_, sizes=self.sizes_, rule=rule,
+            columns=list(encoding.columns), encoding=encoding,
+            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(E.shape[0]), "weighted": w is not None,
+                  "nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)})
+        return self
 
     def _fit_patterns(self, X, w, strata, progress):
         """``fit`` with missing key values, policy "pattern" (:mod:`.missing`)."""
@@ -216,11 +261,11 @@ class Microaggregator(ParamsMixin):
         return self.function_.transform(X, strata)
 
     def fit_transform(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise",
-                      progress=None) -> np.ndarray:
+                      nominal=(), ordinal=(), progress=None) -> np.ndarray:
         """Fit, then return every fitted record replaced by its group centroid (NaN where
         ``missing="pattern"`` releases a key missing)."""
         self.fit(X, weights=weights, strata=strata, merge_small_strata=merge_small_strata, missing=missing,
-                 progress=progress)
+                 nominal=nominal, ordinal=ordinal, progress=progress)
         if isinstance(self.centroids_, list):
             return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         return self.centroids_[self.labels_]

@@ -238,6 +238,7 @@ class MicroaggregationFunction:
     rule: dict
     columns: list | None = None
     meta: dict = field(default_factory=dict)
+    encoding: object = None  # categorical keys (:class:`.mixed.Encoding`): records embedded first
 
     # -- applying the rule ------------------------------------------------------------
     def _records(self, X) -> np.ndarray:
@@ -261,6 +262,12 @@ class MicroaggregationFunction:
         return check_matrix(X, name="records")
 
     def _standardised(self, X) -> np.ndarray:
+        if self.encoding is not None:  # categorical keys: read by name, embedded (.mixed)
+            if isinstance(X, pd.Series):
+                X = X.to_frame().T
+            if not isinstance(X, pd.DataFrame):
+                raise InputError("this function has categorical keys: give the records as a table with named columns")
+            return np.ascontiguousarray(self.standardizer.transform(self.encoding.embed(X)))
         X = self._records(X)
         if X.shape[1] != self.standardizer.mean_.size:
             raise InputError(
@@ -300,7 +307,7 @@ class MicroaggregationFunction:
         labels = self.assign(X, strata)
         if self.kind == "intervals":
             return np.column_stack([self.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
-        return np.asarray(self.centroids)[labels]
+        return np.asarray(self.centroids, dtype=object if self.encoding is not None else None)[labels]
 
     @property
     def n_cells(self) -> int:
@@ -325,6 +332,7 @@ class MicroaggregationFunction:
             "rule": listify,
             "tie_rule": TIE_RULES[self.kind],
             "meta": self.meta,
+            **({"encoding": self.encoding.to_dict()} if self.encoding is not None else {}),
         }
 
     def to_json(self, path=None, indent=None) -> str:
@@ -574,7 +582,16 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
             raise SpecificationError("function: interval rule is inconsistent")
         rule_arrays = {"upper": upper}
     else:
-        centroids = _array(d, "centroids", 2, width)
+        encoding = None
+        if "encoding" in d:
+            from .mixed import Encoding
+
+            encoding = Encoding.from_dict(d["encoding"])
+            if encoding.width() != width:
+                raise SpecificationError("function: the encoding's width differs from the standardization's")
+            centroids = _mixed_centroids(d.get("centroids"), encoding)
+        else:
+            centroids = _array(d, "centroids", 2, width)
         sizes = _sizes(d.get("sizes")) if isinstance(d.get("sizes"), list) else None
         if sizes is None or sizes.shape != (centroids.shape[0],):
             raise SpecificationError("function: 'sizes' must list one size per cell")
@@ -589,6 +606,8 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
     if not isinstance(d.get("meta", {}), (dict, type(None))):
         raise SpecificationError("function: 'meta' must be an object")
     columns = d.get("columns")
+    if "encoding" in d and kind != "intervals":
+        width = len(d["encoding"]["columns"])  # names are the keys, not the embedded columns
     if columns is not None and (not isinstance(columns, list) or len(columns) != width):
         raise SpecificationError("function: 'columns' must name every column")
     return MicroaggregationFunction(
@@ -599,4 +618,24 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
         rule=rule_arrays,
         columns=columns,
         meta=d.get("meta") or {},
+        encoding=encoding if kind != "intervals" else None,
     )
+
+
+def _mixed_centroids(rows, encoding) -> np.ndarray:
+    """The released values of a function with categorical keys: one row per cell, a finite
+    number per numeric key and one of its levels per categorical key."""
+    p = len(encoding.columns)
+    if not isinstance(rows, list) or not rows or not all(isinstance(r, list) and len(r) == p for r in rows):
+        raise SpecificationError(f"function: 'centroids' must list {p} values per cell")
+    out = np.empty((len(rows), p), dtype=object)
+    for j, c in enumerate(encoding.columns):
+        levels = encoding.nominal.get(c) or encoding.ordinal.get(c)
+        column = [r[j] for r in rows]
+        ok = all(v in levels for v in column) if levels is not None else all(
+            type(v) in (int, float) and np.isfinite(v) for v in column)
+        if not ok:
+            raise SpecificationError(f"function: the centroids of key {c!r} must be " +
+                                     ("its categories" if levels is not None else "finite numbers"))
+        out[:, j] = column
+    return out

@@ -1,0 +1,161 @@
+"""Categorical and mixed keys (issue 17, point 4), after sdcMicro's ``microaggrGower``.
+
+Keys are numeric, ordinal or nominal. The distance between two records is a Gower-type sum over
+the keys of:
+
+- numeric: the squared difference of z-scores (as for numeric data alone);
+- ordinal: the squared difference of the z-scored ranks of their levels;
+- nominal: 1 when the categories differ, 0 when they agree.
+
+It is the squared Euclidean distance of an embedding: numeric values and ordinal ranks (then
+z-scored), and each nominal key as one indicator per category scaled by 1/sqrt(2) (two different
+categories differ by 1/2 + 1/2 = 1). MDAV, V-MDAV and PCL run unchanged on the embedding, and the
+published function (ordered balls, power diagram, blocks) assigns a record through the same
+embedding, which it carries ("encoding" in its JSON).
+
+Released values of a group: the (weighted) mean of a numeric key; for an ordinal key the
+(weighted) lower median level of the members; for a nominal key the (weighted) mode, ties going
+to the category first in the published order. So a categorical key never takes a category absent
+from the group. An unknown category of a new record is an error naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError, SpecificationError
+
+NOMINAL_SCALE = 1.0 / np.sqrt(2.0)
+
+
+def _level(value):
+    """A category as a plain JSON scalar (text, integer or float)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value
+
+
+def _sorted_levels(series: pd.Series) -> list:
+    values = pd.unique(series)
+    if pd.isna(values).any():
+        raise InputError(f"categorical key {series.name!r} has a missing value")
+    return sorted({_level(v) for v in values}, key=lambda v: (isinstance(v, str), v))
+
+
+@dataclass(frozen=True)
+class Encoding:
+    """The embedding of mixed keys: ``columns`` (every key, in order), ``ordinal`` ({key: levels
+    in order}) and ``nominal`` ({key: categories}); the other keys are numeric."""
+
+    columns: tuple
+    ordinal: dict
+    nominal: dict
+
+    @classmethod
+    def fit(cls, frame: pd.DataFrame, nominal=(), ordinal=()) -> "Encoding":
+        """From the keys ``frame``: ``nominal`` column names; ``ordinal`` column names (levels in
+        numeric, else text order) or {name: [levels in order]}."""
+        columns = [str(c) for c in frame.columns]
+        ordinal = dict(ordinal) if isinstance(ordinal, dict) else {c: None for c in ordinal}
+        nominal = list(nominal)
+        for c in [*nominal, *ordinal]:
+            if c not in columns:
+                raise InputError(f"categorical key {c!r} is not a key column")
+        both = set(nominal) & set(ordinal)
+        if both:
+            raise InputError(f"key {sorted(both)[0]!r} is named both nominal and ordinal")
+        levels = {}
+        for c, given in ordinal.items():
+            found = _sorted_levels(frame[c])
+            levels[c] = [_level(v) for v in given] if given is not None else found
+            unknown = [v for v in found if v not in levels[c]]
+            if unknown:
+                raise InputError(f"ordinal key {c!r} has the value {unknown[0]!r}, not among its levels")
+        for c in columns:
+            if c not in nominal and c not in ordinal and not pd.api.types.is_numeric_dtype(frame[c]):
+                raise InputError(f"key {c!r} holds text: name it nominal or ordinal (--nominal/--ordinal)")
+        return cls(tuple(columns), levels, {c: _sorted_levels(frame[c]) for c in nominal})
+
+    def width(self) -> int:
+        return sum(len(self.nominal[c]) if c in self.nominal else 1 for c in self.columns)
+
+    def scaled(self) -> np.ndarray:
+        """True for the embedded columns that are z-scored (numeric values, ordinal ranks)."""
+        return np.concatenate([np.zeros(len(self.nominal[c]), bool) if c in self.nominal else [True]
+                               for c in self.columns])
+
+    def embed(self, frame: pd.DataFrame) -> np.ndarray:
+        """The records of ``frame`` (its key columns, by name) in the embedding, before z-scoring
+        (module docstring); an unknown category or level is an :class:`InputError`."""
+        missing = [c for c in self.columns if c not in frame.columns]
+        if missing:
+            raise InputError(f"records have no key column {missing[0]!r}")
+        parts = []
+        for c in self.columns:
+            values = frame[c]
+            if c in self.nominal or c in self.ordinal:
+                levels = self.nominal.get(c) or self.ordinal[c]
+                codes = pd.Index(levels).get_indexer([_level(v) for v in values])
+                if (codes < 0).any():
+                    raise InputError(f"key {c!r}: the value {values.iloc[int(np.argmax(codes < 0))]!r} is not one of "
+                                     "the fitted categories")
+                if c in self.ordinal:
+                    parts.append(codes[:, None].astype(np.float64))
+                else:
+                    parts.append(np.eye(len(levels))[codes] * NOMINAL_SCALE)
+            else:
+                parts.append(pd.to_numeric(values, errors="coerce").to_numpy(np.float64)[:, None])
+        E = np.hstack(parts)
+        if not np.isfinite(E).all():
+            row = int(np.argwhere(~np.isfinite(E))[0][0])
+            raise InputError(f"records have a missing, infinite or non-numeric key value (row {row})")
+        return np.ascontiguousarray(E)
+
+    def released(self, frame: pd.DataFrame, labels: np.ndarray, weights=None) -> np.ndarray:
+        """(groups x keys, object) each group's released values (module docstring)."""
+        n_groups = int(labels.max()) + 1
+        w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
+        out = np.empty((n_groups, len(self.columns)), dtype=object)
+        for j, c in enumerate(self.columns):
+            if c in self.nominal or c in self.ordinal:
+                levels = self.nominal.get(c) or self.ordinal[c]
+                codes = pd.Index(levels).get_indexer([_level(v) for v in frame[c]])
+                table = np.zeros((n_groups, len(levels)))
+                np.add.at(table, (labels, codes), w)
+                if c in self.nominal:  # weighted mode; ties to the first category
+                    pick = table.argmax(axis=1)
+                else:  # weighted lower median: first level whose cumulative weight reaches half
+                    cum = table.cumsum(axis=1)
+                    pick = (cum >= cum[:, -1:] / 2).argmax(axis=1)
+                out[:, j] = [levels[p] for p in pick]
+            else:
+                x = pd.to_numeric(frame[c]).to_numpy(np.float64)
+                out[:, j] = np.bincount(labels, weights=w * x, minlength=n_groups) / np.bincount(labels, weights=w,
+                                                                                                minlength=n_groups)
+        return out
+
+    def to_dict(self) -> dict:
+        return {"columns": list(self.columns), "ordinal": {c: list(v) for c, v in self.ordinal.items()},
+                "nominal": {c: list(v) for c, v in self.nominal.items()}}
+
+    @classmethod
+    def from_dict(cls, d) -> "Encoding":
+        try:
+            columns, ordinal, nominal = d["columns"], d["ordinal"], d["nominal"]
+            ok = (isinstance(columns, list) and all(isinstance(c, str) for c in columns)
+                  and all(c in columns and isinstance(v, list) and v for c, v in {**ordinal, **nominal}.items())
+                  and all(isinstance(x, (str, int, float)) for v in {**ordinal, **nominal}.values() for x in v))
+        except (KeyError, TypeError, AttributeError):
+            ok = False
+        if not ok:
+            raise SpecificationError("function: malformed 'encoding' of categorical keys")
+        return cls(tuple(columns), {c: [_level(x) for x in v] for c, v in ordinal.items()},
+                   {c: [_level(x) for x in v] for c, v in nominal.items()})
+
+
+__all__ = ["Encoding", "NOMINAL_SCALE"]
