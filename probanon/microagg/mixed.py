@@ -68,7 +68,7 @@ class Encoding:
                 raise InputError(f"categorical key {c!r} is not a key column")
         both = set(nominal) & set(ordinal)
         if both:
-            raise InputError(f"key {sorted(both)[0]!r} is named both nominal and ordinal")
+            raise InputError(f"key {min(both)!r} is named both nominal and ordinal")
         levels = {}
         for c, given in ordinal.items():
             found = _sorted_levels(frame[c])
@@ -158,4 +158,4 @@ class Encoding:
                    {c: [_level(x) for x in v] for c, v in nominal.items()})
 
 
-__all__ = ["Encoding", "NOMINAL_SCALE"]
+__all__ = ["NOMINAL_SCALE", "Encoding"]
