@@ -346,8 +346,29 @@ def cmd_evaluate(args) -> int:
     return 1 if holds is False else 0
 
 
+def demo_release_reports(folder, data, qi, X, released, seed) -> None:
+    """The demo's risk-utility reports (:mod:`probanon.release_report`) of its MDAV release at
+    k = 5, with V-MDAV, PCL, individual ranking and MDAV-SWAP (informed) on its map."""
+    from .release_report import assess, external_report, internal_report
+    from .swapping import swap
+
+    keys = list(qi)
+    others = {"V-MDAV": METHODS["vmdav"](5).fit_transform(X), "PCL": METHODS["pcl"](5, random_state=seed).fit_transform(X),
+              "individual ranking": METHODS["ranking"](5).fit_transform(X),
+              "MDAV-SWAP": swap(data[qi + ["health_spending"]], 5, "mdav-swap", ["health_spending"],
+                                random_state=seed).released[qi].to_numpy()}
+    compared = [assess(label, X, Y, pd.DataFrame(Y, columns=keys), keys, 5, probabilistic=label == "MDAV-SWAP")
+                for label, Y in others.items()]
+    original, mine = data[keys], pd.DataFrame(released, columns=keys)
+    method = "MDAV microaggregation of the quasi-identifiers, k = 5"
+    internal_report(original, mine, keys, [], 5, method, compared=compared,
+                    label="MDAV (this release)").write(Path(folder) / "internal")
+    external_report(original, mine, keys, [], 5, method).write(Path(folder) / "external")
+
+
 DEMO_FILES = ("index.html", "il_vs_k.png", "risk_vs_k.png", "release_mdav_k5.csv", "function_mdav_k5.json",
               "evaluation_mdav_k5.json", "attack_mdav_k5.json", "survey_spec.json", "survey_release.csv",
+              "release_report/internal/index.html", "release_report/external/index.html",
               "survey_release_report.json")
 SURVEY_DEMO = {"records": 600, "k": 5, "participation": 0.7, "risk": 0.05, "columns": ["age", "income"],
                "answers": ["health_spending", "savings"]}
@@ -490,6 +511,7 @@ def cmd_demo(args) -> int:
                   link=release.link["released_row"].to_numpy() - 1,
                   random_state=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(2)[1]))
     out_dir.mkdir(parents=True, exist_ok=True)
+    demo_release_reports(out_dir / "release_report", data, qi, X, main.transform(data[qi]), args.seed)
     write_outputs({
         out_dir / "release_mdav_k5.csv": release.data,
         out_dir / "function_mdav_k5.json": main.function_.to_json(indent=1),
@@ -541,6 +563,45 @@ def cmd_demo(args) -> int:
     demo_survey(out_dir, rep, args.records, args.seed, quiet=args.quiet)
     path = rep.write(out_dir)
     print(f"report written to {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args) -> int:
+    """``probanon report ORIGINAL RELEASED``: the internal and external risk-utility reports
+    (:mod:`probanon.release_report`)."""
+    from .release_report import assess, external_report, internal_report
+
+    original, released = read_table(args.original), read_table(args.released)
+    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
+    if not keys and not categorical:
+        raise InputError("name the quasi-identifiers with --keys (and --categorical-keys)")
+    absent = [c for c in keys + categorical if c not in original.columns or c not in released.columns]
+    if absent:
+        raise InputError(f"the key {absent[0]!r} is not in both tables")
+    X, numeric = quasi_identifiers(original, keys) if keys else (None, [])
+    released = _aligned(args, original, released, numeric + categorical)
+    if numeric:
+        quasi_identifiers(released, numeric)
+    weights = None if args.weights is None else check_weights(
+        original[args.weights], len(original), f"{args.original}: weight column {args.weights!r}", original)
+    compared = []
+    for entry in args.compare or []:
+        label, _, rest = entry.partition("=")
+        path, _, link = rest.partition(",")
+        if not label or not path:
+            raise InputError(f"--compare {entry!r}: expected LABEL=RELEASED[,LINK]")
+        other = read_table(path)
+        other = other.iloc[align(original, other, numeric + categorical, link=link or None,
+                                 by_position=not link)].reset_index(drop=True)
+        compared.append(assess(label, X, quasi_identifiers(other, numeric)[0], other, numeric + categorical, args.k,
+                               weights))
+    out = Path(args.output_dir)
+    internal = internal_report(original, released, numeric, categorical, args.k, args.method, weights, compared)
+    external = external_report(original, released, numeric, categorical, args.k, args.method, weights)
+    internal.write(out / "internal")
+    external.write(out / "external")
+    print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
+          f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
 
 
@@ -642,6 +703,23 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--risk", action="store_true",
                    help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
+
+    rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)")
+    add_input(rr, "original")
+    add_input(rr, "released")
+    rr.add_argument("--keys", metavar="COLS", help="comma-separated numeric quasi-identifiers")
+    rr.add_argument("--categorical-keys", metavar="COLS", help="quasi-identifiers compared as categories only")
+    rr.add_argument("--weights", metavar="COL", help="sampling weights (a column of the original)")
+    rr.add_argument("-k", type=positive_int, default=2, help="the k the release must meet (default 2)")
+    rr.add_argument("--method", default="method not stated",
+                    help="the method and its parameters, as the reports state them (e.g. 'MDAV, k = 5')")
+    rr.add_argument("--compare", action="append", metavar="LABEL=RELEASED[,LINK]",
+                    help="another release of the same original for the risk-utility map (repeatable; matched by "
+                         "its link file, or by position)")
+    add_match_options(rr)
+    add_output(rr, "-o", "--output-dir", required=True,
+               folder=lambda args: ("internal/index.html", "external/index.html"))
+    rr.set_defaults(func=cmd_report)
 
     r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it")
     add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
