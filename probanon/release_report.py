@@ -19,16 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from .metrics import information_loss, interval_disclosure, k_achieved, record_linkage, utility_report  # noqa: E402
-from .metrics.frequency import VIOLATION_KS, frequency_risk  # noqa: E402
-from .report import Report, flag  # noqa: E402
+from .metrics import information_loss, interval_disclosure, k_achieved, record_linkage, utility_report
+from .metrics.frequency import VIOLATION_KS, frequency_risk
+from .report import Report, flag, plt  # plt: matplotlib on its Agg backend (set in .report)
 
 
 @dataclass(frozen=True)
