@@ -4,7 +4,8 @@ Two reports of one release, each a folder with ``index.html`` (through :class:`.
 
 ``internal/`` for the office: risk before and after (k achieved, sample uniques, k-anonymity
     violations and expected re-identifications of the frequency-based risk, record linkage,
-    interval disclosure), utility (information loss, the change of each key's mean and variance,
+    interval disclosure, and the empirical re-identification test of the nearest-neighbour
+    intruder with its exact interval against 1/k), utility (information loss, the change of each key's mean and variance,
     correlations), before/after histograms of every numeric key, and the risk-utility map of the
     releases compared (this one and any ``--compare``): information loss against record linkage,
     a release that is not k-anonymous at the required k drawn apart (a red cross, labelled with
@@ -22,9 +23,24 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .metrics import information_loss, interval_disclosure, k_achieved, record_linkage, utility_report
+from .metrics import (
+    information_loss,
+    interval_disclosure,
+    k_achieved,
+    record_linkage,
+    reidentification_test,
+    utility_report,
+)
 from .metrics.frequency import VIOLATION_KS, frequency_risk
-from .report import Report, flag, plt  # plt: matplotlib on its Agg backend (set in .report)
+from .report import (  # plt: matplotlib on its Agg backend (set in .report)
+    Report,
+    flag,
+    plt,
+)
+
+
+#: runs of the empirical re-identification test (ties between released records drawn anew each run)
+RUNS = 100
 
 
 @dataclass(frozen=True)
@@ -115,6 +131,11 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
                   "release": flag(round(record_linkage(X, Y), 4), record_linkage(X, Y) > 1 / k)},
                  {"measure": "interval disclosure (5% of sd)", "original": 1.0,
                   "release": round(interval_disclosure(X, Y), 4)}]
+        test = reidentification_test(X, Y, rule="nearest", k=k, runs=RUNS, random_state=0)
+        rows.append({"measure": f"empirical re-identification, nearest-neighbour intruder ({RUNS} runs, "
+                                f"{100 * test.confidence:.0f}% interval)", "original": 1.0,
+                     "release": flag(f"{test.rate:.4f} [{test.interval[0]:.4f}, {test.interval[1]:.4f}]",
+                                     bool(test.lower_exceeds_bound))})
     rep.text("Disclosure risk", "Frequency-based risk as sdcMicro's measure_risk (Benedetti-Franconi, "
              + ("weighted" if weights is not None else "the file taken as the population")
              + "); record linkage by the nearest-neighbour intruder; a flagged value exceeds its limit.")

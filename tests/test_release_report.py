@@ -30,7 +30,7 @@ def reports(tmp_path_factory):
 def test_internal_report_holds_risk_utility_and_the_map(reports):
     page = (reports / "internal" / "index.html").read_text()
     for text in ("k achieved on the keys", "sample uniques", "records violating 5-anonymity", "record linkage",
-                 "interval disclosure", "Information loss", "Risk-utility map"):
+                 "interval disclosure", "empirical re-identification", "Information loss", "Risk-utility map"):
         assert text in page, text
     assert (reports / "internal" / "risk_utility_map.png").stat().st_size > 10_000
     assert (reports / "internal" / "histograms.png").stat().st_size > 10_000

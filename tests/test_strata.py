@@ -135,3 +135,12 @@ def test_cli_swap_strata(tmp_path, capsys):
     for region, part in released.groupby("region"):
         original = by_region[by_region["region"] == region]
         assert sorted(map(tuple, part[KEYS].to_numpy())) == sorted(map(tuple, original[KEYS].to_numpy()))
+
+
+def test_a_missing_stratum_column_is_a_one_line_error_without_output(tmp_path, capsys):
+    _, path = _census(tmp_path)
+    out = tmp_path / "out.csv"
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5", "--keys", ",".join(KEYS), "--confidential",
+                 "FEDTAX,sex,region", "--strata", "county", "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "stratum column 'county' is not in the table" in err[0] and not out.exists()
