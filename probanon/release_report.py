@@ -38,7 +38,6 @@ from .report import (  # plt: matplotlib on its Agg backend (set in .report)
     plt,
 )
 
-
 #: runs of the empirical re-identification test (ties between released records drawn anew each run)
 RUNS = 100
 

@@ -3,7 +3,6 @@ figures rendered) and the publishable one, which holds none of the original reco
 
 import re
 
-import numpy as np
 import pandas as pd
 import pytest
 from helpers import DATA
@@ -40,7 +39,7 @@ def test_external_report_holds_none_of_the_original_records(reports):
     page = (reports / "external" / "index.html").read_text()
     assert "<img" not in page and "k = 5" in page and "at least 5 released records" in page
     original = pd.read_csv(DATA / "census.csv")
-    text = re.sub("<[^>]+>", " ", re.sub(r"<style>.*?</style>", " ", page, flags=re.S))
+    text = re.sub("<[^>]+>", " ", re.sub(r"<style>.*?</style>", " ", page, flags=re.DOTALL))
     numbers = set(re.findall(r"\d+(?:\.\d+)?", text))
     values = {f"{v:g}" for v in original.to_numpy().ravel()} | {str(v) for v in original.to_numpy().ravel()}
     leaked = {n for n in numbers if n in values and len(n.replace(".", "")) >= 4}  # no value of 4+ digits
