@@ -38,7 +38,7 @@ from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import information_loss, k_achieved, utility_report
 from .metrics.frequency import VIOLATION_KS, frequency_risk
-from .outputs import write_outputs
+from .outputs import check_output_folder, write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
 from .microagg.strata import recode_merged
@@ -622,8 +622,17 @@ def cmd_release(args) -> int:
     run.outputs = prepare_outputs(run)
     run.outputs.add(recipe_path)
     run.extra_outputs = {recipe_path: text()}
+    if run.report:
+        check_output_folder(run.report, ("internal/index.html", "external/index.html"), args.force)
     with csv_options(getattr(run, "sep", None), getattr(run, "encoding", None)):
         code = run.func(run)
+        if code == 0 and run.report:
+            categorical = column_list(getattr(run, "nominal", None)) + column_list(getattr(run, "ordinal", None))
+            cmd_report(argparse.Namespace(
+                original=run.input, released=run.output, keys=run.keys, categorical_keys=",".join(categorical) or None,
+                weights=getattr(run, "weights", None), k=run.k, compare=None, output_dir=run.report,
+                method=f"{run.command} --method {run.method}, k = {run.k}", link=run.link, id=None,
+                by_position=bool(run.keep_order and not run.link)))
     print(f"resolved recipe written to {recipe_path} (it holds the seed: keep it private, with the link file)",
           file=sys.stderr)
     return code

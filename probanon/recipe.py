@@ -20,7 +20,9 @@ The recipe is turned into that command's arguments and run by the command itself
 checks, the same messages, nothing written on an error). Beside the output it writes
 ``<output>.recipe.toml``: the recipe with every option the command resolved (defaults
 included), the probanon version and the SHA-256 digest of the input, in the same outputs
-written all or nothing. Run again, a resolved recipe refuses an input whose digest differs, so
+written all or nothing. ``report = "DIR"`` (top level) also writes the risk-utility reports of
+the release (``probanon report``) into DIR once the release is written (DIR is checked before
+any work; the release is matched to its input by the option ``link`` or ``keep_order``). Run again, a resolved recipe refuses an input whose digest differs, so
 a release can be repeated and audited exactly.
 """
 
@@ -33,10 +35,10 @@ from pathlib import Path
 from .errors import InputError
 
 COMMANDS = ("microaggregate", "swap")
-TOP = {"command", "input", "output", "options", "input_sha256", "probanon_version"}
+TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
-              "_csv_options", "recipe"}
+              "_csv_options", "recipe", "report", "extra_outputs"}
 
 
 def digest(path) -> str:
@@ -66,6 +68,8 @@ def read_recipe(path) -> dict:
     for key in ("input", "output"):
         if not isinstance(recipe.get(key), str) or not recipe[key]:
             raise InputError(f"{path}: {key!r} must name a file")
+    if "report" in recipe and (not isinstance(recipe["report"], str) or not recipe["report"]):
+        raise InputError(f"{path}: 'report' must name a folder")
     if not isinstance(recipe.get("options", {}), dict):
         raise InputError(f"{path}: [options] must be a table")
     return recipe
@@ -112,6 +116,7 @@ def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str) -> st
             continue
         options[name] = recipe.get("options", {}).get(name, value) if name in PATH_OPTIONS else value
     top = {"command": recipe["command"], "input": recipe["input"], "output": recipe["output"],
+           **({"report": recipe["report"]} if "report" in recipe else {}),
            "input_sha256": input_digest, "probanon_version": __version__}
     return "# resolved by probanon release: every option as the command ran it\n" + tomli_w.dumps(
         {**top, "options": options})
@@ -141,6 +146,9 @@ def parse_recipe(path, force: bool):
                          f"{found[:12]}... against {str(recipe['input_sha256'])[:12]}...)")
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
+    args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
+    if args.report and not (getattr(args, "link", None) or args.keep_order):
+        raise InputError(f"{path}: a report matches the release to its input: give the option link (or keep_order)")
     return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found)
 
 

@@ -96,3 +96,20 @@ seed = 11
     assert main(["release", str(recipe)]) == 0
     resolved = tomllib.loads((tmp_path / "out" / "swapped.csv.recipe.toml").read_text())
     assert resolved["command"] == "swap" and resolved["options"]["seed"] == 11
+
+
+def test_recipe_with_report(tmp_path):
+    recipe = _setup(tmp_path, RECIPE.replace('output = "out/release.csv"', 'output = "out/release.csv"\nreport = "out/report"'))
+    assert main(["release", str(recipe), "--quiet"]) == 0
+    internal = (tmp_path / "out" / "report" / "internal" / "index.html").read_text()
+    assert "k achieved on the keys" in internal and "microaggregate --method pcl, k = 5" in internal
+    assert (tmp_path / "out" / "report" / "external" / "index.html").exists()
+    assert tomllib.loads((tmp_path / "out" / "release.csv.recipe.toml").read_text())["report"] == "out/report"
+
+
+def test_recipe_report_needs_the_link(tmp_path, capsys):
+    text = RECIPE.replace('link = "out/link.csv"\n', "").replace('output = "out/release.csv"',
+                                                                 'output = "out/release.csv"\nreport = "out/report"')
+    assert main(["release", str(_setup(tmp_path, text)), "--quiet"]) != 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "give the option link" in err[0] and list((tmp_path / "out").iterdir()) == []
