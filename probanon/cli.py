@@ -293,7 +293,8 @@ def cmd_evaluate(args) -> int:
     both = sorted(set(keys) & set(categorical))
     if both:
         raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
-    X, columns = quasi_identifiers(original, keys)
+    lacking = args.missing == "pattern"
+    X, columns = quasi_identifiers(original, keys, missing=lacking)
     every = columns + categorical
     missing = [c for c in every if c not in released.columns]
     if missing:
@@ -307,11 +308,16 @@ def cmd_evaluate(args) -> int:
             raise InputError(f"original table has no weight column {args.weights!r}")
         weights = check_weights(original[args.weights], len(original), f"{args.original}: weight column "
                                 f"{args.weights!r}", original)
-    quasi_identifiers(released, columns)  # checked in file order, so that a message names the file's line
+    quasi_identifiers(released, columns, missing=lacking)  # checked in file order: a message names the line
     released = _aligned(args, original, released, columns)
-    Y, _ = quasi_identifiers(released, columns)
-    result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
-                            weights=weights).to_dict()
+    Y, _ = quasi_identifiers(released, columns, missing=lacking)
+    if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
+        result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
+                  "columns": columns, "correlation_difference_max": None,
+                  "suppressed": int((np.isnan(Y) & ~np.isnan(X)).sum())}
+    else:
+        result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
+                                weights=weights).to_dict()
     result["k_achieved"] = k_achieved(released, every)
     risk_before, risk_after = (frequency_risk(table, every, weights) for table in (original, released))
     result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
@@ -698,6 +704,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_input(e, "released")
     e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
                    help="comma-separated quasi-identifier columns (numeric)")
+    e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="pattern: keys may have missing values (a release of microaggregate --missing pattern); the "
+                        "information loss counts a suppressed value as replaced by the mean")
     e.add_argument("--categorical-keys", metavar="COLS",
                    help="quasi-identifiers compared as categories only (text or codes; missing values match any "
                         "category, as in sdcMicro): counted in k achieved and the frequency risk, not in the "

@@ -1,6 +1,8 @@
 """Missing key values (issue 17, point 3): the "pattern" policy, its merge rule, the release
 (no group with fewer than k records agreeing on every released value), IL with missing values."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -80,6 +82,11 @@ def test_adult_numeric_keys_with_missing_values_through_the_cli(tmp_path, capsys
     assert released.groupby(keys, dropna=False).size().min() >= 5
     assert (frame[keys].isna().to_numpy() <= released[keys].isna().to_numpy()).all()
     assert released["workclass"].isna().sum() == frame["workclass"].isna().sum()  # other columns untouched
+    # evaluate reads the release with its missing values: k achieved, and the IL of the fit
+    assert main(["evaluate", str(path), str(out), "--keys", "age,education-num,hours-per-week", "--by-position",
+                 "--missing", "pattern", "-k", "5", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["k_achieved"] >= 5 and f"information loss = {result['information_loss']:.2f}%" in err
 
 
 def test_information_loss_with_missing_values_by_hand():
