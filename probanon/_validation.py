@@ -116,6 +116,16 @@ def check_weights(weights, n: int, name: str = "weights", frame=None) -> np.ndar
     return w
 
 
+def weights_of(frame, column, where: str = "") -> np.ndarray | None:
+    """The checked sampling weights in ``column`` of the table ``frame`` (None: no weights);
+    ``where`` prefixes the messages (e.g. the file name and a colon)."""
+    if column is None:
+        return None
+    if column not in frame.columns:
+        raise InputError(f"{where}no weight column {column!r} in the table")
+    return check_weights(frame[column], len(frame), f"{where}weight column {column!r}", frame)
+
+
 def check_seed(seed, name: str = "seed") -> int | None:
     """Return ``seed`` (None or an integer in 0..2**63 - 1) as an int; :class:`ParameterError`
     for a negative, oversized, boolean or non-integer seed."""

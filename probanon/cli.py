@@ -30,8 +30,8 @@ from .cliargs import (
     seed,
     write_release,
 )
-from ._validation import check_weights, is_numeric_column
-from .data import csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
+from ._validation import is_numeric_column, weights_of
+from .data import MISSING_HINT, csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
 from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
@@ -73,13 +73,12 @@ def cmd_microaggregate(args) -> int:
     roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
     keys = columns_with(roles, "key")
     numeric = [c for c in keys if c not in categorical]
-    X, columns = quasi_identifiers(frame, numeric, missing=args.missing == "pattern") if numeric else \
+    X, columns = quasi_identifiers(frame, numeric, args.missing == "pattern", MISSING_HINT) if numeric else \
         (np.empty((len(frame), 0)), [])
     lacking = bool(np.isnan(X).any())
     if lacking and args.function:
         raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
-    weights = None if args.weights is None else check_weights(
-        frame[args.weights], len(frame), f"{args.input}: weight column {args.weights!r}", frame)
+    weights = weights_of(frame, args.weights, f"{args.input}: ")
     model = _method(args)
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
@@ -294,7 +293,7 @@ def cmd_evaluate(args) -> int:
     if both:
         raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
     lacking = args.missing == "pattern"
-    X, columns = quasi_identifiers(original, keys, missing=lacking)
+    X, columns = quasi_identifiers(original, keys, lacking, MISSING_HINT)
     every = columns + categorical
     missing = [c for c in every if c not in released.columns]
     if missing:
@@ -302,12 +301,7 @@ def cmd_evaluate(args) -> int:
     absent = [c for c in categorical if c not in original.columns]
     if absent:
         raise InputError(f"original table has no column {absent[0]!r}")
-    weights = None
-    if args.weights is not None:
-        if args.weights not in original.columns:
-            raise InputError(f"original table has no weight column {args.weights!r}")
-        weights = check_weights(original[args.weights], len(original), f"{args.original}: weight column "
-                                f"{args.weights!r}", original)
+    weights = weights_of(original, args.weights, f"{args.original}: ")
     quasi_identifiers(released, columns, missing=lacking)  # checked in file order: a message names the line
     released = _aligned(args, original, released, columns)
     Y, _ = quasi_identifiers(released, columns, missing=lacking)
@@ -324,6 +318,8 @@ def cmd_evaluate(args) -> int:
     if args.risk:
         from .metrics import interval_disclosure, record_linkage
 
+        if lacking and (np.isnan(X).any() or np.isnan(Y).any()):
+            raise InputError("--risk (record linkage, interval disclosure) needs keys without missing values")
         result["record_linkage"] = record_linkage(X, Y)
         result["interval_disclosure"] = interval_disclosure(X, Y)
     holds = None if args.k is None else result["k_achieved"] >= args.k
@@ -575,7 +571,7 @@ def cmd_demo(args) -> int:
 def cmd_report(args) -> int:
     """``probanon report ORIGINAL RELEASED``: the internal and external risk-utility reports
     (:mod:`probanon.release_report`)."""
-    from .release_report import assess, external_report, internal_report
+    from .release_report import assess, report_contents
 
     original, released = read_table(args.original), read_table(args.released)
     keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
@@ -588,8 +584,7 @@ def cmd_report(args) -> int:
     released = _aligned(args, original, released, numeric + categorical)
     if numeric:
         quasi_identifiers(released, numeric)
-    weights = None if args.weights is None else check_weights(
-        original[args.weights], len(original), f"{args.original}: weight column {args.weights!r}", original)
+    weights = weights_of(original, args.weights, f"{args.original}: ")
     compared = []
     for entry in args.compare or []:
         label, _, rest = entry.partition("=")
@@ -602,13 +597,27 @@ def cmd_report(args) -> int:
         compared.append(assess(label, X, quasi_identifiers(other, numeric)[0], other, numeric + categorical, args.k,
                                weights))
     out = Path(args.output_dir)
-    internal = internal_report(original, released, numeric, categorical, args.k, args.method, weights, compared)
-    external = external_report(original, released, numeric, categorical, args.k, args.method, weights)
-    internal.write(out / "internal")
-    external.write(out / "external")
+    args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
+                                       compared, args.probabilistic))
     print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
           f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
+
+
+def _recipe_reports(run, release) -> dict:
+    """The reports of a recipe's release (``report = DIR``), computed before anything is written,
+    so that they are written with the release, all or nothing."""
+    from .release_report import report_contents
+
+    original = read_table(run.input)
+    order = release.link.sort_values("original_row")["released_row"].to_numpy() - 1
+    released = release.data.iloc[order].reset_index(drop=True)
+    categorical = column_list(getattr(run, "nominal", None)) + column_list(getattr(run, "ordinal", None))
+    numeric = [c for c in column_list(run.keys) if c not in categorical]
+    weights = weights_of(original, getattr(run, "weights", None), f"{run.input}: ")
+    return report_contents(run.report, original, released, numeric, categorical, run.k,
+                           f"{run.command} --method {run.method}, k = {run.k}", weights,
+                           probabilistic=run.command == "swap")
 
 
 def cmd_release(args) -> int:
@@ -629,16 +638,11 @@ def cmd_release(args) -> int:
     run.outputs.add(recipe_path)
     run.extra_outputs = {recipe_path: text()}
     if run.report:
-        check_output_folder(run.report, ("internal/index.html", "external/index.html"), args.force)
+        run.outputs.add_folder(check_output_folder(run.report, ("internal/index.html", "external/index.html"),
+                                                   args.force))
+        run.report_contents = lambda release: _recipe_reports(run, release)
     with csv_options(getattr(run, "sep", None), getattr(run, "encoding", None)):
         code = run.func(run)
-        if code == 0 and run.report:
-            categorical = column_list(getattr(run, "nominal", None)) + column_list(getattr(run, "ordinal", None))
-            cmd_report(argparse.Namespace(
-                original=run.input, released=run.output, keys=run.keys, categorical_keys=",".join(categorical) or None,
-                weights=getattr(run, "weights", None), k=run.k, compare=None, output_dir=run.report,
-                method=f"{run.command} --method {run.method}, k = {run.k}", link=run.link, id=None,
-                by_position=bool(run.keep_order and not run.link)))
     print(f"resolved recipe written to {recipe_path} (it holds the seed: keep it private, with the link file)",
           file=sys.stderr)
     return code
@@ -731,6 +735,9 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("-k", type=positive_int, default=2, help="the k the release must meet (default 2)")
     rr.add_argument("--method", default="method not stated",
                     help="the method and its parameters, as the reports state them (e.g. 'MDAV, k = 5')")
+    rr.add_argument("--probabilistic", action="store_true",
+                    help="the release is probabilistically k-anonymous (swap: values swapped within groups of k), "
+                         "so its released tuples need not be shared by k records")
     rr.add_argument("--compare", action="append", metavar="LABEL=RELEASED[,LINK]",
                     help="another release of the same original for the risk-utility map (repeatable; matched by "
                          "its link file, or by position)")

@@ -179,7 +179,7 @@ def prepare_outputs(args) -> Outputs:
         if value is None:
             continue
         if spec.folder is not None:
-            check_output_folder(value, spec.folder(args), force)
+            outputs.add_folder(check_output_folder(value, spec.folder(args), force))
             continue
         outputs.add(value, table=spec.table)
         for derive in spec.derived:
@@ -191,6 +191,8 @@ def write_release(args, release, extra: dict | None = None) -> None:
     """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
     command's checked outputs, then print what happened to every column."""
     contents = {args.output: release.data, **(extra or {}), **getattr(args, "extra_outputs", {})}
+    if getattr(args, "report_contents", None) is not None:  # a recipe's reports: written with the release
+        contents.update(args.report_contents(release))
     if args.link:
         contents[args.link] = release.link
     args.outputs.write(contents)

@@ -273,11 +273,13 @@ class NumericColumns:
 MISSING_HINT = "; give --missing pattern (missing='pattern') to group records by the keys they lack"
 
 
-def quasi_identifiers(frame: pd.DataFrame, columns=None, missing: bool = False) -> tuple[np.ndarray, list[str]]:
+def quasi_identifiers(frame: pd.DataFrame, columns=None, missing: bool = False, hint: str = "") -> tuple[np.ndarray, list[str]]:
     """The checked float matrix of the chosen quasi-identifier columns and their names
-    (``missing``: NaN allowed, see :mod:`probanon.microagg.missing`)."""
+    (``missing``: NaN allowed, see :mod:`probanon.microagg.missing`; ``hint`` ends the message
+    of a refused missing value, e.g. :data:`MISSING_HINT` for the commands that take
+    ``--missing``)."""
     cols = select_columns(frame, columns)
-    return check_matrix(frame[cols], name="data", missing=missing, hint=MISSING_HINT), cols
+    return check_matrix(frame[cols], name="data", missing=missing, hint=hint), cols
 
 
 CONSTANT_RELATIVE_SD = 1e-12

@@ -100,6 +100,7 @@ class Outputs:
         self.inputs = [Path(p) for p in inputs if p is not None]
         self.force = bool(force)
         self.files: list[Path] = []
+        self.folders: list[Path] = []  # folders whose files are named when written (reports)
 
     def add(self, path, table: bool = False) -> Path:
         """Declare (and check) one more output; ``table``: it must have a table format."""
@@ -111,15 +112,35 @@ class Outputs:
         self.files.append(path)
         return path
 
+    def add_folder(self, folder) -> Path:
+        """Declare a folder (checked by :func:`check_output_folder` beforehand) whose files are
+        named only when written; its missing subfolders are created then."""
+        self.folders.append(Path(folder))
+        return Path(folder)
+
     def write(self, contents: dict) -> None:
         """Write ``contents`` ({path: DataFrame | str | bytes}); every path must have been
-        declared. Checked again (an output may have appeared meanwhile), then all or nothing."""
-        undeclared = [p for p in contents if Path(p) not in self.files]
+        declared, or lie in a declared folder. Checked again (an output may have appeared
+        meanwhile), then all or nothing: the folders created for them are removed on failure."""
+        inside = lambda p: any(f == Path(p).parent or f in Path(p).parents for f in self.folders)  # noqa: E731
+        undeclared = [p for p in contents if Path(p) not in self.files and not inside(p)]
         if undeclared:
             raise RuntimeError(f"output {undeclared[0]} was not declared")  # a bug, not bad input
-        for path in contents:
-            check_output(path, self.inputs, self.force, table=isinstance(contents[path], (pd.DataFrame, TableWriter)))
-        write_outputs(contents)
+        created = []
+        try:
+            for folder in sorted({Path(p).parent for p in contents if inside(p)}, key=lambda p: len(p.parts)):
+                for part in [*reversed(folder.parents), folder]:
+                    if not part.exists():
+                        part.mkdir()
+                        created.append(part)
+            for path in contents:
+                check_output(path, self.inputs, self.force,
+                             table=isinstance(contents[path], (pd.DataFrame, TableWriter)))
+            write_outputs(contents)
+        except BaseException:
+            for folder in reversed(created):
+                folder.rmdir()
+            raise
 
 
 def write_outputs(outputs: dict) -> None:

@@ -103,20 +103,27 @@ def _argv(recipe: dict, folder: Path) -> list[str]:
 PATH_OPTIONS = {"link", "function", "groups"}
 
 
-def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str) -> str:
+def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folder: Path, home: Path) -> str:
     """TOML of the recipe with every option the command resolved (its defaults included; an
-    unset option without default is left out), the version and the input's digest."""
+    unset option without default is left out), the version and the input's digest. Its file
+    paths are relative to ``home``, the folder it is written in (``folder``: the recipe's), so
+    that it runs again where it lies; absolute paths stay absolute."""
+    import os
+
     import tomli_w
 
     from . import __version__
+
+    def moved(p: str) -> str:
+        return p if Path(p).is_absolute() else os.path.relpath(folder / p, home)
 
     options = {}
     for name, value in sorted(vars(args).items()):
         if name in NOT_RECIPE or name.startswith("_") or value is None or name not in parser_defaults:
             continue
-        options[name] = recipe.get("options", {}).get(name, value) if name in PATH_OPTIONS else value
-    top = {"command": recipe["command"], "input": recipe["input"], "output": recipe["output"],
-           **({"report": recipe["report"]} if "report" in recipe else {}),
+        options[name] = moved(recipe["options"][name]) if name in PATH_OPTIONS else value
+    top = {"command": recipe["command"], "input": moved(recipe["input"]), "output": moved(recipe["output"]),
+           **({"report": moved(recipe["report"])} if "report" in recipe else {}),
            "input_sha256": input_digest, "probanon_version": __version__}
     return "# resolved by probanon release: every option as the command ran it\n" + tomli_w.dumps(
         {**top, "options": options})
@@ -147,9 +154,10 @@ def parse_recipe(path, force: bool):
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
     args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
-    if args.report and not (getattr(args, "link", None) or args.keep_order):
-        raise InputError(f"{path}: a report matches the release to its input: give the option link (or keep_order)")
-    return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found)
+    if args.report and getattr(args, "missing", "raise") == "pattern":
+        raise InputError(f"{path}: the report of a release with missing key values is not available yet")
+    return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found,
+                                                                                   path.parent, target.parent)
 
 
 def _subparser(parser, command: str):

@@ -155,19 +155,25 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
 
 
 def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
-                    method: str, weights=None) -> Report:
-    """The publishable report (module docstring): method, guarantee, aggregate utility."""
+                    method: str, weights=None, probabilistic: bool = False) -> Report:
+    """The publishable report (module docstring): method, guarantee, aggregate utility;
+    ``probabilistic``: the mechanism's guarantee is probabilistic k-anonymity (swapping)."""
     keys = numeric + categorical
     achieved = k_achieved(released, keys)
     rep = Report("About this release")
     rep.text("Method", method)
-    rep.text("Guarantee", f"Every combination of the key variables ({', '.join(keys)}) is shared by at least "
-             f"{achieved} released records" + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
+    if probabilistic:
+        rep.text("Guarantee", f"Probabilistic {k}-anonymity: the values of the key variables ({', '.join(keys)}) were "
+                 f"swapped within groups of at least {k} records, so an intruder who links a person by them is right "
+                 f"with probability at most 1/{k}.")
+    else:
+        rep.text("Guarantee", f"Every combination of the key variables ({', '.join(keys)}) is shared by at least "
+                 f"{achieved} released records" + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
     if numeric:
         X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
         variance = [abs(v) for v in u.relative_variance_difference.values() if v is not None]
-        sd = X.std(axis=0)
+        sd = np.sqrt(np.cov(X, rowvar=False, aweights=weights, ddof=0).reshape(len(numeric), -1).diagonal())
         moved = max((abs(u.mean_difference[c]) / s for c, s in zip(numeric, sd) if s > 0), default=0.0)
         rep.text("Utility", f"Information loss {u.information_loss:.1f} % (0: unchanged, 100: every key replaced "
                  f"by its mean). The means of the keys moved by at most {moved:.3f} standard deviations"
@@ -177,4 +183,16 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
     return rep
 
 
-__all__ = ["Assessment", "assess", "external_report", "internal_report", "risk_utility_map"]
+def report_contents(folder, original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
+                    method: str, weights=None, compared=(), probabilistic: bool = False) -> dict:
+    """{path: text or bytes} of both reports in ``folder``/internal and ``folder``/external,
+    for the all-or-nothing writer (:meth:`probanon.outputs.Outputs.write`, ``folder`` declared)."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    internal = internal_report(original, released, numeric, categorical, k, method, weights, compared, probabilistic)
+    external = external_report(original, released, numeric, categorical, k, method, weights, probabilistic)
+    return {**internal.contents(folder / "internal"), **external.contents(folder / "external")}
+
+
+__all__ = ["Assessment", "assess", "external_report", "internal_report", "report_contents", "risk_utility_map"]

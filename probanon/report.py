@@ -118,16 +118,28 @@ class Report:
             f"<figcaption>{html.escape(caption)}</figcaption></figure>"
         )
 
-    def write(self, directory) -> Path:
+    def contents(self, directory) -> dict:
+        """{path: text or bytes} of the report in ``directory`` (index.html and the PNGs), for
+        :func:`probanon.outputs.write_outputs` (all or nothing)."""
         directory = Path(directory)
-        directory.mkdir(parents=True, exist_ok=True)
-        for name, png in self.figures.items():
-            (directory / f"{name}.png").write_bytes(png)
+        files = {directory / f"{name}.png": png for name, png in self.figures.items()}
+        files[directory / "index.html"] = self.page()
+        return files
+
+    def page(self) -> str:
+        """The HTML page."""
         style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;}table{border-collapse:collapse}"
                  "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}figure{margin:1em 0}"
                  f"td.{FLAG_CLASS}{{background:#f4b4b4;color:#700;font-weight:bold}}")
-        page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
+        return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
                 f"<style>{style}</style></head><body><h1>{html.escape(self.title)}</h1>{''.join(self.parts)}</body></html>")
-        path = directory / "index.html"
-        path.write_text(page)
-        return path
+
+    def write(self, directory) -> Path:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for path, content in self.contents(directory).items():
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
+        return directory / "index.html"

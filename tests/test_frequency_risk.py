@@ -91,7 +91,7 @@ def test_microaggregated_keys_have_no_violation_below_k():
 @pytest.mark.parametrize("weights, fragment", [([1, 2, 3, -1, 1, 1, 1, 1], "row 3 holds -1"),
                                                ([1, 2, 3, np.nan, 1, 1, 1, 1], "row 3 holds nan"),
                                                ([1, 2], "2 values for 8 records"),
-                                               ("nope", "weight column 'nope' is not in the table")])
+                                               ("nope", "no weight column 'nope' in the table")])
 def test_bad_weights_are_one_line_errors(weights, fragment):
     with pytest.raises(InputError, match=fragment) as info:
         frequency_risk(_example(), ["sex", "region"], weights=weights)

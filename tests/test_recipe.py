@@ -46,9 +46,9 @@ def test_release_from_a_recipe_and_again_from_its_resolution(tmp_path, capsys):
     assert isinstance(options["seed"], int)  # drawn, recorded
     first = {p.name: p.read_bytes() for p in out.iterdir()}
     assert set(first) == {"release.csv", "link.csv", "function.json", "release.csv.recipe.toml"}
-    # the resolved recipe, moved beside the input, repeats the release byte for byte
-    again = tmp_path / "again.toml"
-    shutil.copy(out / "release.csv.recipe.toml", again)
+    # the resolved recipe, run where it was written, repeats the release byte for byte
+    again = out / "release.csv.recipe.toml"
+    assert resolved["input"] == "../census.csv" and resolved["options"]["link"] == "link.csv"
     assert main(["release", str(again), "--force", "--quiet"]) == 0
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
     released = pd.read_csv(out / "release.csv")
@@ -104,12 +104,18 @@ def test_recipe_with_report(tmp_path):
     internal = (tmp_path / "out" / "report" / "internal" / "index.html").read_text()
     assert "k achieved on the keys" in internal and "microaggregate --method pcl, k = 5" in internal
     assert (tmp_path / "out" / "report" / "external" / "index.html").exists()
-    assert tomllib.loads((tmp_path / "out" / "release.csv.recipe.toml").read_text())["report"] == "out/report"
+    assert tomllib.loads((tmp_path / "out" / "release.csv.recipe.toml").read_text())["report"] == "report"
 
 
-def test_recipe_report_needs_the_link(tmp_path, capsys):
+def test_recipe_report_needs_no_link_file_and_refuses_missing_values(tmp_path, capsys):
     text = RECIPE.replace('link = "out/link.csv"\n', "").replace('output = "out/release.csv"',
                                                                  'output = "out/release.csv"\nreport = "out/report"')
-    assert main(["release", str(_setup(tmp_path, text)), "--quiet"]) != 0
+    assert main(["release", str(_setup(tmp_path, text)), "--quiet"]) == 0  # matched in memory, no link file
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["function.json", "release.csv", "release.csv.recipe.toml",
+                                                                  "report"]
+    other = tmp_path / "other"
+    other.mkdir()
+    text = text.replace("[options]", '[options]\nmissing = "pattern"')
+    assert main(["release", str(_setup(other, text)), "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "give the option link" in err[0] and list((tmp_path / "out").iterdir()) == []
+    assert "not available yet" in err[-1] and list((other / "out").iterdir()) == []

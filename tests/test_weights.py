@@ -122,7 +122,8 @@ def test_survey_design_weights_the_centroids_and_distortion():
     weighted = design(X, 5, pi, 0.05, weights=d)
     np.testing.assert_array_equal(weighted.labels, plain.labels)
     mass, labels = d * pi, weighted.labels
-    Z = (X - X.mean(0)) / X.std(0)
+    mean = np.average(X, axis=0, weights=d)
+    Z = (X - mean) / np.sqrt(np.average((X - mean) ** 2, axis=0, weights=d))  # the population's z-scores
     zc = np.array([np.average(Z[labels == g], axis=0, weights=mass[labels == g]) for g in range(labels.max() + 1)])
     D = (mass * ((Z - zc[labels]) ** 2).sum(1)).sum() / (3 * mass.sum())
     assert weighted.distortion == pytest.approx(D, rel=1e-9) and weighted.distortion != pytest.approx(plain.distortion)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._validation import check_weights
+from .._validation import check_weights, weights_of
 from ..errors import InputError
 
 #: the k of the violation counts reported by default (sdcMicro prints 2, 3 and 5)
@@ -147,9 +147,7 @@ def frequency_risk(table: pd.DataFrame, keys, weights=None) -> FrequencyRisk:
     if len(table) == 0:
         raise InputError("the table has no records")
     if isinstance(weights, str):
-        if weights not in table.columns:
-            raise InputError(f"weight column {weights!r} is not in the table")
-        weights = check_weights(table[weights], len(table), f"weight column {weights!r}", table)
+        weights = weights_of(table, weights)
     elif weights is not None:
         weights = check_weights(weights, len(table))
     fk, Fk = sample_frequencies(table[keys], weights)

@@ -89,6 +89,8 @@ class Microaggregator(ParamsMixin):
         that stage done; a new label starts a new stage. It is called at least once before the
         work starts (and before any numba compilation), so a caller can show a first message;
         without it the fit prints nothing."""
+        for stale in ("strata_", "strata_merged_", "missing_merged_", "missing_patterns_"):
+            self.__dict__.pop(stale, None)
         if nominal or ordinal:
             return self._fit_mixed(X, weights, strata, merge_small_strata, missing, nominal, ordinal,
                                    _quiet if progress is None else progress)
@@ -148,9 +150,10 @@ class Microaggregator(ParamsMixin):
         self.n_features_in_ = len(encoding.columns)
         self.feature_names_in_ = list(encoding.columns)
         scaled = encoding.scaled()
-        fitted = Standardizer.fit(E[:, scaled])
         mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
-        mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
+        if scaled.any():  # numbers and ordinal ranks z-scored; indicators as they are
+            fitted = Standardizer.fit(E[:, scaled])
+            mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
         self.standardizer_ = Standardizer(mean_=mean, scale_=scale)
         Z = np.ascontiguousarray(self.standardizer_.transform(E))
         if strata is None:
@@ -178,7 +181,7 @@ class Microaggregator(ParamsMixin):
         self.k_ = check_k(self.k, X.shape[0])
         self.n_features_in_ = X.shape[1]
         self._check_params()
-        self.standardizer_ = observed_standardizer(X, w)
+        self.standardizer_ = observed_standardizer(X)  # unweighted: the groups do not depend on the weights
         Z = self.standardizer_.transform(X)
         which, observed, self.missing_merged_ = pattern_sets(np.isnan(X), self.k_,
                                                              getattr(self, "feature_names_in_", None))
@@ -186,8 +189,12 @@ class Microaggregator(ParamsMixin):
         for s, columns in enumerate(observed):
             rows = np.flatnonzero(which == s)
             progress(f"missing-value pattern {s + 1} of {len(observed)}", 0, 1)
-            local = self._blocked_partition(np.ascontiguousarray(Z[np.ix_(rows, columns)]), X[np.ix_(rows, columns)],
-                                            progress)[0]
+            if not columns.any():  # records without any key value: alike, any groups of k..2k-1 will do
+                local = np.minimum(np.arange(rows.size) // self.k_, rows.size // self.k_ - 1)
+                self.block_sizes_ = np.array([rows.size])
+            else:
+                local = self._blocked_partition(np.ascontiguousarray(Z[np.ix_(rows, columns)]),
+                                                X[np.ix_(rows, columns)], progress)[0]
             labels[rows] = offset + local
             offset += int(local.max()) + 1
             sizes.append(self.block_sizes_)

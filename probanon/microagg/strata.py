@@ -32,7 +32,7 @@ def _scalar(value):
     """A stratum value as a plain JSON scalar (str, int or float); missing values refused."""
     if isinstance(value, np.generic):
         value = value.item()
-    if value is None or (isinstance(value, float) and not np.isfinite(value)):
+    if value is None or value is pd.NA or value is pd.NaT or (isinstance(value, float) and not np.isfinite(value)):
         raise InputError("a strata column has a missing value: every record needs its stratum")
     if isinstance(value, bool) or not isinstance(value, (str, numbers.Integral, numbers.Real)):
         value = str(value)
@@ -47,8 +47,13 @@ def strata_of(strata, n: int) -> tuple[list | None, list[tuple]]:
     if isinstance(strata, pd.Series):
         strata = strata.to_frame()
     names = [str(c) for c in strata.columns] if isinstance(strata, pd.DataFrame) else None
-    table = strata if isinstance(strata, pd.DataFrame) else pd.DataFrame(np.asarray(strata, dtype=object).reshape(n, -1)
-                                                                           if np.size(strata) else np.empty((0, 1)))
+    if not isinstance(strata, pd.DataFrame):
+        values = np.asarray(strata, dtype=object)
+        if values.ndim == 0 or values.shape[0] != n or values.ndim > 2:
+            raise InputError(f"strata: expected {n} values (or rows), one per record, got an array of shape "
+                             f"{values.shape}")
+        strata = pd.DataFrame(values.reshape(n, -1))
+    table = strata
     if len(table) != n:
         raise InputError(f"strata: {len(table)} values for {n} records")
     return names, [tuple(_scalar(v) for v in row) for row in table.itertuples(index=False, name=None)]
@@ -111,9 +116,9 @@ def recode_merged(groups: list[list[tuple]], table: pd.DataFrame) -> dict:
     for stratum in groups:
         for j, name in enumerate(names):
             distinct = sorted({v[j] for v in stratum}, key=lambda x: (isinstance(x, str), x))
-            if len(distinct) > 1:
+            if len(distinct) > 1:  # the column becomes text (one type for CSV, Parquet, SPSS, Stata)
                 label = "+".join(str(x) for x in distinct)
-                column = recoded.setdefault(name, table[name].astype(object).to_numpy(copy=True))
+                column = recoded.setdefault(name, np.array([str(v[j]) for v in values], dtype=object))
                 members = {v for v in stratum}
                 column[[i for i, v in enumerate(values) if v in members]] = label
     return recoded

@@ -28,7 +28,8 @@ Centroids are pi-weighted, x_c = sum pi_j x_j / sum pi_j, and the distortion is
 D = sum_j pi_j ||z_j - z_c(j)||^2 / (m sum_j pi_j) on z-scored quasi-identifiers (Sec. VI.B;
 m = number of non-constant columns; D = SSE/SST when pi = 1). With design weights d_j (a frame
 record standing for d_j persons; issue 17.1), every pi_j above becomes d_j pi_j, the expected
-number of respondents the record stands for: the cells do not change, the centroids and D do.
+number of respondents the record stands for, and D's z-scores use the d-weighted mean and sd (the
+population's): the cells do not change, the centroids and D do (D = weighted SSE/SST when pi = 1).
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import numpy as np
 import pandas as pd
 from numba import njit
 
-from .._validation import check_k, check_matrix, check_weights
+from .._validation import check_k, check_matrix, check_weights, weights_of
 from ..data import Standardizer, is_constant, select_columns
 from ..errors import ParameterError, ProbanonError
 from ..microagg.base import group_means
@@ -162,10 +163,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
             participation = check_participations(population[column].to_numpy(), name=column)
             population = population.drop(columns=[column])
         if isinstance(weights, str):
-            if weights not in population.columns:
-                raise ParameterError(f"weight column {weights!r} is not in the population")
-            weights, population = (check_weights(population[weights], len(population), f"weight column {weights!r}",
-                                                 population), population.drop(columns=[weights]))
+            weights, population = weights_of(population, weights), population.drop(columns=[weights])
         cols = select_columns(population, columns)
         X = check_matrix(population[cols], name="population")
     else:
@@ -181,7 +179,8 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         if pis.size != N:
             raise ParameterError(f"{pis.size} participation probabilities for {N} population records")
         pi = None
-    mass = pis if weights is None else pis * check_weights(weights, N, "weights")  # d_j pi_j
+    d_j = None if weights is None else check_weights(weights, N, "weights")
+    mass = pis if d_j is None else pis * d_j  # d_j pi_j
     if N < k:  # n_min >= k: no cell can be safe (said before any kernel runs)
         raise DesignError(f"the population has {N} records but a cell needs at least k = {k}")
     if progress is not None:
@@ -225,6 +224,9 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         columns=cols,
         meta={"method": "survey design (MDAV)", "k": k, "weighted": weights is not None},
     )
+    if d_j is not None:  # D on the population's z-scores (d-weighted mean and sd)
+        std = Standardizer.fit(X, d_j)
+        Z = std.transform(X)
     zc = group_means(Z, labels, n_cells, weights=mass)
     varying = ~is_constant(std.mean_, X.std(axis=0))
     err = (mass * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
