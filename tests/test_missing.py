@@ -97,3 +97,14 @@ def test_information_loss_with_missing_values_by_hand():
     sse = ((1 - 2) ** 2 * 2 + 1 + 1) / s0**2 + (10 - 20) ** 2 / s1**2 + ((30 - 25) ** 2 + (20 - 25) ** 2) / s1**2
     sst = (9 + 1 + 1 + 9) / s0**2 + (100 + 100 + 0) / s1**2
     assert information_loss(X, Y, missing=True) == pytest.approx(100 * sse / sst, rel=1e-12)
+
+
+def test_records_lacking_every_key_form_their_own_groups():
+    X = casc("census")[:200, :3].copy()
+    X[:7] = np.nan  # 7 records with no key value (>= k = 3)
+    model = MDAV(3).fit(X, missing="pattern")
+    released = model.centroids_[model.labels_]
+    assert np.isnan(released[:7]).all() and not np.isnan(released[7:]).any()
+    assert np.bincount(model.labels_).min() >= 3
+    w = np.random.default_rng(0).uniform(1, 9, len(X))
+    np.testing.assert_array_equal(MDAV(3).fit(X, missing="pattern", weights=w).labels_, model.labels_)

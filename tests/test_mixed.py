@@ -95,3 +95,12 @@ def test_cli_mixed_keys_and_apply(tmp_path, capsys):
         assert main(["apply", str(function), str(path), "-o", str(applied), "--confidential", "income", "--keep-order",
                      "--chunk-size", size, "--quiet"]) == 0
         pd.testing.assert_frame_equal(pd.read_csv(applied).drop(columns="cell"), released)
+
+
+def test_only_categorical_keys():
+    frame = pd.DataFrame({"a": list("xxyyzzxy"), "b": list("ppqqppqq")})
+    model = MDAV(2).fit(frame, nominal=["a", "b"])
+    released = pd.DataFrame(model.centroids_[model.labels_], columns=["a", "b"])
+    assert released.groupby(["a", "b"]).size().min() >= 2
+    for g, rows in pd.Series(range(len(frame))).groupby(model.labels_):
+        assert set(released.iloc[rows.to_numpy()]["a"]) <= set(frame.iloc[rows.to_numpy()]["a"])

@@ -66,3 +66,13 @@ def test_bad_report_arguments(tmp_path, capsys, extra, fragment):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and fragment in err[0], err
     assert not out.exists()
+
+
+def test_a_swapping_release_is_reported_as_probabilistic(tmp_path):
+    census = DATA / "census.csv"
+    released, link, out = tmp_path / "swap.csv", tmp_path / "link.csv", tmp_path / "out"
+    assert main(["swap", str(census), "-o", str(released), "-k", "5", "--method", "mdav-swap", "--keys", KEYS,
+                 "--confidential", "FEDTAX", "--keep-other", "--link", str(link), "--seed", "2"]) == 0
+    assert main(["report", str(census), str(released), "--keys", KEYS, "--link", str(link), "-k", "5",
+                 "--probabilistic", "--method", "MDAV-SWAP, k = 5", "-o", str(out)]) == 0
+    assert "Probabilistic 5-anonymity" in (out / "external" / "index.html").read_text()

@@ -144,3 +144,13 @@ def test_a_missing_stratum_column_is_a_one_line_error_without_output(tmp_path, c
                  "FEDTAX,sex,region", "--strata", "county", "--quiet"]) != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "stratum column 'county' is not in the table" in err[0] and not out.exists()
+
+
+def test_numeric_strata_merged_are_released_as_text_in_parquet(tmp_path, capsys):
+    frame = _census()
+    frame["code"] = frame["region"].map({"E": 1, "N": 2, "S": 3, "W": 4, "X": 5})
+    path, out = tmp_path / "in.parquet", tmp_path / "out.parquet"
+    frame.drop(columns=["region"]).to_parquet(path)
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5", "--keys", ",".join(KEYS), "--confidential",
+                 "FEDTAX,sex", "--strata", "code", "--merge-small-strata", "--quiet"]) == 0
+    assert set(pd.read_parquet(out)["code"]) == {"1", "2", "3", "4+5"}
