@@ -77,15 +77,12 @@ def _names(mask, names) -> str:
 def released_means(X: np.ndarray, labels: np.ndarray, weights=None) -> np.ndarray:
     """(groups x keys) the released values of each group: the (weighted) mean of a key every
     member observes, NaN for a key some member lacks (module docstring, step 4)."""
+    from .base import group_means
+
     n_groups = int(labels.max()) + 1
-    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     lacking = np.isnan(X)
-    out = np.empty((n_groups, X.shape[1]))
-    total = np.bincount(labels, weights=w, minlength=n_groups)
-    for j in range(X.shape[1]):
-        values = np.where(lacking[:, j], 0.0, X[:, j])
-        out[:, j] = np.bincount(labels, weights=w * values, minlength=n_groups) / total
-        out[np.bincount(labels, weights=lacking[:, j], minlength=n_groups) > 0, j] = np.nan
+    out = group_means(np.where(lacking, 0.0, X), labels, n_groups, weights)
+    out[group_means(lacking.astype(np.float64), labels, n_groups) > 0] = np.nan
     return out
 
 

@@ -134,9 +134,9 @@ class Encoding:
                     pick = (cum >= cum[:, -1:] / 2).argmax(axis=1)
                 out[:, j] = [levels[p] for p in pick]
             else:
-                x = pd.to_numeric(frame[c]).to_numpy(np.float64)
-                out[:, j] = np.bincount(labels, weights=w * x, minlength=n_groups) / np.bincount(labels, weights=w,
-                                                                                                minlength=n_groups)
+                from .base import group_means
+
+                out[:, j] = group_means(pd.to_numeric(frame[c]).to_numpy(np.float64)[:, None], labels, n_groups, w)[:, 0]
         return out
 
     def to_dict(self) -> dict:
