@@ -361,10 +361,12 @@ def demo_release_reports(folder, data, qi, X, released, seed) -> None:
                                 random_state=seed).released[qi].to_numpy()}
     compared = [assess(label, X, Y, pd.DataFrame(Y, columns=keys), keys, 5, probabilistic=label == "MDAV-SWAP")
                 for label, Y in others.items()]
-    original, mine = data[keys], pd.DataFrame(released, columns=keys)
+    confidential = ["health_spending", "savings"]
+    original = data[keys + confidential]
+    mine = original.assign(**dict(zip(keys, np.asarray(released).T)))
     method = "MDAV microaggregation of the quasi-identifiers, k = 5"
-    internal_report(original, mine, keys, [], 5, method, compared=compared,
-                    label="MDAV (this release)").write(Path(folder) / "internal")
+    internal_report(original, mine, keys, [], 5, method, compared=compared, label="MDAV (this release)",
+                    mechanism="microaggregation", confidential=confidential).write(Path(folder) / "internal")
     external_report(original, mine, keys, [], 5, method).write(Path(folder) / "external")
 
 
@@ -597,8 +599,13 @@ def cmd_report(args) -> int:
         compared.append(assess(label, X, quasi_identifiers(other, numeric)[0], other, numeric + categorical, args.k,
                                weights))
     out = Path(args.output_dir)
+    confidential = column_list(args.confidential)
+    if args.mechanism is not None:
+        from .attacks.setting import check_mechanism
+
+        check_mechanism(args.mechanism)
     args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
-                                       compared, args.probabilistic))
+                                       compared, args.probabilistic, args.mechanism, confidential))
     print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
           f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
@@ -615,9 +622,11 @@ def _recipe_reports(run, release) -> dict:
     categorical = column_list(getattr(run, "nominal", None)) + column_list(getattr(run, "ordinal", None))
     numeric = [c for c in column_list(run.keys) if c not in categorical]
     weights = weights_of(original, getattr(run, "weights", None), f"{run.input}: ")
+    mechanism = "microaggregation" if run.command == "microaggregate" else run.method
     return report_contents(run.report, original, released, numeric, categorical, run.k,
                            f"{run.command} --method {run.method}, k = {run.k}", weights,
-                           probabilistic=run.command == "swap")
+                           probabilistic=run.command == "swap", mechanism=mechanism,
+                           confidential=column_list(getattr(run, "confidential", None)))
 
 
 def cmd_release(args) -> int:
@@ -735,6 +744,12 @@ def build_parser() -> argparse.ArgumentParser:
     rr.add_argument("-k", type=positive_int, default=2, help="the k the release must meet (default 2)")
     rr.add_argument("--method", default="method not stated",
                     help="the method and its parameters, as the reports state them (e.g. 'MDAV, k = 5')")
+    rr.add_argument("--confidential", metavar="COLS",
+                    help="comma-separated confidential columns the release attaches to each record (for the attack "
+                         "suite)")
+    rr.add_argument("--mechanism", metavar="NAME",
+                    help="how the release was made (microaggregation, survey, mdav-id, mdav-swap, mdav-swap-informed, "
+                         "ir-swap): the internal report adds the attack suite of that mechanism")
     rr.add_argument("--probabilistic", action="store_true",
                     help="the release is probabilistically k-anonymous (swap: values swapped within groups of k), "
                          "so its released tuples need not be shared by k records")

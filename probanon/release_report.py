@@ -107,10 +107,12 @@ def _histograms(X: np.ndarray, Y: np.ndarray, names: list):
 
 def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
                     method: str, weights=None, compared=(), probabilistic: bool = False,
-                    label: str = "this release") -> Report:
+                    label: str = "this release", mechanism=None, confidential=()) -> Report:
     """The office's report (module docstring); ``released`` aligned row by row with
     ``original``; ``compared``: further :class:`Assessment` for the map; ``probabilistic``:
-    the release's mechanism is probabilistically k-anonymous (swapping)."""
+    the release's mechanism is probabilistically k-anonymous (swapping); ``mechanism`` (a name
+    of :data:`probanon.attacks.setting.MECHANISMS`) with the ``confidential`` columns: the
+    attack suite of that mechanism (:func:`probanon.attacks.attack`) too."""
     keys = numeric + categorical
     X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
     rep = Report(f"Internal risk-utility report: {method}")
@@ -139,6 +141,15 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
              + ("weighted" if weights is not None else "the file taken as the population")
              + "); record linkage by the nearest-neighbour intruder; a flagged value exceeds its limit.")
     rep.table(rows)
+    if mechanism is not None and numeric:
+        from .attacks import attack
+
+        suite = attack(original, released, numeric, list(confidential), mechanism=mechanism, k=k, runs=10,
+                       random_state=0)
+        rep.text("The attack suite (the mechanism known)", f"Intruders who know the keys and how the release was "
+                 f"made ({mechanism}), 10 runs each, against the claimed bound 1/{k}: " +
+                 (f"ABOVE it: {', '.join(suite.exceeded)}." if suite.exceeded else "none significantly above it."))
+        rep.table(suite.rows())
     if numeric:
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
         rep.text("Utility", f"Information loss {u.information_loss:.3f} %; largest |correlation difference| "
@@ -184,13 +195,15 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
 
 
 def report_contents(folder, original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
-                    method: str, weights=None, compared=(), probabilistic: bool = False) -> dict:
+                    method: str, weights=None, compared=(), probabilistic: bool = False, mechanism=None,
+                    confidential=()) -> dict:
     """{path: text or bytes} of both reports in ``folder``/internal and ``folder``/external,
     for the all-or-nothing writer (:meth:`probanon.outputs.Outputs.write`, ``folder`` declared)."""
     from pathlib import Path
 
     folder = Path(folder)
-    internal = internal_report(original, released, numeric, categorical, k, method, weights, compared, probabilistic)
+    internal = internal_report(original, released, numeric, categorical, k, method, weights, compared, probabilistic,
+                               mechanism=mechanism, confidential=confidential)
     external = external_report(original, released, numeric, categorical, k, method, weights, probabilistic)
     return {**internal.contents(folder / "internal"), **external.contents(folder / "external")}
 

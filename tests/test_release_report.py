@@ -21,7 +21,8 @@ def reports(tmp_path_factory):
         assert main(["microaggregate", str(census), "-o", str(tmp / f"{method}.csv"), "-k", "5", "--keys", KEYS,
                      "--keep-other", "--link", str(tmp / f"{method}.link.csv"), "--method", method, "--quiet"]) == 0
     assert main(["report", str(census), str(tmp / "mdav.csv"), "--keys", KEYS, "--link", str(tmp / "mdav.link.csv"),
-                 "-k", "5", "--method", "MDAV, k = 5", "--compare",
+                 "-k", "5", "--method", "MDAV, k = 5", "--mechanism", "microaggregation", "--confidential",
+                 "FEDTAX,PTOTVAL", "--compare",
                  f"ranking={tmp / 'ranking.csv'},{tmp / 'ranking.link.csv'}", "-o", str(tmp / "out")]) == 0
     return tmp / "out"
 
@@ -29,7 +30,8 @@ def reports(tmp_path_factory):
 def test_internal_report_holds_risk_utility_and_the_map(reports):
     page = (reports / "internal" / "index.html").read_text()
     for text in ("k achieved on the keys", "sample uniques", "records violating 5-anonymity", "record linkage",
-                 "interval disclosure", "empirical re-identification", "Information loss", "Risk-utility map"):
+                 "interval disclosure", "empirical re-identification", "The attack suite (the mechanism known)",
+                 "claimed bound", "Information loss", "Risk-utility map"):
         assert text in page, text
     assert (reports / "internal" / "risk_utility_map.png").stat().st_size > 10_000
     assert (reports / "internal" / "histograms.png").stat().st_size > 10_000
