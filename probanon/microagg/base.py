@@ -185,22 +185,8 @@ class Microaggregator(ParamsMixin):
         Z = self.standardizer_.transform(X)
         which, observed, self.missing_merged_ = pattern_sets(np.isnan(X), self.k_,
                                                              getattr(self, "feature_names_in_", None))
-        labels, offset, sizes = np.empty(X.shape[0], np.int64), 0, []
-        for s, columns in enumerate(observed):
-            rows = np.flatnonzero(which == s)
-            progress(f"missing-value pattern {s + 1} of {len(observed)}", 0, 1)
-            if not columns.any():  # records without any key value: alike, any groups of k..2k-1 will do
-                local = np.minimum(np.arange(rows.size) // self.k_, rows.size // self.k_ - 1)
-                self.block_sizes_ = np.array([rows.size])
-            else:
-                local = self._blocked_partition(np.ascontiguousarray(Z[np.ix_(rows, columns)]),
-                                                X[np.ix_(rows, columns)], progress)[0]
-            labels[rows] = offset + local
-            offset += int(local.max()) + 1
-            sizes.append(self.block_sizes_)
+        labels, _ = self._partition_subsets(Z, X, which, observed, "missing-value pattern", progress)
         self.labels_, self.missing_patterns_ = labels, len(observed)
-        self.block_sizes_ = np.concatenate(sizes)
-        self.n_blocks_ = int(self.block_sizes_.size)
         self.blocks_ = f"{len(observed)} missing-value patterns"
         self.centroids_ = released_means(X, labels, w)
         self.sizes_ = np.bincount(labels)
@@ -216,22 +202,36 @@ class Microaggregator(ParamsMixin):
         self._check_params()
         names, values = strata_of(strata, Z.shape[0])
         which, groups, self.strata_merged_ = group_strata(values, self.k_, merge)
-        labels = np.empty(Z.shape[0], np.int64)
-        rules, offset, sizes = [], 0, []
-        for s, stratum in enumerate(groups):
-            rows = np.flatnonzero(which == s)
-            progress(f"stratum {s + 1} of {len(groups)}", 0, 1)
-            local, kind, rule = self._blocked_partition(np.ascontiguousarray(Z[rows]), X[rows], progress)
-            labels[rows] = offset + local
-            rules.append({"values": stratum, "kind": kind, "rule": rule, "offset": offset})
-            offset += int(local.max()) + 1
-            sizes.append(self.block_sizes_)
+        labels, fitted = self._partition_subsets(Z, X, which, [None] * len(groups), "stratum", progress)
+        rules = [{"values": stratum, **fit} for stratum, fit in zip(groups, fitted)]
         self.strata_ = groups
-        self.block_sizes_ = np.concatenate(sizes)
-        self.n_blocks_ = int(self.block_sizes_.size)
         self.blocks_ = f"{len(groups)} strata" + ("" if self.n_blocks_ == len(groups) else
                                                  f", {self.n_blocks_} blocks of at most {self.block_size_:,} records")
         return labels, "stratified", {"columns": names, "strata": rules}
+
+    def _partition_subsets(self, Z, X, which, columns, what: str, progress):
+        """The partition of each subset of records (``which``: subset of each record), on its
+        ``columns`` (a boolean mask, or None for all), each as a file of its own (blocked if
+        large); a subset with no column is cut into groups of k..2k-1 (its records are alike).
+        Returns (labels numbered across the subsets, [{"kind", "rule", "offset"} per subset]);
+        sets ``block_sizes_`` and ``n_blocks_`` over all subsets."""
+        labels, offset, sizes, fitted = np.empty(Z.shape[0], np.int64), 0, [], []
+        for s, cols in enumerate(columns):
+            rows = np.flatnonzero(which == s)
+            progress(f"{what} {s + 1} of {len(columns)}", 0, 1)
+            if cols is not None and not cols.any():
+                local, kind, rule = np.minimum(np.arange(rows.size) // self.k_, rows.size // self.k_ - 1), None, None
+                self.block_sizes_ = np.array([rows.size])
+            else:
+                pick = np.ix_(rows, cols) if cols is not None else rows
+                local, kind, rule = self._blocked_partition(np.ascontiguousarray(Z[pick]), X[pick], progress)
+            labels[rows] = offset + local
+            fitted.append({"kind": kind, "rule": rule, "offset": offset})
+            offset += int(local.max()) + 1
+            sizes.append(self.block_sizes_)
+        self.block_sizes_ = np.concatenate(sizes)
+        self.n_blocks_ = int(self.block_sizes_.size)
+        return labels, fitted
 
     def _blocked_partition(self, Z, X, progress):
         """``_partition`` on all of Z, or per block when ``block_size`` says so (class docstring)."""
