@@ -283,28 +283,34 @@ def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -
     return released.iloc[position].reset_index(drop=True)
 
 
-def cmd_evaluate(args) -> int:
-    original = read_table(args.original)
-    released = read_table(args.released)
+def _matched_keys(args, lacking: bool = False):
+    """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
+    the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
+    weights). ``--keys`` are numeric (``lacking``: missing values allowed), ``--categorical-keys``
+    compared as categories; every key in both tables."""
+    original, released = read_table(args.original), read_table(args.released)
     keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
     if not keys:
         raise InputError("name the quasi-identifiers with --keys")
     both = sorted(set(keys) & set(categorical))
     if both:
         raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
-    lacking = args.missing == "pattern"
-    X, columns = quasi_identifiers(original, keys, lacking, MISSING_HINT)
-    every = columns + categorical
-    missing = [c for c in every if c not in released.columns]
-    if missing:
-        raise InputError(f"released table has no column {missing[0]!r}")
-    absent = [c for c in categorical if c not in original.columns]
-    if absent:
-        raise InputError(f"original table has no column {absent[0]!r}")
+    for name, table in (("original", original), ("released", released)):
+        absent = [c for c in keys + categorical if c not in table.columns]
+        if absent:
+            raise InputError(f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables")
+    X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     weights = weights_of(original, args.weights, f"{args.original}: ")
-    quasi_identifiers(released, columns, missing=lacking)  # checked in file order: a message names the line
-    released = _aligned(args, original, released, columns)
-    Y, _ = quasi_identifiers(released, columns, missing=lacking)
+    quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
+    released = _aligned(args, original, released, numeric)
+    Y, _ = quasi_identifiers(released, numeric, missing=lacking)
+    return original, released, X, Y, numeric, categorical, weights
+
+
+def cmd_evaluate(args) -> int:
+    lacking = args.missing == "pattern"
+    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking)
+    every = columns + categorical
     if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
         result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
                   "columns": columns, "correlation_difference_max": None,
@@ -575,18 +581,7 @@ def cmd_report(args) -> int:
     (:mod:`probanon.release_report`)."""
     from .release_report import assess, report_contents
 
-    original, released = read_table(args.original), read_table(args.released)
-    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
-    if not keys and not categorical:
-        raise InputError("name the quasi-identifiers with --keys (and --categorical-keys)")
-    absent = [c for c in keys + categorical if c not in original.columns or c not in released.columns]
-    if absent:
-        raise InputError(f"the key {absent[0]!r} is not in both tables")
-    X, numeric = quasi_identifiers(original, keys) if keys else (None, [])
-    released = _aligned(args, original, released, numeric + categorical)
-    if numeric:
-        quasi_identifiers(released, numeric)
-    weights = weights_of(original, args.weights, f"{args.original}: ")
+    original, released, X, _, numeric, categorical, weights = _matched_keys(args)
     compared = []
     for entry in args.compare or []:
         label, _, rest = entry.partition("=")
