@@ -6,6 +6,8 @@ import numpy as np
 import pandas as pd
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+from scipy.special import logsumexp
+from scipy.stats import binom
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DATA = SHARED_DATA / "casc"
@@ -76,3 +78,18 @@ CENSUS_TABLE_VII = paper_triangle("""
 1 1
 1
 """)
+
+
+def qbar(n, k, pi):
+    """Independent cell failure P{0 < K < k}, K ~ Binomial(n, pi) (paper 1's qbar)."""
+    if k == 1:
+        return 0.0
+    return float(np.exp(logsumexp(binom.logpmf(np.arange(1, k), n, pi))))
+
+
+def brute_qbar(pis, k):
+    """P{0 < K < k} for independent Bernoulli(pi_j), by convolution of the full pmf."""
+    pmf = np.array([1.0])
+    for p in pis:
+        pmf = np.convolve(pmf, [1 - p, p])
+    return float(pmf[1:k].sum())

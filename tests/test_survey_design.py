@@ -5,28 +5,13 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.special import logsumexp
-from scipy.stats import binom
+
+from helpers import brute_qbar, qbar
 
 from probanon.cli import main
 from probanon.errors import ParameterError, SpecificationError
 from probanon.survey.design import design, safe_cell_size
 from probanon.survey.spec import assign, build_spec, digest, verify
-
-
-def qbar(n, k, pi):
-    """Independent cell failure P{0 < K < k}, K ~ Binomial(n, pi)."""
-    if k == 1:
-        return 0.0
-    return float(np.exp(logsumexp(binom.logpmf(np.arange(1, k), n, pi))))
-
-
-def brute_qbar(pis, k):
-    """P{0 < K < k} for independent Bernoulli(pi_j), by convolution of the full pmf."""
-    pmf = np.array([1.0])
-    for p in pis:
-        pmf = np.convolve(pmf, [1 - p, p])
-    return float(pmf[1:k].sum())
 
 
 @pytest.fixture(scope="module")

@@ -149,12 +149,7 @@ class Microaggregator(ParamsMixin):
         self.k_ = check_k(self.k, E.shape[0])
         self.n_features_in_ = len(encoding.columns)
         self.feature_names_in_ = list(encoding.columns)
-        scaled = encoding.scaled()
-        mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
-        if scaled.any():  # numbers and ordinal ranks z-scored; indicators as they are
-            fitted = Standardizer.fit(E[:, scaled])
-            mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
-        self.standardizer_ = Standardizer(mean_=mean, scale_=scale)
+        self.standardizer_ = encoding.standardizer(E)  # numbers and ordinal ranks z-scored; indicators as they are
         Z = np.ascontiguousarray(self.standardizer_.transform(E))
         if strata is None:
             self.__dict__.pop("strata_", None)

@@ -26,6 +26,13 @@ Three forms, one JSON format (``to_json`` / :func:`function_from_json`):
     summed column by column in float64 by :func:`project_rows`, the function that made the
     cuts), to its ``right`` node otherwise. A leaf holds a sub-function (kind "ordered-balls"
     or "power-diagram", its rule) and a cell offset: the cell is offset + the leaf's cell.
+``decision-tree`` (the untrusted-respondent survey design, :mod:`probanon.survey.tree`)
+    A tree of questions on the keys in ORIGINAL units, which a respondent can follow on paper:
+    node 0 is the root; a split node names a key by its position ``column`` and holds either a
+    ``threshold`` (numeric key: "is the value below threshold?") or a list of ``categories``
+    (categorical key, with the function's ``encoding``: "is the value one of them?"); yes goes
+    to ``left``, no to ``right``; a leaf holds its ``cell``. The standardisation is not used
+    to assign (it serves the distortion).
 ``stratified`` (MDAV, V-MDAV, PCL fitted within strata, :mod:`.strata`)
     The strata columns, and per stratum its values (one tuple, or several for merged strata),
     its rule (kind "ordered-balls", "power-diagram" or "blocked") and a cell offset: a record
@@ -206,6 +213,34 @@ def _assign_stratified(Z, rule: dict, strata) -> np.ndarray:
     return out
 
 
+def _category_codes(encoding, column: int, categories) -> np.ndarray:
+    """Positions of ``categories`` among the levels of categorical key ``column``."""
+    name = encoding.columns[column]
+    return pd.Index(encoding.nominal.get(name) or encoding.ordinal[name]).get_indexer(categories)
+
+
+def _assign_tree(V, nodes, encoding=None) -> np.ndarray:
+    """The "decision-tree" rule on key values V (original units; categories as positions among
+    their levels, :meth:`.mixed.Encoding.values`): from node 0, a record goes to ``left`` when its
+    value is below the node's threshold (numeric key) or is one of its categories (categorical
+    key), else to ``right``, down to a leaf, whose cell it takes."""
+    out = np.empty(V.shape[0], np.int64)
+    stack = [(0, np.arange(V.shape[0]))]
+    while stack:
+        i, rows = stack.pop()
+        node = nodes[i]
+        if rows.size == 0:
+            continue
+        if "cell" in node:
+            out[rows] = node["cell"]
+            continue
+        v = V[rows, node["column"]]
+        yes = np.isin(v, _category_codes(encoding, node["column"], node["categories"])) if "categories" in node \
+            else v < node["threshold"]
+        stack += [(node["right"], rows[~yes]), (node["left"], rows[yes])]
+    return out
+
+
 def _assign_rule(kind: str, rule: dict, Z) -> np.ndarray:
     """Cell of each standardised record under a rule of kind "ordered-balls", "power-diagram"
     or "blocked"."""
@@ -261,19 +296,26 @@ class MicroaggregationFunction:
             X = X[_named(X.columns, names, "records")]
         return check_matrix(X, name="records")
 
-    def _standardised(self, X) -> np.ndarray:
-        if self.encoding is not None:  # categorical keys: read by name, embedded (.mixed)
+    def _key_values(self, X) -> np.ndarray:
+        """The records' key values, one column per key: numbers, and for categorical keys the
+        position of the category among the key's levels (read by name, :meth:`.mixed.Encoding.values`)."""
+        if self.encoding is not None:
             if isinstance(X, pd.Series):
                 X = X.to_frame().T
             if not isinstance(X, pd.DataFrame):
                 raise InputError("this function has categorical keys: give the records as a table with named columns")
-            return np.ascontiguousarray(self.standardizer.transform(self.encoding.embed(X)))
+            return self.encoding.values(X)
         X = self._records(X)
         if X.shape[1] != self.standardizer.mean_.size:
             raise InputError(
                 f"records have {X.shape[1]} columns, the function expects {self.standardizer.mean_.size}"
             )
-        return np.ascontiguousarray(self.standardizer.transform(X))
+        return X
+
+    def _standardised(self, X) -> np.ndarray:
+        V = self._key_values(X)  # categorical keys: embedded (.mixed)
+        E = V if self.encoding is None else self.encoding.embed_values(V)
+        return np.ascontiguousarray(self.standardizer.transform(E))
 
     def _strata(self, X, strata, n: int) -> list:
         """The strata values of the n records of a "stratified" function: ``strata`` (a
@@ -297,6 +339,8 @@ class MicroaggregationFunction:
         columns of a DataFrame X."""
         if self.kind == "intervals":
             return assign_intervals(self._records(X), self.rule["upper"])
+        if self.kind == "decision-tree":
+            return _assign_tree(self._key_values(X), self.rule["nodes"], self.encoding)
         Z = self._standardised(X)
         if self.kind == "stratified":
             return _assign_stratified(Z, self.rule, self._strata(X, strata, Z.shape[0]))
@@ -357,6 +401,8 @@ def _lists(rule: dict) -> dict:
 
 def _rule_lists(kind: str, rule: dict) -> dict:
     """A rule of any kind for JSON."""
+    if kind == "decision-tree":
+        return {"nodes": [dict(node) for node in rule["nodes"]]}
     if kind == "stratified":
         return {"columns": rule["columns"],
                 "strata": [{"values": [list(v) for v in s["values"]], "kind": s["kind"],
@@ -398,6 +444,9 @@ TIE_RULES = {
     "blocked": "from node 0 down the cut tree: to 'left' when z . axis <= threshold (z standardised, the "
     "product summed column by column in float64), else to 'right'; at a leaf, cell = offset + the cell of the "
     "leaf's rule (its kind's tie rule)",
+    "decision-tree": "from node 0 down the tree of questions on the keys in original units: to 'left' when the "
+    "value of key 'column' is below 'threshold' (a number) or is one of 'categories' (a categorical key), else to "
+    "'right'; a leaf gives the cell",
     "stratified": "the stratum whose values equal the record's strata values, then cell = offset + the cell of "
     "that stratum's rule (its kind's tie rule)",
 }
@@ -452,7 +501,7 @@ LEAF_KINDS = ("ordered-balls", "power-diagram")
 def _index(node: dict, key: str, low: int, high: int) -> int:
     value = node.get(key)
     if type(value) is not int or not low <= value < high:
-        raise SpecificationError(f"function: blocked node {key!r} must be an integer in {low}..{high - 1}")
+        raise SpecificationError(f"function: tree node {key!r} must be an integer in {low}..{high - 1}")
     return value
 
 
@@ -504,6 +553,53 @@ def _sub_rule_cells(kind: str, rule: dict) -> int:
     if kind == "blocked":
         return max(node["offset"] + _rule_cells(node["kind"], node["rule"]) for node in rule["nodes"] if "kind" in node)
     return _rule_cells(kind, rule)
+
+
+def _tree_rule(rule: dict, keys: int, encoding, n_cells: int) -> dict:
+    """The checked "decision-tree" rule: a tree rooted at node 0 (every other node the child of
+    exactly one node with a lower index); split nodes ask about one of the ``keys`` keys, a
+    numeric key with a finite 'threshold', a categorical key (of ``encoding``) with a non-empty
+    list of its distinct 'categories'; the leaves' cells are 0..n_cells-1, each once."""
+    nodes = rule.get("nodes")
+    if not isinstance(nodes, list) or not nodes or not all(isinstance(node, dict) for node in nodes):
+        raise SpecificationError("function: a decision-tree rule needs a non-empty list of 'nodes' (objects)")
+    parents, cells, checked = [0] * len(nodes), [], []
+    for i, node in enumerate(nodes):
+        if "cell" in node:
+            if set(node) != {"cell"} or type(node["cell"]) is not int:
+                raise SpecificationError(f"function: decision-tree leaf {i} must hold only an integer 'cell'")
+            cells.append(node["cell"])
+            checked.append({"cell": node["cell"]})
+            continue
+        column = node.get("column")
+        if type(column) is not int or not 0 <= column < keys:
+            raise SpecificationError(f"function: decision-tree node {i} must ask about a key 'column' in 0..{keys - 1}")
+        name = encoding.columns[column] if encoding is not None else None
+        categorical = name is not None and (name in encoding.nominal or name in encoding.ordinal)
+        if categorical:
+            categories = node.get("categories")
+            if set(node) != {"column", "categories", "left", "right"} or not isinstance(categories, list) \
+                    or not categories or len(set(map(str, categories))) != len(categories) \
+                    or (_category_codes(encoding, column, categories) < 0).any():
+                raise SpecificationError(f"function: decision-tree node {i} on categorical key {name!r} must hold "
+                                         "'categories' (distinct categories of the key), 'left' and 'right'")
+            split = {"column": column, "categories": list(categories)}
+        else:
+            threshold = node.get("threshold")
+            if set(node) != {"column", "threshold", "left", "right"} or type(threshold) not in (int, float) \
+                    or not np.isfinite(threshold):
+                raise SpecificationError(f"function: decision-tree node {i} on a numeric key must hold a finite "
+                                         "'threshold', 'left' and 'right'")
+            split = {"column": column, "threshold": float(threshold)}
+        left, right = _index(node, "left", i + 1, len(nodes)), _index(node, "right", i + 1, len(nodes))
+        parents[left] += 1
+        parents[right] += 1
+        checked.append({**split, "left": left, "right": right})
+    if any(count != 1 for count in parents[1:]):
+        raise SpecificationError("function: decision-tree nodes must form one tree (each node but 0 the child of one node)")
+    if sorted(cells) != list(range(n_cells)):
+        raise SpecificationError(f"function: the decision-tree leaves must give the cells 0..{n_cells - 1}, each once")
+    return {"nodes": checked}
 
 
 def _stratified_rule(rule: dict, width: int, n_cells: int) -> dict:
@@ -599,6 +695,9 @@ def function_from_json(text_or_path) -> MicroaggregationFunction:
             rule_arrays = _blocked_rule(rule, width, len(sizes))
         elif kind == "stratified":
             rule_arrays = _stratified_rule(rule, width, len(sizes))
+        elif kind == "decision-tree":
+            rule_arrays = _tree_rule(rule, len(encoding.columns) if encoding is not None else width, encoding,
+                                     len(sizes))
         else:
             rule_arrays = _rule_arrays(kind, rule, width)
             if _rule_cells(kind, rule_arrays) != len(sizes):

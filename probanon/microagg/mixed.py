@@ -89,32 +89,53 @@ class Encoding:
         return np.concatenate([np.zeros(len(self.nominal[c]), bool) if c in self.nominal else [True]
                                for c in self.columns])
 
-    def embed(self, frame: pd.DataFrame) -> np.ndarray:
-        """The records of ``frame`` (its key columns, by name) in the embedding, before z-scoring
-        (module docstring); an unknown category or level is an :class:`InputError`."""
+    def standardizer(self, E: np.ndarray, weights=None):
+        """The z-scoring of embedded records E: numbers and ordinal ranks z-scored (weighted by
+        ``weights`` if given), nominal indicators as they are."""
+        from ..data import Standardizer
+
+        scaled = self.scaled()
+        mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
+        if scaled.any():
+            fitted = Standardizer.fit(E[:, scaled], weights)
+            mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
+        return Standardizer(mean_=mean, scale_=scale)
+
+    def values(self, frame: pd.DataFrame) -> np.ndarray:
+        """The key values of the records of ``frame`` (its key columns, by name), one column per
+        key: the number of a numeric key, the position of the category among the key's levels
+        (nominal: its categories) for a categorical key. An unknown category or level, a missing
+        or non-numeric value is an :class:`InputError`."""
         missing = [c for c in self.columns if c not in frame.columns]
         if missing:
             raise InputError(f"records have no key column {missing[0]!r}")
-        parts = []
-        for c in self.columns:
+        V = np.empty((len(frame), len(self.columns)))
+        for j, c in enumerate(self.columns):
             values = frame[c]
             if c in self.nominal or c in self.ordinal:
-                levels = self.nominal.get(c) or self.ordinal[c]
-                codes = pd.Index(levels).get_indexer([_level(v) for v in values])
+                codes = pd.Index(self.nominal.get(c) or self.ordinal[c]).get_indexer([_level(v) for v in values])
                 if (codes < 0).any():
                     raise InputError(f"key {c!r}: the value {values.iloc[int(np.argmax(codes < 0))]!r} is not one of "
                                      "the fitted categories")
-                if c in self.ordinal:
-                    parts.append(codes[:, None].astype(np.float64))
-                else:
-                    parts.append(np.eye(len(levels))[codes] * NOMINAL_SCALE)
+                V[:, j] = codes
             else:
-                parts.append(pd.to_numeric(values, errors="coerce").to_numpy(np.float64)[:, None])
-        E = np.hstack(parts)
-        if not np.isfinite(E).all():
-            row = int(np.argwhere(~np.isfinite(E))[0][0])
+                V[:, j] = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
+        if not np.isfinite(V).all():
+            row = int(np.argwhere(~np.isfinite(V))[0][0])
             raise InputError(f"records have a missing, infinite or non-numeric key value (row {row})")
-        return np.ascontiguousarray(E)
+        return V
+
+    def embed(self, frame: pd.DataFrame) -> np.ndarray:
+        """The records of ``frame`` (its key columns, by name) in the embedding, before z-scoring
+        (module docstring), from :meth:`values`."""
+        return self.embed_values(self.values(frame))
+
+    def embed_values(self, V: np.ndarray) -> np.ndarray:
+        """Key values (:meth:`values`) in the embedding: a nominal key's position becomes its
+        scaled indicator columns."""
+        parts = [np.eye(len(self.nominal[c]))[V[:, j].astype(np.int64)] * NOMINAL_SCALE if c in self.nominal
+                 else V[:, j:j + 1] for j, c in enumerate(self.columns)]
+        return np.ascontiguousarray(np.hstack(parts))
 
     def released(self, frame: pd.DataFrame, labels: np.ndarray, weights=None) -> np.ndarray:
         """(groups x keys, object) each group's released values (module docstring)."""

@@ -45,7 +45,7 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
     released = ~failed if survey.description["release"]["small_cells"] == "suppress" else np.ones_like(failed)
     shown = released & (counts > 0)
     model = dict(g["participation"])
-    if model["model"] == "per-record":
+    if model["model"] != "constant":  # per-record or a fitted model: the cells list their pi_j
         model["mean_pi"] = float(np.mean([p for c in spec["cells"] for p in c["participation"]]))
     expected_pi = model.get("pi", model.get("mean_pi"))
     cells = [{"cell": c, "size": int(sizes[c]), "responses": int(counts[c]),

@@ -273,6 +273,21 @@ def log_cell_failure(k: int, participation) -> float:
 
 
 @njit(cache=True)
+def prefix_log_failures(pis, k):
+    """log qbar of every prefix of the records in the order given: out[s - 1] for the cell of
+    pis[0..s-1], s = 1..n (Algorithm A grown one record at a time, one O(n k) scan; 0, i.e.
+    qbar = 1, for s < k: no prefix shorter than k is a cell)."""
+    v = np.zeros(k)
+    v[0] = 1.0
+    scale = 0.0
+    out = np.empty(pis.size)
+    for s in range(pis.size):
+        scale += _step(v, pis[s])
+        out[s] = _log_tail(v, scale)[0] if s + 1 >= k else 0.0
+    return out
+
+
+@njit(cache=True)
 def _cells_log_failure(pis, ends, k):
     out = np.empty(ends.size)
     start = 0

@@ -32,24 +32,58 @@ def cmd_plan(args) -> int:
     return 0
 
 
+def _participation_model(args):
+    """The logistic participation model of ``--previous-wave``, fitted."""
+    from .participation import LogisticParticipation
+
+    if args.covariates is None:
+        raise ParameterError("--previous-wave needs --covariates (the columns of the participation model)")
+    model = LogisticParticipation(args.covariates, responded=args.responded, confidence=args.robust,
+                                  optimism=0.0 if args.optimism is None else args.optimism)
+    return model.fit(read_table(args.previous_wave))
+
+
 def cmd_design(args) -> int:
     from ..progress import Progress
-    from .design import design
+    from .design import METHODS, design
     from .spec import build_spec
 
     frame = read_table(args.population)
     participation = args.participation if args.participation_column is None else args.participation_column
+    if args.previous_wave is not None:  # issue 18.3: a logistic model fitted on the previous wave
+        participation = _participation_model(args)
+    elif (args.covariates, args.robust, args.optimism) != (None, None, None):
+        raise ParameterError("--covariates, --robust and --optimism need --previous-wave")
     note = (f"survey design: {len(frame)} records into cells of k = {args.k} or more "
             "(the first run compiles the numerical kernels: a minute or two)")
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
-                   weights=args.weights)
+                   weights=args.weights, method=args.method, nominal=args.nominal, ordinal=args.ordinal,
+                   random_state=args.seed)
     spec = build_spec(d, participation_column=args.participation_column)
     args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
-    print(f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
+    print(f"{METHODS[d.method]} design: "
+          f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
           f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
           file=sys.stderr)
+    return 0
+
+
+def cmd_questionnaire(args) -> int:
+    """The printable questionnaire of a verified tree specification (issue 18.1)."""
+    from .questionnaire import questionnaire_html
+    from .spec import verify
+
+    labels = {}
+    for item in args.label or []:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip() or not text.strip():
+            raise ParameterError(f"--label must be NAME=TEXT, got {item!r}")
+        labels[name.strip()] = text.strip()
+    page = questionnaire_html(verify(args.spec, expected_digest=args.digest), labels=labels, title=args.title)
+    args.outputs.write({args.output: page})
+    print(f"questionnaire written to {args.output}", file=sys.stderr)
     return 0
 
 
@@ -130,14 +164,40 @@ def add_parser(sub) -> None:
     g = d.add_mutually_exclusive_group(required=True)
     g.add_argument("--participation", type=float)
     g.add_argument("--participation-column")
+    add_input(g, "--previous-wave", metavar="FILE",
+              help="a previous wave of the same frame with a 0/1 --responded column: pi_j from a logistic "
+                   "regression on --covariates, applied to the population (the model is published in the spec)")
+    d.add_argument("--responded", default="responded", metavar="COL", help="the previous wave's 0/1 column")
+    d.add_argument("--covariates", metavar="A,B,...", help="the covariates of the participation model")
+    d.add_argument("--robust", type=float, metavar="CONF",
+                   help="design with each pi_j's one-sided lower confidence bound at this level, in (0.5, 1)")
+    d.add_argument("--optimism", type=float, metavar="F",
+                   help="how much too high the model may be (e.g. 0.2): pi_j divided by 1 + F")
     d.add_argument("--risk", type=float, required=True)
     d.add_argument("--columns")
     d.add_argument("--weights", metavar="COL",
                    help="design weights (a population column, numbers > 0): the centroids and the distortion D weight "
                         "each record by d_j pi_j; the cells do not change")
+    d.add_argument("--method", choices=("mdav", "pcl", "tree"), default="mdav",
+                   help="mdav (default, the paper's: respondents apply the published function on their device), pcl "
+                        "(the same trust, PCL cells: lower distortion), tree (respondents who trust no software: "
+                        "questions on one key each, followed on paper, see 'survey questionnaire')")
+    d.add_argument("--nominal", metavar="COLS", help="tree: comma-separated nominal keys (questions on sets of categories)")
+    d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys (levels in numeric, else text "
+                                                     "order)")
+    d.add_argument("--seed", type=seed, default=None, help="pcl: seed of its random kicks (default: fresh entropy)")
     add_output(d, "-o", "--output", required=True)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)
+
+    q = ss.add_parser("questionnaire", help="the printable questions of a tree design (survey design --method tree)")
+    add_input(q, "spec", table=False)
+    add_output(q, "-o", "--output", required=True, help="the HTML page (self-contained; print it from a browser)")
+    q.add_argument("--digest", metavar="sha256:HEX", help="the digest the specification must have (see verify)")
+    q.add_argument("--label", action="append", metavar="NAME=TEXT",
+                   help="how a key is named in the questions (repeatable), e.g. --label age='age in years'")
+    q.add_argument("--title", help="the page's title (default: 'Find your cell')")
+    q.set_defaults(func=cmd_questionnaire)
 
     v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)")
     add_input(v, "spec", table=False)

@@ -24,12 +24,21 @@ farthest record is the first in row order on ties. A numba kernel (:mod:`._per_r
 float32 passes with exact float64 decisions) builds it in O(n d) memory: 10^6 records in
 minutes.
 
+Other designs (issue 18, ``method=``): "pcl", PCL cells (the paper: "readily extensible to
+any k-anonymous microaggregation algorithm") published as a power diagram, :func:`_pcl_cells`;
+"tree", cells a respondent finds on paper by answering single-key questions, categorical keys
+allowed (:mod:`.tree`, function kind "decision-tree"). Whatever the method, the labels are those
+the published function assigns, and every cell is checked at its real size (constant pi) or by
+Algorithm A on its members (per-record pi_j) before the design is returned.
+
 Centroids are pi-weighted, x_c = sum pi_j x_j / sum pi_j, and the distortion is
 D = sum_j pi_j ||z_j - z_c(j)||^2 / (m sum_j pi_j) on z-scored quasi-identifiers (Sec. VI.B;
 m = number of non-constant columns; D = SSE/SST when pi = 1). With design weights d_j (a frame
 record standing for d_j persons; issue 17.1), every pi_j above becomes d_j pi_j, the expected
 number of respondents the record stands for, and D's z-scores use the d-weighted mean and sd (the
 population's): the cells do not change, the centroids and D do (D = weighted SSE/SST when pi = 1).
+With categorical keys (tree), D is measured in the embedding of :mod:`probanon.microagg.mixed`
+(a nominal key: 1 per differing category, from the cell's mean indicators), m counting keys.
 """
 
 from __future__ import annotations
@@ -40,43 +49,36 @@ from dataclasses import dataclass
 import numba
 import numpy as np
 import pandas as pd
-from numba import njit
 
-from .._validation import check_k, check_matrix, check_weights, weights_of
+from .._validation import check_k, check_matrix, check_random_state, check_weights, is_numeric_column, weights_of
 from ..data import Standardizer, is_constant, select_columns
 from ..errors import ParameterError, ProbanonError
 from ..microagg.base import group_means
 from ..microagg.function import MicroaggregationFunction
+from ..microagg.function import _assign_power
 from ..microagg.mdav import mdav_partition
+from ..microagg.mixed import Encoding
+from ..microagg.pcl import pcl_partition
+from ..microagg.potentials import strict_offsets
+from ..microagg.transport import transport_assign
+from ..release import column_list
 from . import _per_record
 from .anonymity import (
-    _log_tail,
-    _step,
     cell_failure,
     cells_log_failure,
     check_participation,
     check_participations,
     check_risk,
     log_cell_failure,
+    prefix_log_failures,
     required_anonymity,
 )
+from .participation import LogisticParticipation
+from .tree import tree_partition
 
 
 class DesignError(ProbanonError, ValueError):
     """The population cannot be partitioned into safe cells (too few records)."""
-
-
-@njit(cache=True)
-def _log_failures(pi, k, N):
-    """log qbar(s) for s = 1..N with constant pi (one Algorithm A scan)."""
-    v = np.zeros(k)
-    v[0] = 1.0
-    scale = 0.0
-    out = np.empty(N)
-    for s in range(N):
-        scale += _step(v, pi)
-        out[s] = _log_tail(v, scale)[0] if s + 1 >= k else 0.0
-    return out
 
 
 def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:
@@ -87,7 +89,7 @@ def safe_cell_size(k: int, pi: float, risk: float, records: int) -> int:
     eff = required_anonymity(k, pi, risk)
     if eff.n > records:
         raise DesignError(f"the population has {records} records but one safe cell needs n_min = {eff.n}")
-    logq = _log_failures(pi, k, records)
+    logq = prefix_log_failures(np.full(records, float(pi)), k)
     bad = np.flatnonzero(logq[eff.n - 1:] > math.log(risk))
     if bad.size == 0:
         return eff.n
@@ -111,6 +113,8 @@ class SurveyDesign:
     cell_size: int  # the MDAV group size used (constant pi)
     cell_failures: np.ndarray  # qbar of every cell at its real size
     distortion: float
+    participation_model: dict | None = None  # a fitted model's specification (LogisticParticipation.to_spec())
+    method: str = "mdav"  # "mdav", "pcl" or "tree" (METHODS)
 
     @property
     def sizes(self) -> np.ndarray:
@@ -139,22 +143,109 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float, p
     return state["labels"], state["refs"][:g], state["rad2"][:g], state["bnds"][:g]
 
 
-def design(population, k: int, participation, risk: float, columns=None, progress=None, weights=None) -> SurveyDesign:
+def _balls_rule(Z, refs, rad2, bnds) -> dict:
+    """The "ordered-balls" rule of MDAV's groups (their references, squared radii and boundary
+    records; the last group is the default)."""
+    d = Z.shape[1]
+    return {"references": np.ascontiguousarray(Z[refs[:-1]].reshape(-1, d)),
+            "radius2": np.ascontiguousarray(rad2[:-1]), "boundary": np.ascontiguousarray(Z[bnds[:-1]].reshape(-1, d))}
+
+
+#: rounds of the per-record PCL repair (each one exact size-constrained assignment)
+REPAIR_ROUNDS = 200
+
+
+def _pcl_cells(Z, pis, k: int, risk: float, cell_size, rng):
+    """PCL cells (issue 18.2; paper 3 over the paper 1 guarantee) and their power diagram rule.
+
+    Constant pi: PCL with minimum cell size n_cell (every size from n_cell on is safe, see
+    :func:`safe_cell_size`). Per-record pi_j: PCL with the minimum size that is safe at the
+    median pi_j, then a repair that keeps the cells a power diagram: while some cell fails
+    Algorithm A on its members' pi_j, its minimum size m_q is raised (to the n_min of its mean
+    pi_j, and by at least one record) and the exact size-constrained assignment to the same
+    centres (:func:`.microagg.transport.transport_assign`, min-cost flow; its duals are the
+    offsets) is solved again; the m_q only grow, and when they exceed the records the failing
+    cell of fewest records is dissolved (its centre removed). The labels returned are those
+    the published rule assigns (strict offsets, :func:`.microagg.potentials.strict_offsets`)."""
+    n = Z.shape[0]
+    if cell_size is not None:
+        labels, centers, offsets, _ = pcl_partition(Z, cell_size, random_state=rng)
+    else:
+        log_pbar = math.log(risk)
+        start = required_anonymity(k, float(np.median(pis)), risk).n
+        if start > n:
+            raise DesignError(f"the population has {n} records but one safe cell needs about {start}")
+        labels, centers, _, _ = pcl_partition(Z, start, random_state=rng)
+        m = np.full(centers.shape[0], start, np.int64)
+        for _ in range(REPAIR_ROUNDS):
+            sizes = np.bincount(labels, minlength=m.size)
+            order = np.argsort(labels, kind="stable")
+            bad = np.flatnonzero(cells_log_failure(k, pis[order], sizes) > log_pbar)
+            if bad.size == 0:
+                break
+            for q in bad:
+                mean = float(pis[labels == q].mean())
+                m[q] = max(m[q] + 1, required_anonymity(k, mean, risk, max_records=n).n)
+            while m.sum() > n:  # no room: dissolve the failing cell of fewest records
+                if m.size == 1:
+                    raise DesignError("the whole population is not even one safe cell: too few records")
+                q = int(bad[np.argmin(sizes[bad])]) if bad.size else int(np.argmax(m))
+                centers, m = np.delete(centers, q, axis=0), np.delete(m, q)
+                bad = bad[bad != q] - (bad[bad != q] > q)
+                sizes = np.delete(sizes, q)
+            labels = transport_assign(Z, centers, m).labels
+        else:
+            raise DesignError(f"PCL cells not all safe after {REPAIR_ROUNDS} rounds of repair")
+        strict = strict_offsets(Z, centers, labels)
+        offsets = strict[1] if strict is not None else \
+            transport_assign(Z, centers, np.bincount(labels, minlength=centers.shape[0])).offsets
+    rule = {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}
+    return _assign_power(Z, rule["centers"], rule["offsets"]), rule
+
+
+#: designs: MDAV's ordered balls (paper 1), PCL's power diagram, the untrusted-mode tree (issue 18)
+METHODS = {"mdav": "MDAV", "pcl": "PCL", "tree": "tree of questions"}
+
+
+def design(population, k: int, participation, risk: float, columns=None, progress=None, weights=None,
+           method: str = "mdav", nominal=(), ordinal=(), random_state=None) -> SurveyDesign:
     """Design the microaggregation function for a survey (paper 1).
 
     ``population``: the model population's quasi-identifiers (DataFrame or array);
     ``participation``: a constant pi in (0, 1], or one pi_j per population record (array,
-    or the name of a population column); ``risk``: the acceptable cell failure pbar, so each
-    cell is k-anonymous with probability >= 1 - pbar. ``progress``: None or a callback
-    ``progress(n)``, called with 0 once the inputs are checked (before the numerical kernels
-    run, or compile on first use), then with the number of population records placed in cells
-    (N in all; per-record participation reports every max(1, N // (100 k)) cells, constant
-    participation at once after MDAV). ``weights``: design weights d_j (n numbers > 0, or the
-    name of a population column) for the centroids and D (module docstring). Returns a
-    :class:`SurveyDesign`.
+    or the name of a population column, or a fitted :class:`.participation.LogisticParticipation`
+    whose covariates are then no quasi-identifiers unless named in ``columns``); ``risk``: the
+    acceptable cell failure pbar, so each cell is k-anonymous with probability >= 1 - pbar.
+    ``progress``: None or a callback ``progress(n)``, called with 0 once the inputs are checked
+    (before the numerical kernels run, or compile on first use), then with the number of
+    population records placed in cells (N in all; per-record participation with MDAV reports every
+    max(1, N // (100 k)) cells, the other designs at once at the end). ``weights``: design
+    weights d_j (n numbers > 0, or the name of a population column) for the centroids and D
+    (module docstring).
+
+    ``method``: "mdav" (locally trusted respondents, the paper's design: ordered balls), "pcl"
+    (locally trusted, PCL cells published as a power diagram, :func:`_pcl_cells`) or "tree"
+    (untrusted respondents: a tree of questions on the keys, :mod:`.tree`). ``nominal`` /
+    ``ordinal`` (tree only): categorical keys by name, added to the numeric keys (``columns``,
+    default every numeric column); their released value is the cell's (pi-weighted) mode or
+    median level (:mod:`probanon.microagg.mixed`). ``random_state`` seeds PCL's kicks.
+    Returns a :class:`SurveyDesign`.
     """
     k = check_k(k)
     risk = check_risk(risk)
+    if method not in METHODS:
+        raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    categorical = list(column_list(nominal)) + list(column_list(ordinal))
+    if categorical and method != "tree":
+        raise ParameterError("categorical keys (nominal, ordinal) need the tree design (method 'tree')")
+    if categorical and not isinstance(population, pd.DataFrame):
+        raise ParameterError("categorical keys need the population as a table with named columns")
+    model_spec = None
+    if isinstance(participation, LogisticParticipation):  # issue 18.3: pi_j from a fitted model
+        model_spec = participation.to_spec()
+        participation = participation.probabilities(population, name="the population")
+        if columns is None:
+            population = population.drop(columns=model_spec["covariates"])
     if isinstance(population, pd.DataFrame):
         if isinstance(participation, str):
             if participation not in population.columns:
@@ -164,8 +255,19 @@ def design(population, k: int, participation, risk: float, columns=None, progres
             population = population.drop(columns=[column])
         if isinstance(weights, str):
             weights, population = weights_of(population, weights), population.drop(columns=[weights])
-        cols = select_columns(population, columns)
-        X = check_matrix(population[cols], name="population")
+        if categorical:  # the numeric keys, then the categorical ones, in the table's order
+            numeric = [c for c in column_list(columns) if c not in categorical]
+            rest = population.drop(columns=[c for c in categorical if c in population.columns])
+            if numeric or any(is_numeric_column(rest[c]) for c in rest.columns):
+                numeric = select_columns(rest, numeric or None)
+            chosen = set(numeric) | set(categorical)
+            cols = [c for c in population.columns if c in chosen] + [c for c in categorical if c not in population.columns]
+            encoding = Encoding.fit(population.reindex(columns=cols), column_list(nominal), column_list(ordinal))
+            V = encoding.values(population[cols])
+            X = encoding.embed_values(V)
+        else:
+            cols = select_columns(population, columns)
+            X = check_matrix(population[cols], name="population")
     else:
         cols = None
         X = check_matrix(population, name="population")
@@ -185,18 +287,29 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         raise DesignError(f"the population has {N} records but a cell needs at least k = {k}")
     if progress is not None:
         progress(0)
-    std = Standardizer.fit(X)
+    encoding = encoding if categorical else None
+    std = Standardizer.fit(X) if encoding is None else encoding.standardizer(X)
     Z = np.ascontiguousarray(std.transform(X))
-    if constant:
-        size = safe_cell_size(k, pi, risk, N)
-        n_min = required_anonymity(k, pi, risk).n
+    size = safe_cell_size(k, pi, risk, N) if constant else None
+    if method == "mdav" and constant:
         part = mdav_partition(Z, size, keep_duplicates=True)
-        labels, refs, rad2, bnds = part.labels, part.references, part.radius2, part.boundary
-        if progress is not None:
-            progress(N)
-    else:
+        kind, rule = "ordered-balls", _balls_rule(Z, part.references, part.radius2, part.boundary)
+        labels = part.labels
+    elif method == "mdav":
         labels, refs, rad2, bnds = _per_record_partition(Z, pis, k, risk, progress)
-        size = 0
+        kind, rule = "ordered-balls", _balls_rule(Z, refs, rad2, bnds)
+    elif method == "pcl":
+        labels, rule = _pcl_cells(Z, pis, k, risk, size, check_random_state(random_state))
+        kind = "power-diagram"
+    else:
+        kinds = ["nominal" if c in encoding.nominal else "ordinal" if c in encoding.ordinal else "numeric"
+                 for c in encoding.columns] if encoding is not None else ["numeric"] * Z.shape[1]
+        levels = [encoding.nominal.get(c) or encoding.ordinal.get(c) for c in encoding.columns] \
+            if encoding is not None else [None] * Z.shape[1]
+        labels, nodes = tree_partition(V if encoding is not None else X, Z, mass, kinds, levels, k, risk, pis, size)
+        kind, rule = "decision-tree", {"nodes": nodes}
+    if progress is not None and (method != "mdav" or constant):  # the per-record kernel reports as it goes
+        progress(N)
     n_cells = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_cells)
     if constant:
@@ -207,30 +320,25 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     if (failures > risk).any():
         c = int(np.argmax(failures))
         raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")
-    if not constant:
-        n_min = int(sizes.min())
-    centroids = group_means(X, labels, n_cells, weights=mass)
-    d = Z.shape[1]
+    n_min = required_anonymity(k, pi, risk).n if constant else int(sizes.min())
+    centroids = group_means(X, labels, n_cells, weights=mass) if encoding is None else \
+        encoding.released(population[cols], labels, mass)
     function = MicroaggregationFunction(
-        kind="ordered-balls",
-        standardizer=std,
-        centroids=centroids,
-        sizes=sizes,
-        rule={
-            "references": np.ascontiguousarray(Z[refs[:-1]].reshape(-1, d)),
-            "radius2": np.ascontiguousarray(rad2[:-1]),
-            "boundary": np.ascontiguousarray(Z[bnds[:-1]].reshape(-1, d)),
-        },
-        columns=cols,
-        meta={"method": "survey design (MDAV)", "k": k, "weighted": weights is not None},
+        kind=kind, standardizer=std, centroids=centroids, sizes=sizes, rule=rule,
+        columns=list(cols) if cols is not None else None, encoding=encoding,
+        meta={"method": f"survey design ({METHODS[method]})", "k": k, "weighted": weights is not None,
+              **({"nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)} if encoding else {})},
     )
     if d_j is not None:  # D on the population's z-scores (d-weighted mean and sd)
-        std = Standardizer.fit(X, d_j)
+        std = Standardizer.fit(X, d_j) if encoding is None else encoding.standardizer(X, d_j)
         Z = std.transform(X)
     zc = group_means(Z, labels, n_cells, weights=mass)
     varying = ~is_constant(std.mean_, X.std(axis=0))
+    if encoding is not None:  # a key varies when any of its embedded columns does
+        varying = np.array([v.any() for v in np.split(varying, np.cumsum(
+            [len(encoding.nominal[c]) if c in encoding.nominal else 1 for c in encoding.columns])[:-1])])
     err = (mass * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
     distortion = float(err / (max(int(varying.sum()), 1) * mass.sum()))
     return SurveyDesign(function=function, labels=labels, k=k, risk=risk, participation=pi,
-                        record_participation=pis, n_min=int(n_min), cell_size=int(size),
-                        cell_failures=failures, distortion=distortion)
+                        record_participation=pis, n_min=int(n_min), cell_size=int(size or 0), method=method,
+                        cell_failures=failures, distortion=distortion, participation_model=model_spec)

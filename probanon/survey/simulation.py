@@ -55,6 +55,7 @@ from .anonymity import (
     check_participations,
     table_sizes,
 )
+from .participation import participation_from_spec
 
 MAX_BATCH_ELEMENTS = 1 << 24  # uniforms drawn at once (~16.8e6 doubles, 134 MB)
 PARTICIPATION_RTOL = 1e-9  # a population's pi_j against a specification's (simulate_spec)
@@ -385,12 +386,14 @@ def _spec_population(verified, population) -> list[np.ndarray]:
     order = np.argsort(cells, kind="stable")
     if model["model"] == "constant":
         pis = np.full(len(population), float(model["pi"]))
+    elif model["model"] == "logistic":  # issue 18.3: recomputed from the model and the covariates
+        pis = participation_from_spec(model, population, name="the population")
     else:
         if column is None or column not in population.columns:
             raise InputError(f"the population needs the participation column {column!r} of this specification")
         pis = check_participations(population[column].to_numpy(), name=column)
     groups = np.split(pis[order], np.cumsum(declared)[:-1])
-    if model["model"] == "per-record":
+    if model["model"] != "constant":
         for c, (group, cell) in enumerate(zip(groups, verified.spec["cells"])):
             if not np.allclose(np.sort(group), cell["participation"], rtol=PARTICIPATION_RTOL, atol=0.0):
                 raise InputError(f"cell {c}: the participation probabilities of the population's records differ "

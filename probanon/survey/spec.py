@@ -4,11 +4,17 @@ A JSON document that every respondent can check and apply alone:
 
     {"probanon_survey_spec": 1,
      "guarantee": {"k", "risk" (pbar), "participation": {"model": "constant", "pi"} or
-                   {"model": "per-record"}, "n_min", "cell_size", "records"},
+                   {"model": "per-record"} or {"model": "logistic", ...}, "n_min", "cell_size", "records"},
      "function": the microaggregation function (standardisation, assignment rule, centroids),
-     "cells": [{"size", "failure"} (+ "participation": sorted pi_j for per-record)],
+     "cells": [{"size", "failure"} (+ "participation": sorted pi_j for per-record and logistic)],
      "distortion": D,
      "digest": "sha256:<hex of the canonical form of everything else>"}
+
+A logistic model (issue 18.3, :mod:`.participation`: covariates, coefficients, an optional lower
+confidence bound, the stated optimism) lets whoever holds the frame recompute every pi_j
+(:func:`~.participation.participation_from_spec`; ``simulate_spec`` compares them with the cells'
+lists). :func:`verify` has no frame: it checks the model's fields and, as for per-record
+participation, every cell's failure from its declared pi_j.
 
 The canonical form is ``json.dumps(spec_without_digest, sort_keys=True,
 separators=(",", ":"), allow_nan=False)`` in UTF-8. :func:`verify` recomputes the digest and
@@ -58,6 +64,7 @@ from .anonymity import (
     effective_anonymity,
 )
 from .design import SurveyDesign
+from .participation import check_model_spec
 
 VERSION = 1
 TOLERANCE = 1e-9  # relative agreement of a recomputed failure with the declared one
@@ -108,6 +115,8 @@ def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict
         model = {"model": "per-record"}
         if participation_column is not None:
             model["column"] = participation_column
+    if d.participation_model is not None:  # a fitted model: the cells carry their pi_j as per-record
+        model = dict(d.participation_model)
     cells = [{"size": int(size), "failure": float(failure)} for size, failure in zip(d.sizes, d.cell_failures)]
     if d.participation is None:  # each cell's pi_j, sorted
         by_cell = d.record_participation[np.lexsort((d.record_participation, d.labels))]
@@ -228,6 +237,8 @@ def _check_guarantee(spec: dict) -> tuple[MicroaggregationFunction, list[str]]:
         n_min = effective_anonymity(k, pi, risk).n
         if _field(g, "n_min", "guarantee ") != n_min:
             raise SpecificationError(f"specification: n_min is {n_min} for this guarantee, not {g['n_min']}")
+    elif kind == "logistic":
+        check_model_spec(model)
     elif kind != "per-record":
         raise SpecificationError(f"specification: unknown participation model {kind!r}")
     stated = [_field(c, "failure", f"cell {i} ") for i, c in enumerate(cells)]
