@@ -312,7 +312,20 @@ def test_cli_design_methods(census_frame, tmp_path, capsys):
     assert main(["survey", "design", str(mixed), "-k", "4", "--participation", "0.7", "--risk", "0.01",
                  "--method", "tree", "--nominal", "region", "--ordinal", "education", "-o", str(spec), "--quiet"]) == 0
     assert main(["survey", "verify", str(spec)]) == 0
+    # the respondents' side with categorical keys: assign (read by name) and the Monte Carlo check
+    frame = mixed_frame().assign(satisfaction=lambda f: np.arange(len(f)) % 11)
+    frame.to_csv(mixed, index=False)
+    out = tmp_path / "assigned.csv"
+    assert main(["survey", "assign", str(spec), str(mixed), "-o", str(out), "--confidential", "satisfaction",
+                 "--keep-order"]) == 0
+    assigned = pd.read_csv(out)
+    v = verify(str(spec))
+    assert assigned["cell"].tolist() == v.function.assign(frame).tolist()
+    released = np.asarray(v.function.centroids, dtype=object)[assigned["cell"]]
+    assert assigned["region"].tolist() == released[:, 2].tolist()
     capsys.readouterr()
+    assert main(["survey", "simulate", str(spec), str(mixed), "--runs", "50", "--seed", "1"]) == 0
+    assert json.loads(capsys.readouterr().out)["cells"] == len(v.function.sizes)
     assert main(["survey", "design", str(mixed), "-k", "4", "--participation", "0.7", "--risk", "0.01",
                  "--nominal", "region", "-o", str(tmp_path / "x.json"), "--quiet"]) != 0
     assert "tree design" in capsys.readouterr().err

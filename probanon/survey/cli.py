@@ -111,6 +111,8 @@ def cmd_assign(args) -> int:
     from .spec import assign, verify
 
     v = verify(args.spec)
+    if v.function.encoding is not None:  # categorical keys (a tree design's): read as they are
+        args.categorical = list(v.function.encoding.nominal) + list(v.function.encoding.ordinal)
 
     def cells(X, frame):
         found, centroids = assign(v, X)

@@ -367,13 +367,14 @@ def _spec_population(verified, population) -> list[np.ndarray]:
         if missing:
             raise InputError(f"the population has no column {missing[0]!r} of the specification's function "
                              f"(columns {', '.join(map(str, f.columns))})")
-        columns = select_columns(population, list(f.columns))  # text in a number: named with its line
+        # text in a number: named with its line (categorical keys: checked by the function's encoding)
+        columns = list(f.columns) if f.encoding is not None else select_columns(population, list(f.columns))
     else:
         columns = select_columns(population.drop(columns=[column] if column in population.columns else []))
         if len(columns) != width:
             raise InputError(f"the population has {len(columns)} numeric columns, the specification's function "
                              f"takes {width} (it does not name them)")
-    X = check_matrix(population[columns], name="population")
+    X = population[columns] if f.encoding is not None else check_matrix(population[columns], name="population")
     cells = np.asarray(f.assign(X))
     declared = np.asarray(f.sizes, dtype=np.int64)
     found = np.bincount(cells, minlength=declared.size)
