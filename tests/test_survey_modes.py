@@ -155,6 +155,13 @@ def test_tree_with_categorical_keys():
     assert "region" in used  # the region separates incomes: it is asked about
     with pytest.raises(InputError, match="'Mars'"):
         v.function.assign(frame.assign(region="Mars").iloc[:3])
+    # 'probanon survey respond' computes the cell from typed values (text) the same way
+    from probanon.service.client import cell_of
+
+    for i in range(0, len(frame), 7):
+        assert cell_of(v, {c: str(frame.iloc[i][c]) for c in frame.columns}) == d.labels[i]
+    with pytest.raises(InputError, match="one of 'East', 'North', 'South', 'West, coast', got 'Mars'"):
+        cell_of(v, {"age": 30, "income": 1000, "region": "Mars", "education": "primary"})
 
 
 class _Questionnaire(HTMLParser):

@@ -24,6 +24,7 @@ import secrets
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 from ..errors import InputError, ParameterError, SpecificationError
 from ..survey.spec import assign, load_spec, parse_digest, verify
@@ -91,9 +92,17 @@ def cell_of(verified, values: dict) -> int:
     if missing or extra:
         what = f"no value for {missing[0]!r}" if missing else f"{extra[0]!r} is not a quasi-identifier of this survey"
         raise InputError(f"{what} (the survey asks for {', '.join(columns)})")
+    encoding = verified.function.encoding  # categorical keys (a tree design's): one of their levels
+    levels = {} if encoding is None else {**encoding.nominal, **encoding.ordinal}
     row = []
     for c in columns:
         v = values[c]
+        if c in levels:
+            found = [level for level in levels[c] if level == v or str(level) == str(v).strip()]
+            if not found:
+                raise InputError(f"the value of {c!r} must be one of {', '.join(map(repr, levels[c]))}, got {v!r}")
+            row.append(found[0])
+            continue
         try:
             x = float(v.strip()) if isinstance(v, str) else (math.nan if isinstance(v, bool) else float(v))
         except (TypeError, ValueError):
@@ -101,7 +110,8 @@ def cell_of(verified, values: dict) -> int:
         if not math.isfinite(x):
             raise InputError(f"the value of {c!r} must be a finite number")
         row.append(x)
-    cells, _ = assign(verified, np.array([row]))
+    record = pd.DataFrame([row], columns=columns) if levels else np.array([row])
+    cells, _ = assign(verified, record)
     return int(cells[0])
 
 
