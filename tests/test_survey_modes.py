@@ -151,6 +151,12 @@ def test_tree_with_categorical_keys():
         levels = ["primary", "secondary", "tertiary"]
         ranks = sorted(levels.index(e) for e in members["education"])
         assert released[c, 3] == levels[ranks[(len(ranks) - 1) // 2]]
+    assert d.function.encoding.ordinal["education"] == ["primary", "secondary", "tertiary"]
+    levels = {"low": "primary", "mid": "secondary", "high": "tertiary"}  # an order that is not alphabetical
+    renamed = frame.assign(education=frame["education"].map({v: k for k, v in levels.items()}))
+    other = design(renamed, K, PI, RISK, method="tree", nominal=["region"], ordinal={"education": ["low", "mid", "high"]})
+    assert other.function.encoding.ordinal["education"] == ["low", "mid", "high"]
+    assert np.array_equal(other.labels, d.labels)  # the same questions, the levels renamed
     used = {frame.columns[n["column"]] for n in spec["function"]["rule"]["nodes"] if "categories" in n}
     assert "region" in used  # the region separates incomes: it is asked about
     with pytest.raises(InputError, match="'Mars'"):

@@ -23,7 +23,7 @@ from ..survey.spec import GuaranteeError, canonical_bytes, verify
 from . import db
 from .answers import Field, SchemaError, parse_field, parse_questions, parse_schema
 
-KINDS = ("ordered-balls", "power-diagram")  # what the respondent page applies
+KINDS = ("ordered-balls", "power-diagram", "decision-tree")  # what the respondent page applies
 SMALL_CELLS = ("suppress", "flag")
 CREATE_KEYS = {"title", "spec", "answers", "opens", "closes", "requires_token", "release", "questions"}
 
@@ -145,7 +145,8 @@ class Survey:
 
     @cached_property
     def centroids(self) -> np.ndarray:
-        return np.asarray(self.spec["function"]["centroids"], dtype=np.float64)
+        function = self.spec["function"]  # categorical keys (a tree design's): released as categories
+        return np.asarray(function["centroids"], dtype=object if "encoding" in function else np.float64)
 
     def status(self, at: dt.datetime | None = None) -> str:
         at = at or db.now()

@@ -262,7 +262,8 @@ def design(population, k: int, participation, risk: float, columns=None, progres
                 numeric = select_columns(rest, numeric or None)
             chosen = set(numeric) | set(categorical)
             cols = [c for c in population.columns if c in chosen] + [c for c in categorical if c not in population.columns]
-            encoding = Encoding.fit(population.reindex(columns=cols), column_list(nominal), column_list(ordinal))
+            encoding = Encoding.fit(population.reindex(columns=cols), column_list(nominal),
+                                    ordinal if isinstance(ordinal, dict) else column_list(ordinal))
             V = encoding.values(population[cols])
             X = encoding.embed_values(V)
         else:

@@ -10,6 +10,7 @@
   let survey = null; // GET /api/surveys/{id}
   let spec = null; // the verified specification
   let columns = []; // quasi-identifier columns, in the function's order
+  let tree = null; // a decision-tree survey: {answers (true: yes), cell (null until a leaf is reached)}
   let payloadText = null; // the reviewed body, sent byte for byte
 
   function surveyId() {
@@ -106,7 +107,7 @@
         "answer. Do not answer this survey.");
     }
     buildForm();
-    setStatus("Verified. Please fill in the form, then choose Review.");
+    if (!tree) setStatus("Verified. Please fill in the form, then choose Review.");
   }
 
   // ------------------------------------------------------------------ the form
@@ -149,7 +150,8 @@
     const f = spec.function;
     columns = f.columns || f.standardization.mean.map((_, j) => "x" + (j + 1));
     const questions = survey.questions || {};
-    for (const column of columns) {
+    if (f.kind === "decision-tree") buildTree();
+    for (const column of tree ? [] : columns) {
       const q = questions[column] || {};
       const el = input("text", { inputmode: "decimal", required: true, autocomplete: "off", spellcheck: "false" });
       el.addEventListener("input", () => {
@@ -194,6 +196,75 @@
     form.addEventListener("input", invalidate); // an edited form needs a new review
     form.addEventListener("change", invalidate);
     $("send").addEventListener("click", send);
+    if (tree) showTree();
+  }
+
+  // ------------------------------------------------------------------ the questions of a decision tree
+  // Untrusted respondents (issue 18.1): the cell is found by yes/no questions, one at a time, as
+  // on the printed questionnaire; the answers stay on this device, only the cell is sent.
+
+  function buildTree() {
+    tree = { answers: [], cell: null };
+    $("qi-note").textContent = "Your answers to these questions stay on this device: they only choose your group " +
+      "(cell), and only the cell number is sent.";
+    $("tree").hidden = false;
+    $("tree-yes").addEventListener("click", () => answerTree(true));
+    $("tree-no").addEventListener("click", () => answerTree(false));
+    $("tree-back").addEventListener("click", () => answerTree(null));
+  }
+
+  function answerTree(yes) { // null: back one question
+    if (yes === null) tree.answers.pop();
+    else tree.answers.push(yes);
+    invalidate();
+    showTree();
+  }
+
+  // The shortest decimal text that reads back as x (JavaScript's String, as Python's repr), written
+  // without an exponent: thresholds are shown exactly.
+  function decimal(x) {
+    const text = String(x);
+    const m = /^(-?)(\d)(?:\.(\d+))?e([+-]\d+)$/.exec(text);
+    if (m === null) return text;
+    const digits = m[2] + (m[3] || ""), exponent = Number(m[4]);
+    return m[1] + (exponent < 0 ? "0." + "0".repeat(-exponent - 1) + digits : digits + "0".repeat(exponent - digits.length + 1));
+  }
+
+  // "your age" from the label "Age", "Your age" or "age" (an acronym such as "BMI" keeps its case).
+  function yourLabel(label) {
+    const t = label.trim().replace(/^your\s+/i, "");
+    return "your " + (/^[A-Z][a-z]/.test(t) ? t[0].toLowerCase() + t.slice(1) : t);
+  }
+
+  // The question of a split node (function.py "decision-tree": yes goes left), in the survey's words.
+  function questionText(node) {
+    const q = (survey.questions || {})[columns[node.column]] || {};
+    const who = yourLabel(q.label || columns[node.column]);
+    if (node.categories) return "Is " + who + " one of: " + node.categories.map(String).join(", ") + "?";
+    return "Is " + who + " under " + decimal(node.threshold) + (q.unit ? " " + q.unit : "") + "?";
+  }
+
+  function showTree() {
+    const nodes = spec.function.rule.nodes;
+    const walk = S.treeWalk(spec.function, tree.answers);
+    tree.cell = walk.cell;
+    const done = walk.cell !== null;
+    $("tree-answers").replaceChildren(...walk.asked.map((i, depth) => {
+      const li = document.createElement("li");
+      li.textContent = questionText(nodes[i]) + " " + (tree.answers[depth] ? "Yes" : "No");
+      return li;
+    }));
+    $("tree-question").textContent = done ? "Your cell: " + walk.cell : questionText(nodes[walk.node]);
+    const focused = document.activeElement;
+    $("tree-yes").hidden = $("tree-no").hidden = done;
+    $("tree-back").hidden = tree.answers.length === 0;
+    if (focused && focused.hidden) $("tree-question").focus(); // its button went away
+    $("answer-fields").hidden = !done || !(survey.answers || []).length;
+    $("token-field").hidden = !done;
+    $("review").hidden = !done;
+    const status = done ? "Your cell is found. Please answer the questions below, then choose Review." :
+      "Verified. Please answer the questions about you, one at a time.";
+    if ($("status").textContent !== status) setStatus(status);
   }
 
   function invalidate() {
@@ -215,11 +286,11 @@
     event.preventDefault();
     const form = $("survey-form");
     if (!form.reportValidity()) return;
-    const values = columns.map((c) => parseDecimal($("qi-" + idPart(c)).value));
     let cell;
     try {
-      cell = S.assignCell(spec.function, values); // function.py's rule, on this device
-    } catch (e) {
+      if (tree && tree.cell === null) throw new Error("answer the questions about you first.");
+      cell = tree ? tree.cell : S.assignCell(spec.function, columns.map((c) => parseDecimal($("qi-" + idPart(c)).value)));
+    } catch (e) { // function.py's rule, on this device
       $("result").textContent = "Your cell could not be computed: " + e.message;
       return;
     }
@@ -236,7 +307,8 @@
     const centroid = spec.function.centroids[cell];
     const shown = columns.map((c, j) => {
       const q = (survey.questions || {})[c] || {};
-      return (q.label || c) + " " + Number(centroid[j].toPrecision(4)) + (q.unit ? " " + q.unit : "");
+      const value = typeof centroid[j] === "number" ? Number(centroid[j].toPrecision(4)) : centroid[j]; // or a category
+      return (q.label || c) + " " + value + (q.unit ? " " + q.unit : "");
     });
     $("cell-note").textContent = "Your group is cell " + cell + " of " + spec.cells.length +
       ". Your own values stay on this device; the published results show the group's averages (" + shown.join(", ") + ").";

@@ -108,22 +108,72 @@
   //    lexicographically, the last group by default;
   //  power-diagram: argmin_g ||z - c_g||^2 + offset_g, lowest g on ties.
   // Squared distances are summed column by column in float64 (acc += t * t), as in the fit.
+  //  decision-tree (untrusted respondents, _assign_tree): from node 0, to 'left' when the key's
+  //    value (original units) is below 'threshold', or is one of 'categories' for a categorical
+  //    key (the function's "encoding"), else to 'right', down to a leaf, whose 'cell' it takes.
 
+  const KINDS = ["ordered-balls", "power-diagram", "decision-tree"];
+
+  const own = (obj, key) => Object.prototype.hasOwnProperty.call(obj, key);
+  const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+
+  // The keys' names: "columns", else the encoding's, else 0, 1, ...
   function columnsOf(f) {
-    return f.columns || f.standardization.mean.map((_, j) => String(j));
+    return f.columns || (f.encoding ? f.encoding.columns : f.standardization.mean.map((_, j) => String(j)));
   }
 
-  // values: an array in the function's column order, or an object keyed by column name.
+  // The levels of key j (nominal categories or ordinal levels, mixed.py Encoding), null for a number.
+  function levelsOf(f, j) {
+    const e = f.encoding;
+    if (!e) return null;
+    const name = e.columns[j];
+    return own(e.nominal, name) ? e.nominal[name] : own(e.ordinal, name) ? e.ordinal[name] : null;
+  }
+
+  const isLevel = (levels, v) => levels.some((level) => level === v);
+
+  // values: an array in the function's key order, or an object keyed by name; each value checked
+  // (a finite number, or one of a categorical key's levels).
+  function record(f, values) {
+    const names = columnsOf(f);
+    const x = Array.isArray(values) ? values : names.map((name) => values[name]);
+    if (x.length !== names.length) throw new Error("the record has " + x.length + " values, the function expects " + names.length);
+    x.forEach((v, j) => {
+      const levels = levelsOf(f, j);
+      if (levels !== null && !isLevel(levels, v)) throw new Error("value of " + names[j] + " is not one of its categories: " + v);
+      if (levels === null && (typeof v !== "number" || !Number.isFinite(v))) throw new Error("value of " + names[j] + " is not a finite number: " + v);
+    });
+    return x;
+  }
+
   function standardise(f, values) {
     const mean = f.standardization.mean;
     const scale = f.standardization.scale;
-    const names = columnsOf(f);
-    const x = Array.isArray(values) ? values : names.map((name) => values[name]);
-    if (x.length !== mean.length) throw new Error("the record has " + x.length + " values, the function expects " + mean.length);
-    return x.map((v, j) => {
-      if (typeof v !== "number" || !Number.isFinite(v)) throw new Error("value of " + names[j] + " is not a finite number: " + v);
-      return (v - mean[j]) / scale[j];
-    });
+    return record(f, values).map((v, j) => (v - mean[j]) / scale[j]);
+  }
+
+  // Down a decision tree from node 0: decide(node, depth) is the answer to the node's question
+  // (true: yes, to 'left'), or undefined to stop there. Returns {node, cell (null unless a leaf
+  // was reached), asked (the split nodes answered, in order)}.
+  function descend(nodes, decide) {
+    const asked = [];
+    let i = 0;
+    while (!own(nodes[i], "cell")) {
+      const yes = decide(nodes[i], asked.length);
+      if (yes === undefined) return { node: i, cell: null, asked: asked };
+      const next = yes ? nodes[i].left : nodes[i].right;
+      if (!(Number.isInteger(next) && next > i && next < nodes.length)) throw new Error("decision-tree node " + i + " is malformed");
+      asked.push(i);
+      i = next;
+    }
+    return { node: i, cell: nodes[i].cell, asked: asked };
+  }
+
+  // Where the answers given so far (true: yes) lead in a decision tree: a question node, or a cell.
+  function treeWalk(f, answers) {
+    const r = descend(f.rule.nodes, (node, depth) => (depth < answers.length ? Boolean(answers[depth]) : undefined));
+    if (r.asked.length < answers.length) throw new Error("more answers than the tree has questions on this path");
+    return r;
   }
 
   function squaredDistance(z, ref) {
@@ -136,8 +186,13 @@
   }
 
   function assignCell(f, values) {
-    if (f.kind !== "ordered-balls" && f.kind !== "power-diagram") {
+    if (!KINDS.includes(f.kind)) {
       throw new Error("this page cannot apply a function of kind " + JSON.stringify(f.kind));
+    }
+    if (f.kind === "decision-tree") {
+      const x = record(f, values);
+      return descend(f.rule.nodes, (node) => (own(node, "categories") ? isLevel(node.categories, x[node.column])
+        : x[node.column] < node.threshold)).cell;
     }
     const z = standardise(f, values);
     if (f.kind === "ordered-balls") {
@@ -201,10 +256,84 @@
     return value;
   }
 
+  // mixed.py Encoding.from_dict, and the encoding's width against the standardization's.
+  function checkEncoding(e, width) {
+    const lists = isObject(e) && isObject(e.ordinal) && isObject(e.nominal) ? Object.entries({ ...e.ordinal, ...e.nominal }) : null;
+    const ok = lists !== null && Array.isArray(e.columns) && e.columns.every((c) => typeof c === "string") &&
+      lists.every(([c, v]) => e.columns.includes(c) && Array.isArray(v) && v.length > 0 &&
+        v.every((x) => typeof x === "string" || typeof x === "number"));
+    if (!ok) throw new SpecError("function: malformed 'encoding' of categorical keys");
+    const embedded = e.columns.reduce((n, c) => n + (own(e.nominal, c) ? e.nominal[c].length : 1), 0);
+    if (embedded !== width) throw new SpecError("function: the encoding's width differs from the standardization's");
+  }
+
+  // function.py _mixed_centroids: per cell a finite number per numeric key, a level per categorical key.
+  function mixedCentroids(f, rows, cells) {
+    const p = f.encoding.columns.length;
+    if (!Array.isArray(rows) || rows.length !== cells || !rows.every((r) => Array.isArray(r) && r.length === p)) {
+      throw new SpecError("function: 'centroids' must list " + p + " values per cell");
+    }
+    f.encoding.columns.forEach((c, j) => {
+      const levels = levelsOf(f, j);
+      const ok = rows.every((r) => (levels !== null ? isLevel(levels, r[j]) : typeof r[j] === "number" && Number.isFinite(r[j])));
+      if (!ok) throw new SpecError("function: the centroids of key '" + c + "' must be " + (levels !== null ? "its categories" : "finite numbers"));
+    });
+  }
+
+  // function.py _tree_rule: a tree rooted at node 0 (every other node the child of exactly one
+  // node with a lower index); split nodes ask about one of the keys, a numeric key with a finite
+  // 'threshold', a categorical key with a non-empty list of its distinct 'categories'; the
+  // leaves' cells are 0..cells-1, each once.
+  function checkTree(f, rule, keys, cells) {
+    const nodes = rule.nodes;
+    if (!Array.isArray(nodes) || nodes.length === 0 || !nodes.every(isObject)) {
+      throw new SpecError("function: a decision-tree rule needs a non-empty list of 'nodes' (objects)");
+    }
+    const holds = (node, names) => Object.keys(node).sort().join() === names;
+    const parents = nodes.map(() => 0);
+    const leaves = [];
+    nodes.forEach((node, i) => {
+      if (own(node, "cell")) {
+        if (!holds(node, "cell") || !Number.isInteger(node.cell)) throw new SpecError("function: decision-tree leaf " + i + " must hold only an integer 'cell'");
+        leaves.push(node.cell);
+        return;
+      }
+      const column = node.column;
+      if (!Number.isInteger(column) || column < 0 || column >= keys) {
+        throw new SpecError("function: decision-tree node " + i + " must ask about a key 'column' in 0.." + (keys - 1));
+      }
+      const levels = levelsOf(f, column);
+      if (levels !== null) {
+        const c = node.categories;
+        if (!holds(node, "categories,column,left,right") || !Array.isArray(c) || c.length === 0 ||
+            new Set(c.map(String)).size !== c.length || !c.every((v) => isLevel(levels, v))) {
+          throw new SpecError("function: decision-tree node " + i + " on categorical key '" + f.encoding.columns[column] +
+            "' must hold 'categories' (distinct categories of the key), 'left' and 'right'");
+        }
+      } else if (!holds(node, "column,left,right,threshold") || typeof node.threshold !== "number" || !Number.isFinite(node.threshold)) {
+        throw new SpecError("function: decision-tree node " + i + " on a numeric key must hold a finite 'threshold', 'left' and 'right'");
+      }
+      for (const key of ["left", "right"]) { // function.py _index
+        const child = node[key];
+        if (!Number.isInteger(child) || child <= i || child >= nodes.length) {
+          throw new SpecError("function: tree node '" + key + "' must be an integer in " + (i + 1) + ".." + (nodes.length - 1));
+        }
+        parents[child] += 1;
+      }
+    });
+    if (parents.slice(1).some((count) => count !== 1)) {
+      throw new SpecError("function: decision-tree nodes must form one tree (each node but 0 the child of one node)");
+    }
+    leaves.sort((a, b) => a - b);
+    if (leaves.length !== cells || leaves.some((cell, j) => cell !== j)) {
+      throw new SpecError("function: the decision-tree leaves must give the cells 0.." + (cells - 1) + ", each once");
+    }
+  }
+
   // The parts of function.py function_from_json that the rule relies on.
   function checkFunction(f) {
     if (f === null || typeof f !== "object" || f.probanon_function !== 1) throw new SpecError("not a probanon function");
-    if (f.kind !== "ordered-balls" && f.kind !== "power-diagram") {
+    if (!KINDS.includes(f.kind)) {
       throw new SpecError("function: kind " + JSON.stringify(f.kind) + " cannot be applied here");
     }
     const std = field(f, "standardization", "function ");
@@ -216,9 +345,17 @@
     if (!Array.isArray(sizes) || sizes.some((s) => !Number.isInteger(s) || s < 0)) {
       throw new SpecError("function: 'sizes' must be non-negative integers");
     }
-    matrix(field(f, "centroids", "function "), "centroids", sizes.length, width);
+    let keys = width;
+    if (own(f, "encoding")) {
+      if (f.kind !== "decision-tree") throw new SpecError("function: categorical keys are applied here only by a decision tree");
+      checkEncoding(f.encoding, width);
+      keys = f.encoding.columns.length;
+      mixedCentroids(f, field(f, "centroids", "function "), sizes.length);
+    } else matrix(field(f, "centroids", "function "), "centroids", sizes.length, width);
     const rule = field(f, "rule", "function ");
-    if (f.kind === "ordered-balls") {
+    if (!isObject(rule)) throw new SpecError("function: missing 'rule'");
+    if (f.kind === "decision-tree") checkTree(f, rule, keys, sizes.length);
+    else if (f.kind === "ordered-balls") {
       const G = sizes.length - 1;
       finiteArray(field(rule, "radius2", "rule "), "radius2", G);
       matrix(field(rule, "references", "rule "), "references", G, width);
@@ -227,10 +364,98 @@
       finiteArray(field(rule, "offsets", "rule "), "offsets", sizes.length);
       matrix(field(rule, "centers", "rule "), "centers", sizes.length, width);
     }
-    if (f.columns !== undefined && f.columns !== null && (!Array.isArray(f.columns) || f.columns.length !== width)) {
+    if (f.columns !== undefined && f.columns !== null && (!Array.isArray(f.columns) || f.columns.length !== keys)) {
       throw new SpecError("function: 'columns' must name every column");
     }
     return sizes;
+  }
+
+  // ------------------------------------------------------------------ participation models
+
+  const SYMMETRY_RTOL = 1e-9; // participation.py SYMMETRY_RTOL
+
+  // The smallest eigenvalue of the symmetric matrix whose lower triangle is a (numpy's eigvalsh
+  // reads the lower triangle), by cyclic Jacobi rotations (Golub & Van Loan, Sec. 8.5).
+  function minEigenvalue(a) {
+    const n = a.length;
+    const m = a.map((row, i) => row.map((_, j) => (i >= j ? a[i][j] : a[j][i])));
+    const total = m.reduce((s, row) => row.reduce((t, v) => t + v * v, s), 0.0);
+    for (let sweep = 0; sweep < 60; sweep++) {
+      let off = 0.0;
+      for (let i = 0; i < n; i++) for (let j = 0; j < i; j++) off += m[i][j] * m[i][j];
+      if (!(off > 1e-32 * total)) break;
+      for (let p = 0; p < n; p++) {
+        for (let q = p + 1; q < n; q++) {
+          if (m[p][q] === 0.0) continue;
+          const theta = (m[q][q] - m[p][p]) / (2.0 * m[p][q]);
+          const t = (theta < 0 ? -1.0 : 1.0) / (Math.abs(theta) + Math.sqrt(theta * theta + 1.0));
+          const c = 1.0 / Math.sqrt(t * t + 1.0), s = t * c;
+          for (let k = 0; k < n; k++) { // m <- m J, then J' m
+            const kp = m[k][p], kq = m[k][q];
+            m[k][p] = c * kp - s * kq;
+            m[k][q] = s * kp + c * kq;
+          }
+          for (let k = 0; k < n; k++) {
+            const pk = m[p][k], qk = m[q][k];
+            m[p][k] = c * pk - s * qk;
+            m[q][k] = s * pk + c * qk;
+          }
+        }
+      }
+    }
+    return Math.min(...m.map((row, i) => row[i]));
+  }
+
+  // participation.py check_model_spec: a logistic model's fields (the browser has no frame to
+  // recompute the pi_j from; the cells' lists are checked by Algorithm A as for "per-record").
+  function checkLogistic(model) {
+    const get = (key) => field(model, key, "participation ");
+    const finite = (v, what) => {
+      if (typeof v !== "number" || !Number.isFinite(v)) throw new SpecError("specification: participation " + what + " must be a finite number, got " + JSON.stringify(v));
+      return v;
+    };
+    const covariates = get("covariates");
+    if (!Array.isArray(covariates) || covariates.length === 0 || !covariates.every((c) => typeof c === "string" && c !== "") ||
+        new Set(covariates).size !== covariates.length) {
+      throw new SpecError("specification: participation covariates must be distinct column names, got " + JSON.stringify(covariates));
+    }
+    const coefficients = get("coefficients");
+    if (!Array.isArray(coefficients) || coefficients.length !== covariates.length) {
+      throw new SpecError("specification: " + covariates.length + " participation covariates need as many coefficients, got " + JSON.stringify(coefficients));
+    }
+    finite(get("intercept"), "intercept");
+    coefficients.forEach((b) => finite(b, "coefficient"));
+    const responded = get("responded");
+    if (typeof responded !== "string" || responded === "") {
+      throw new SpecError("specification: participation responded must be a column name, got " + JSON.stringify(responded));
+    }
+    const records = get("wave_records");
+    if (!Number.isInteger(records) || records < 1) {
+      throw new SpecError("specification: participation wave_records must be an integer >= 1, got " + JSON.stringify(records));
+    }
+    const optimism = get("optimism");
+    if (typeof optimism !== "number" || !(Number.isFinite(optimism) && optimism >= 0)) {
+      throw new SpecError("optimism (how much too high the model may be) must be a number >= 0, got " + JSON.stringify(optimism));
+    }
+    const lower = get("lower_bound");
+    if (lower === null) return;
+    if (!isObject(lower)) throw new SpecError("specification: participation lower_bound must be null or an object, got " + JSON.stringify(lower));
+    const confidence = field(lower, "confidence", "participation ");
+    if (typeof confidence !== "number" || !(confidence > 0.5 && confidence < 1.0)) {
+      throw new SpecError("confidence of the participation lower bound must be in (0.5, 1), got " + JSON.stringify(confidence));
+    }
+    const rows = field(lower, "covariance", "participation ");
+    const p = covariates.length + 1;
+    if (!Array.isArray(rows) || rows.length !== p || !rows.every((r) => Array.isArray(r) && r.length === p)) {
+      throw new SpecError("specification: participation covariance must be " + p + " x " + p + " numbers");
+    }
+    rows.forEach((r) => r.forEach((v) => finite(v, "covariance")));
+    const scale = Math.max(...rows.map((r) => Math.max(...r.map(Math.abs))), 2.2250738585072014e-308);
+    const tol = SYMMETRY_RTOL * scale; // numpy allclose(c, c.T, rtol, atol): |a - b| <= atol + rtol |b|
+    const symmetric = rows.every((r, i) => r.every((v, j) => Math.abs(v - rows[j][i]) <= tol + SYMMETRY_RTOL * Math.abs(rows[j][i])));
+    if (!symmetric || minEigenvalue(rows) < -tol) {
+      throw new SpecError("specification: participation covariance is not symmetric positive semi-definite");
+    }
   }
 
   // math.isclose(a, b, rel_tol=TOLERANCE, abs_tol=1e-300)
@@ -272,6 +497,8 @@
       const n = nMin(k, pi, risk);
       if (n === null) throw new SpecError("specification: no cell of up to " + MAX_CONSTANT_SEARCH + " records reaches the risk");
       if (field(g, "n_min", "guarantee ") !== n) throw new SpecError("specification: n_min is " + n + " for this guarantee, not " + g.n_min);
+    } else if (kind === "logistic") {
+      checkLogistic(model);
     } else if (kind !== "per-record") {
       throw new SpecError("specification: unknown participation model " + JSON.stringify(kind));
     }
@@ -282,7 +509,7 @@
       if (kind === "constant") {
         if (!bySize.has(sizes[i])) bySize.set(sizes[i], cellFailure(k, pi, sizes[i]).failure);
         recomputed = bySize.get(sizes[i]);
-      } else {
+      } else { // per-record and logistic: the cell's pi_j
         const p = field(cell, "participation", "cell " + i + " ");
         if (!Array.isArray(p) || p.some((v) => typeof v !== "number" || !(v > 0 && v <= 1))) {
           throw new SpecError("cell " + i + ": participation must be probabilities in (0, 1]");
@@ -354,6 +581,7 @@
     cellFailure: cellFailure,
     nMin: nMin,
     assignCell: assignCell,
+    treeWalk: treeWalk,
     verifySpec: verifySpec,
     parseDigest: parseDigest,
   });
