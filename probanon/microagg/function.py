@@ -181,22 +181,31 @@ def project_rows(Z, rows, axis) -> np.ndarray:
     return out
 
 
-def _assign_blocked(Z, nodes) -> np.ndarray:
-    """The "blocked" rule: each record down the cut tree (left when z . axis <= threshold),
-    then the leaf's own rule; cell = leaf offset + leaf cell."""
-    out = np.empty(Z.shape[0], np.int64)
-    stack = [(0, np.arange(Z.shape[0]))]
+def _descend(nodes, n: int, goes_left, leaf) -> np.ndarray:
+    """n records from node 0 down a binary tree: at a split node the rows where
+    ``goes_left(node, rows)`` go to its ``left`` node, the others to its ``right`` node; at a
+    leaf (no ``left``) they take ``leaf(node, rows)``."""
+    out = np.empty(n, np.int64)
+    stack = [(0, np.arange(n))]
     while stack:
         i, rows = stack.pop()
         node = nodes[i]
         if rows.size == 0:
             continue
-        if "kind" in node:
-            out[rows] = node["offset"] + _assign_rule(node["kind"], node["rule"], np.ascontiguousarray(Z[rows]))
-        else:
-            left = project_rows(Z, rows, node["axis"]) <= node["threshold"]
-            stack += [(node["right"], rows[~left]), (node["left"], rows[left])]
+        if "left" not in node:
+            out[rows] = leaf(node, rows)
+            continue
+        yes = goes_left(node, rows)
+        stack += [(node["right"], rows[~yes]), (node["left"], rows[yes])]
     return out
+
+
+def _assign_blocked(Z, nodes) -> np.ndarray:
+    """The "blocked" rule: each record down the cut tree (left when z . axis <= threshold),
+    then the leaf's own rule; cell = leaf offset + leaf cell."""
+    return _descend(nodes, Z.shape[0], lambda node, rows: project_rows(Z, rows, node["axis"]) <= node["threshold"],
+                    lambda node, rows: node["offset"] + _assign_rule(node["kind"], node["rule"],
+                                                                     np.ascontiguousarray(Z[rows])))
 
 
 def _assign_stratified(Z, rule: dict, strata) -> np.ndarray:
@@ -224,21 +233,13 @@ def _assign_tree(V, nodes, encoding=None) -> np.ndarray:
     their levels, :meth:`.mixed.Encoding.values`): from node 0, a record goes to ``left`` when its
     value is below the node's threshold (numeric key) or is one of its categories (categorical
     key), else to ``right``, down to a leaf, whose cell it takes."""
-    out = np.empty(V.shape[0], np.int64)
-    stack = [(0, np.arange(V.shape[0]))]
-    while stack:
-        i, rows = stack.pop()
-        node = nodes[i]
-        if rows.size == 0:
-            continue
-        if "cell" in node:
-            out[rows] = node["cell"]
-            continue
+    def goes_left(node, rows):
         v = V[rows, node["column"]]
-        yes = np.isin(v, _category_codes(encoding, node["column"], node["categories"])) if "categories" in node \
-            else v < node["threshold"]
-        stack += [(node["right"], rows[~yes]), (node["left"], rows[yes])]
-    return out
+        if "categories" in node:
+            return np.isin(v, _category_codes(encoding, node["column"], node["categories"]))
+        return v < node["threshold"]
+
+    return _descend(nodes, V.shape[0], goes_left, lambda node, rows: node["cell"])
 
 
 def _assign_rule(kind: str, rule: dict, Z) -> np.ndarray:
