@@ -12,11 +12,13 @@ import math
 import time
 from decimal import Decimal
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from probanon.errors import InputError
 from probanon.reproduce import cli as reproduce_cli
-from probanon.reproduce.surveys import matches, reproduce_surveys
+from probanon.reproduce.surveys import matches, reproduce_surveys, worst_cell_failure
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -45,7 +47,7 @@ def test_quick_run_is_fast(run):
 def test_figures_and_page_are_written(run):
     d = run["dir"]
     for name in ("surveys_D_vs_k", "surveys_D_vs_pi", "surveys_D_vs_pbar", "surveys_fig7_nmin",
-                 "surveys_fig6_stability", "surveys_fig13b_naive_failure"):
+                 "surveys_fig6_stability", "surveys_fig13b_naive_failure", "surveys_price_of_trust"):
         data = (d / f"{name}.png").read_bytes()
         assert data.startswith(PNG), name
     page = (d / "surveys.html").read_text()
@@ -159,6 +161,50 @@ def test_census_is_used(run):
     ds = run["result"]["distortion"]["datasets"]
     assert ds["CASC census"] == {"records": 1080, "columns": 13}
     assert ds["Gaussian m = 10"] == {"records": 2000, "columns": 10}
+
+
+def poisson_binomial_failure(pis, k: int) -> float:
+    """P{0 < K < k} for K = the number of respondents among records answering with these pi_j
+    (the distribution of K by repeated convolution, independent of Algorithm A's code)."""
+    pmf = np.ones(1)
+    for p in pis:
+        pmf = np.convolve(pmf, [1.0 - p, p])
+    return float(pmf[1:k].sum())
+
+
+def test_price_of_trust_table(run):
+    t = run["result"]["price_of_trust"]
+    k, risk = t["k"], t["risk"]
+    rows = {(r["data"], r["setting"]): r for r in t["rows"]}
+    data = ("CASC census", "Gaussian m = 2", "Gaussian m = 10")
+    settings = (f"k = {k}, pi = {t['participation']:g}", "k = 5, pi_j ~ U[0.3, 0.9]")
+    assert set(rows) == {(d, s) for d in data for s in settings}
+    assert [rows[d, settings[0]]["columns"] for d in data] == [13, 2, 10]
+    header = "data  setting  D(MDAV)  D(PCL)  D(tree)  PCL/MDAV  tree/MDAV  every cell safe"
+    assert " ".join(header.split()) in " ".join(run["text"].split())
+    for (name, setting), r in rows.items():
+        assert r["safe"], (name, setting)
+        for mode in ("mdav", "pcl", "tree"):
+            m = r[mode]
+            assert m["safe"] and m["worst_cell_failure"] <= risk, (name, setting, mode)
+            assert sum(m["sizes"]) == r["records"] and len(m["sizes"]) == m["cells"]
+            assert 0 < m["D"] < 1
+            if setting == settings[0]:  # constant pi: qbar(n) = P{0 < Bin(n, pi) < k} for every cell
+                n = np.array(m["sizes"])
+                pi = t["participation"]
+                qbar = stats.binom.cdf(k - 1, n, pi) - stats.binom.pmf(0, n, pi)
+                assert (qbar <= risk).all(), (name, mode, n[qbar > risk])
+    for setting in settings:  # PCL's local search improves on MDAV's cells on the census
+        r = rows["CASC census", setting]
+        assert r["pcl"]["D"] < r["mdav"]["D"], setting
+
+
+def test_worst_cell_failure_is_poisson_binomial():
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 7, 120)
+    pis = rng.uniform(0.3, 0.9, 120)
+    expected = max(poisson_binomial_failure(pis[labels == c], 5) for c in range(7))
+    assert worst_cell_failure(labels, 5, pis) == pytest.approx(expected, rel=1e-9)
 
 
 def test_matches_uses_printed_digits():

@@ -24,6 +24,10 @@ Figs. 11-12             distortion D of :func:`probanon.survey.design.design` (M
                         13 columns; the paper's 149,642-record census is not public)
 Fig. 13                 (a) D(pi = .75, pbar = 1e-5) / D(pi = 1) against k; (b) the failure
                         1 - (pibar^k + pi^k) of naive cells of k records
+Price of trust          issue 18 (beyond the paper): D of the MDAV, PCL and tree designs
+                        (:data:`TRUST_MODES`) at k = 5, pbar = 1e-3, pi = .6 and pi_j ~ U[.3, .9],
+                        on the census and on 2-D / 10-D Gaussians (2000 records, 1000 quick),
+                        every cell's failure recomputed
 ======================  ===================================================================
 
 A printed value "matches" when our value rounded to the printed digits (half-up) equals it.
@@ -56,7 +60,7 @@ from ..data import read_table
 from ..errors import InputError
 from ..report import Flagged, Report, line_figure, text_table
 from ..survey.anonymity import cell_failure, effective_anonymity, table_failure
-from ..survey.design import DesignError, design, safe_cell_size
+from ..survey.design import METHODS, DesignError, design, safe_cell_size
 
 from ..survey import approximations as _approximations
 from ..survey.simulation import simulate_cells
@@ -789,6 +793,76 @@ def _distortion(out: _Output, data: dict, quick: bool, bar) -> tuple[dict, list,
     return res, figs, statements
 
 
+# --------------------------------------------------------------------------- price of trust (issue 18.4)
+
+#: the designs compared: paper 1's MDAV (ordered balls), PCL cells (power diagram), the tree of questions
+TRUST_MODES = ("mdav", "pcl", "tree")
+
+
+def worst_cell_failure(labels, k: int, participation) -> float:
+    """Largest failure qbar = P{0 < K < k} over the cells of ``labels``, each recomputed with
+    Algorithm A (:func:`~probanon.survey.anonymity.cell_failure`) from its own members' pi_j
+    (``participation``: one pi_j per record), independently of the design's own check."""
+    labels, pis = np.asarray(labels), np.asarray(participation, dtype=np.float64)
+    return max(cell_failure(int(members.sum()), k, pis[members]).cell_failure
+               for members in (labels == c for c in np.unique(labels)))
+
+
+def _price_of_trust(out: _Output, data: dict, quick: bool, seed: int) -> tuple[dict, object]:
+    """Issue 18.4: D of the MDAV, PCL and tree designs (:func:`~probanon.survey.design.design`,
+    ``method``) at the same (k, pi, pbar), for constant pi and for per-record pi_j ~ U[.3, .9]."""
+    rng = np.random.default_rng(seed)
+    N = 1000 if quick else 2000
+    sets = {name: X for name, X in data.items() if name == "CASC census"}
+    sets.update({f"Gaussian m = {m}": rng.standard_normal((N, m)) for m in (2, 10)})
+    k, pi, pbar, low, high = 5, 0.6, 1e-3, 0.3, 0.9
+    settings = {f"k = {k}, pi = {pi:g}": pi, f"k = {k}, pi_j ~ U[{low:g}, {high:g}]": None}
+    res: dict = {"k": k, "risk": pbar, "participation": pi, "per_record": [low, high], "modes": list(TRUST_MODES),
+                 "rows": []}
+    rows = []
+    for name, X in sets.items():
+        for setting, p in settings.items():
+            pis = np.full(X.shape[0], p) if p is not None else rng.uniform(low, high, X.shape[0])
+            row = {"data": name, "setting": setting, "records": int(X.shape[0]), "columns": int(X.shape[1])}
+            for mode in TRUST_MODES:
+                d = design(X, k, p if p is not None else pis, pbar, method=mode, random_state=seed)
+                worst = worst_cell_failure(d.labels, k, pis)
+                row[mode] = {"D": d.distortion, "cells": int(d.sizes.size), "worst_cell_failure": worst,
+                             "sizes": d.sizes.tolist(), "safe": bool(worst <= pbar)}
+            row["safe"] = all(row[m]["safe"] for m in TRUST_MODES)
+            res["rows"].append(row)
+            D = [row[m]["D"] for m in TRUST_MODES]
+            rows.append([name, setting, *[_fmt(v, 4) for v in D], f"{D[1] / D[0]:.3f}", f"{D[2] / D[0]:.3f}",
+                         _fmt(row["safe"])])
+    out.heading("The price of trust (issue 18)",
+                "Distortion D of the three survey designs at the same (k, pi, pbar = "
+                f"{pbar:g}): MDAV (paper 1: locally trusted respondents, ordered balls), PCL (locally trusted, "
+                "power diagram) and the tree of single-key questions (untrusted respondents: a cell found by "
+                "hand). Data: " + "; ".join(f"{n} ({X.shape[0]} records, {X.shape[1]} columns)" for n, X in sets.items())
+                + " (the census with all its columns, as in Figs. 11-12; the Gaussians seeded with "
+                f"{seed}); per-record pi_j drawn from U[{low:g}, {high:g}] with the same seed. "
+                "'every cell safe': every cell's failure recomputed with Algorithm A from the design's labels "
+                "and the pi_j (not from the design's own check) is <= pbar, for all three designs.")
+    out.table(f"The price of trust: D of the MDAV, PCL and tree designs (pbar = {pbar:g})",
+              ["data", "setting", "D(MDAV)", "D(PCL)", "D(tree)", "PCL/MDAV", "tree/MDAV", "every cell safe"], rows)
+
+    fig, axes = plt.subplots(1, len(sets), figsize=(4.6 * len(sets), 3.8), squeeze=False)
+    width = 0.8 / len(TRUST_MODES)
+    for ax, name in zip(axes[0], sets):
+        mine = [r for r in res["rows"] if r["data"] == name]
+        x = np.arange(len(mine))
+        for i, mode in enumerate(TRUST_MODES):
+            ax.bar(x + (i - 1) * width, [r[mode]["D"] for r in mine], width, label=METHODS[mode])
+        ax.set_xticks(x, [r["setting"].split(", ", 1)[1] for r in mine])
+        ax.set_title(f"{name} ({sets[name].shape[0]} records)", fontsize=10)
+        ax.set_ylabel("D")
+        ax.grid(True, axis="y", alpha=0.3)
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="lower center", ncol=len(TRUST_MODES), fontsize=9)
+    fig.suptitle(f"The price of trust: D per design (k = {k}, pbar = {pbar:g})")
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return res, fig
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -841,7 +915,7 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     notes: list[str] = []
     data = _datasets(data_dir, quick, random_state, notes)
     g = _grids(quick)
-    steps = 9 + len(data) * (len(g["k"]) * len(g["participation"]) + len(g["k_lines_risk"]) * len(g["risk"]))
+    steps = 10 + len(data) * (len(g["k"]) * len(g["participation"]) + len(g["k_lines_risk"]) * len(g["risk"]))
     report = Report("Paper 1, Sec. VII: p-probabilistic k-anonymous microaggregation for surveys (ours beside the paper)")
     out = _Output(report)
     cmp = _Comparisons()
@@ -877,6 +951,10 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
         results["distortion"], figs, st = _distortion(out, data, quick, bar)
         figures += figs
         statements += st
+        bar.update()
+        bar.set_description("reproduce surveys (price of trust)")
+        results["price_of_trust"], fig = _price_of_trust(out, data, quick, random_state)
+        figures.append(("surveys_price_of_trust", fig, "The price of trust: D of the MDAV, PCL and tree designs."))
         bar.update()
 
     f6 = results["fig6"]
