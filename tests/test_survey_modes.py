@@ -2,7 +2,9 @@
 its function kind "decision-tree" and its printable questionnaire."""
 
 import json
+import math
 import re
+from fractions import Fraction
 from html.parser import HTMLParser
 
 import numpy as np
@@ -91,6 +93,24 @@ def test_price_of_trust_on_the_census(designs):
         assert tree > mdav
 
 
+@pytest.mark.parametrize("model", ["constant", "per-record"])
+def test_pcl_design_keeps_identical_records_together(model):
+    """A published function cannot split identical records (PCL's optimum may): the design's cells
+    are the function's, every one safe."""
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"age": rng.integers(18, 60, 800), "region": rng.integers(0, 4, 800),
+                          "income": rng.integers(1, 6, 800) * 1000})
+    assert frame.duplicated().sum() > 200
+    pis = np.full(len(frame), PI) if model == "constant" else rng.uniform(0.3, 0.9, len(frame))
+    d = design(frame, K, PI if model == "constant" else pis, RISK, method="pcl", random_state=0)
+    assert np.array_equal(d.function.assign(frame), d.labels)
+    assert independent_failures(d, pis).max() <= RISK
+    keys = frame.astype(str).agg("|".join, axis=1)
+    assert (pd.Series(d.labels).groupby(keys.to_numpy()).nunique() == 1).all()
+    same = pd.DataFrame({"a": [1.0] * 40, "b": [2.0] * 40})  # every record identical: one cell
+    assert design(same, K, PI, RISK, method="pcl").sizes.tolist() == [40]
+
+
 def test_pcl_design_is_seeded(census_frame):
     a, b = (build_spec(design(census_frame.iloc[:300], K, PI, RISK, method="pcl", random_state=7)) for _ in range(2))
     assert a == b
@@ -125,12 +145,30 @@ def test_round_threshold(a, b, expected):
     assert round_threshold(a, b) == expected
 
 
-def test_round_threshold_separates_any_two_numbers():
+def fewest_digits_threshold(a, b):
+    """Independent check of round_threshold, in exact rational arithmetic on the numbers as they
+    are written (shortest decimal form): for each power of ten from above down, the largest
+    multiple of it that is <= b; the first one above a."""
+    a, b = Fraction(repr(float(a))), Fraction(repr(float(b)))
+    e = math.floor(math.log10(max(abs(a), abs(b)))) + 1
+    while True:
+        q = Fraction(10) ** e
+        t = math.floor(b / q) * q
+        if a < t <= b:
+            return t
+        e -= 1
+
+
+def test_round_threshold_is_the_roundest_number_between():
     rng = np.random.default_rng(0)
-    for a in rng.normal(0, 10.0 ** rng.integers(-6, 8, 300)):
-        for b in (np.nextafter(a, np.inf), a + abs(a) * 1e-9 + 1e-300, a + 1.0):
-            t = round_threshold(float(a), float(b))
-            assert a < t <= b
+    cases = [(x / 1000, y / 1000) for x, y in rng.integers(-10**5, 10**5, (400, 2)) if x < y]
+    cases += [(2.006, 2.01), (8.116, 8.12), (1e-323, 2e-323)]
+    for a in rng.normal(0, 10.0 ** rng.integers(-6, 8, 200)):
+        cases += [(a, np.nextafter(a, np.inf)), (a, a + abs(a) * 1e-9 + 1e-300), (a, a + 1.0)]
+    for a, b in cases:
+        t = round_threshold(float(a), float(b))
+        assert a < t <= b
+        assert t == float(fewest_digits_threshold(a, b))
 
 
 def test_tree_with_categorical_keys():
@@ -294,6 +332,8 @@ def test_bad_arguments(census_frame, tmp_path, capsys):
         design(census_frame, K, PI, RISK, method="kmeans")
     with pytest.raises(ParameterError, match="tree design"):
         design(mixed_frame(), K, PI, RISK, method="mdav", nominal=["region"])
+    with pytest.raises(InputError, match="categorical key 'zone' is not a column"):
+        design(mixed_frame(), K, PI, RISK, method="tree", nominal=["zone"])
     with pytest.raises(InputError, match="'education' is not numeric"):
         design(mixed_frame(), K, PI, RISK, method="tree", columns=["age", "education"], nominal=["region"])
     mdav_spec = tmp_path / "mdav.json"

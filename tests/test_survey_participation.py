@@ -7,6 +7,7 @@ from statistics import NormalDist
 import numpy as np
 import pandas as pd
 import pytest
+from helpers import brute_qbar
 
 from probanon.cli import main
 from probanon.errors import (
@@ -51,14 +52,6 @@ def irls(X, y):
             break
     p = 1 / (1 + np.exp(-X @ beta))
     return beta, np.linalg.inv(X.T @ (X * (p * (1 - p))[:, None]))
-
-
-def brute_qbar(pis, k):
-    """P{0 < K < k} for independent Bernoulli(pi_j), by convolution of the full pmf."""
-    pmf = np.array([1.0])
-    for p in pis:
-        pmf = np.convolve(pmf, [1 - p, p])
-    return float(pmf[1:k].sum())
 
 
 def one_line(exc_info):

@@ -98,7 +98,7 @@ def cell_of(verified, values: dict) -> int:
     for c in columns:
         v = values[c]
         if c in levels:
-            found = [level for level in levels[c] if level == v or str(level) == str(v).strip()]
+            found = [] if isinstance(v, bool) else [level for level in levels[c] if level == v or str(level) == str(v).strip()]
             if not found:
                 raise InputError(f"the value of {c!r} must be one of {', '.join(map(repr, levels[c]))}, got {v!r}")
             row.append(found[0])

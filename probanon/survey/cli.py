@@ -63,7 +63,7 @@ def cmd_design(args) -> int:
     spec = build_spec(d, participation_column=args.participation_column)
     args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
-    print(f"{METHODS[d.method]} design: "
+    print(f"{METHODS[d.method]} design on the keys {', '.join(map(str, d.function.columns or []))}: "
           f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
           f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
           file=sys.stderr)

@@ -38,6 +38,7 @@ order a questionnaire visits them (depth first, "yes" first).
 from __future__ import annotations
 
 import math
+from decimal import ROUND_FLOOR, Decimal
 
 import numpy as np
 
@@ -47,14 +48,18 @@ from .anonymity import prefix_log_failures
 def round_threshold(a: float, b: float) -> float:
     """The number with the fewest significant decimal digits in (a, b] (a < b): a question
     "under t?" separates every value <= a from every value >= b. Among equally short numbers
-    the largest (the one nearest to b) is taken."""
+    the largest (the one nearest to b) is taken. Exact decimal arithmetic: for each power of ten
+    10^e, from above b's magnitude down to b's last decimal digit, the largest multiple of 10^e
+    that is <= b (the shortest decimal form of b, which reads back as b)."""
     if not a < b:
         raise ValueError("round_threshold needs a < b")
-    start = math.floor(math.log10(max(abs(a), abs(b), 1e-300))) + 1
-    for e in range(start, start - 18, -1):  # 17 significant digits tell any two doubles apart
-        t = math.floor(b / 10.0**e) * 10.0**e if e >= 0 else round(math.floor(b * 10.0**-e) / 10.0**-e, -e)
+    exact = Decimal(repr(float(b)))
+    top = max(abs(a), abs(b))
+    for e in range(math.floor(math.log10(top)) + 1, exact.as_tuple().exponent - 1, -1):
+        quantum = Decimal(1).scaleb(e)
+        t = float((exact / quantum).to_integral_value(rounding=ROUND_FLOOR) * quantum)
         if a < t <= b:
-            return float(t)
+            return t
     return float(b)
 
 

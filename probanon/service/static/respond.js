@@ -240,7 +240,8 @@
   function questionText(node) {
     const q = (survey.questions || {})[columns[node.column]] || {};
     const who = yourLabel(q.label || columns[node.column]);
-    if (node.categories) return "Is " + who + " one of: " + node.categories.map(String).join(", ") + "?";
+    // each category quoted: a category may itself hold a comma ("West, coast")
+    if (node.categories) return "Is " + who + " one of: " + node.categories.map((c) => "\u201c" + String(c) + "\u201d").join(", ") + "?";
     return "Is " + who + " under " + decimal(node.threshold) + (q.unit ? " " + q.unit : "") + "?";
   }
 
