@@ -24,6 +24,7 @@ from .cliargs import (
     add_output,
     add_release_options,
     add_strata_options,
+    ordinal_keys,
     positive_int,
     prepare_outputs,
     release_roles,
@@ -68,8 +69,8 @@ METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual rankin
 
 def cmd_microaggregate(args) -> int:
     frame = read_table(args.input)
-    nominal, ordinal = column_list(args.nominal), column_list(args.ordinal)
-    categorical = nominal + ordinal
+    nominal, ordinal = column_list(args.nominal), ordinal_keys(args.ordinal)
+    categorical = nominal + list(ordinal)
     roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
     keys = columns_with(roles, "key")
     numeric = [c for c in keys if c not in categorical]
@@ -614,7 +615,7 @@ def _recipe_reports(run, release) -> dict:
     original = read_table(run.input)
     order = release.link.sort_values("original_row")["released_row"].to_numpy() - 1
     released = release.data.iloc[order].reset_index(drop=True)
-    categorical = column_list(getattr(run, "nominal", None)) + column_list(getattr(run, "ordinal", None))
+    categorical = column_list(getattr(run, "nominal", None)) + list(ordinal_keys(getattr(run, "ordinal", None)))
     numeric = [c for c in column_list(run.keys) if c not in categorical]
     weights = weights_of(original, getattr(run, "weights", None), f"{run.input}: ")
     mechanism = "microaggregation" if run.command == "microaggregate" else run.method
@@ -670,7 +671,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
                         "different categories (Gower-type, as sdcMicro's microaggrGower), each group's mode released")
     m.add_argument("--ordinal", metavar="COLS",
-                   help="mdav, vmdav, pcl: comma-separated ordinal keys (levels in numeric, else text order): distance "
+                   help="mdav, vmdav, pcl: comma-separated ordinal keys, NAME (levels in numeric, else text order) or "
+                        "NAME=L1<L2<... (levels in that order): distance "
                         "on z-scored ranks, each group's median level released")
     m.add_argument("--missing", choices=("raise", "pattern"), default="raise",
                    help="missing key values: raise (default) refuses them; pattern (mdav, vmdav, pcl) groups the records "

@@ -155,6 +155,34 @@ def seed(text: str) -> int:
     return value
 
 
+def ordinal_keys(text) -> dict:
+    """``--ordinal``: comma-separated ordinal keys, each NAME (levels in numeric, else text order)
+    or NAME=L1<L2<... (its levels in that order; a level that reads as a number is one), as
+    {name: levels or None}."""
+    keys = {}
+    for item in (text or "").split(","):
+        name, sep, levels = item.strip().partition("=")
+        if not name.strip():
+            continue
+        order = None
+        if sep:
+            order = [_number_or_text(v.strip()) for v in levels.split("<")]
+            if len(order) < 2 or any(v == "" for v in order) or len(set(order)) != len(order):
+                raise InputError(f"--ordinal: give the levels of {name.strip()!r} as NAME=L1<L2<... (two or more, "
+                                 f"distinct), got {item.strip()!r}")
+        keys[name.strip()] = order
+    return keys
+
+
+def _number_or_text(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
 def positive_int(text: str) -> int:
     """argparse type: an integer >= 1."""
     try:

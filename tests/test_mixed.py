@@ -104,3 +104,25 @@ def test_only_categorical_keys():
     assert released.groupby(["a", "b"]).size().min() >= 2
     for g, rows in pd.Series(range(len(frame))).groupby(model.labels_):
         assert set(released.iloc[rows.to_numpy()]["a"]) <= set(frame.iloc[rows.to_numpy()]["a"])
+
+
+def test_cli_ordinal_levels_in_a_given_order(tmp_path, capsys):
+    """--ordinal NAME=L1<L2<...: text levels in the office's order, not the alphabet's."""
+    rng = np.random.default_rng(4)
+    size = rng.choice(["small", "medium", "large"], 300)
+    frame = pd.DataFrame({"x": rng.normal(size=300), "size": size})
+    path, out, function = tmp_path / "f.csv", tmp_path / "out.csv", tmp_path / "f.json"
+    frame.to_csv(path, index=False)
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5", "--keys", "x", "--ordinal",
+                 "size=small<medium<large", "--keep-order", "--function", str(function), "--quiet"]) == 0
+    f = json.loads(function.read_text())
+    assert f["encoding"]["ordinal"] == {"size": ["small", "medium", "large"]}
+    released = pd.read_csv(out)
+    rank = {"small": 0, "medium": 1, "large": 2}
+    for _, rows in frame.groupby(released["x"].to_numpy()):  # each group's lower median level in that order
+        ranks = sorted(rank[v] for v in rows["size"])
+        assert released.loc[rows.index, "size"].iloc[0] == ["small", "medium", "large"][ranks[(len(ranks) - 1) // 2]]
+    capsys.readouterr()
+    assert main(["microaggregate", str(path), "-o", str(out), "-k", "5", "--keys", "x", "--ordinal", "size=small",
+                 "--force"]) != 0
+    assert "NAME=L1<L2<..." in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cliargs import add_input, add_output, add_release_options, positive_int, seed
+from ..cliargs import add_input, add_output, add_release_options, ordinal_keys, positive_int, seed
 from ..data import read_table
 from ..errors import ParameterError
 from .anonymity import required_anonymity, table_failure
@@ -58,7 +58,7 @@ def cmd_design(args) -> int:
             "(the first run compiles the numerical kernels: a minute or two)")
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
-                   weights=args.weights, method=args.method, nominal=args.nominal, ordinal=args.ordinal,
+                   weights=args.weights, method=args.method, nominal=args.nominal, ordinal=ordinal_keys(args.ordinal),
                    random_state=args.seed)
     spec = build_spec(d, participation_column=args.participation_column)
     args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
@@ -185,8 +185,8 @@ def add_parser(sub) -> None:
                         "(the same trust, PCL cells: lower distortion), tree (respondents who trust no software: "
                         "questions on one key each, followed on paper, see 'survey questionnaire')")
     d.add_argument("--nominal", metavar="COLS", help="tree: comma-separated nominal keys (questions on sets of categories)")
-    d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys (levels in numeric, else text "
-                                                     "order)")
+    d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys, NAME (levels in numeric, else "
+                                                     "text order) or NAME=L1<L2<... (levels in that order)")
     d.add_argument("--seed", type=seed, default=None, help="pcl: seed of its random kicks (default: fresh entropy)")
     add_output(d, "-o", "--output", required=True)
     d.add_argument("--quiet", action="store_true", help="no progress bar")
