@@ -382,3 +382,36 @@ def test_cli_design_methods(census_frame, tmp_path, capsys):
     assert main(["survey", "design", str(mixed), "-k", "4", "--participation", "0.7", "--risk", "0.01",
                  "--nominal", "region", "-o", str(tmp_path / "x.json"), "--quiet"]) != 0
     assert "tree design" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("trial", range(12))
+def test_tree_root_question_is_the_best_safe_cut(trial):
+    """The root question against an exhaustive search over every cut of every numeric key whose
+    two sides are safe (sizes >= n_cell, or Algorithm A on each side's pi_j, by convolution)."""
+    rng = np.random.default_rng(100 + trial)
+    n, k, risk = 60, 3, 0.1
+    frame = pd.DataFrame({"a": rng.integers(0, 8, n).astype(float), "b": rng.normal(size=n).round(1),
+                          "c": rng.gamma(2.0, 3.0, n).round()})
+    per_record = trial % 2 == 1
+    pis = rng.uniform(0.3, 0.9, n) if per_record else np.full(n, 0.7)
+    d = design(frame, k, pis if per_record else 0.7, risk, method="tree")
+    Z = d.function.standardizer.transform(frame.to_numpy(float))
+    n_cell = safe_cell_size(k, 0.7, risk, n)
+
+    def safe(mask):
+        if not per_record:
+            return mask.sum() >= n_cell
+        return mask.sum() >= k and brute_qbar(pis[mask], k) <= risk
+
+    def sse(mask):
+        z, w = Z[mask], pis[mask]
+        return float((w * ((z - w @ z / w.sum()) ** 2).sum(axis=1)).sum())
+
+    costs = [sse(L) + sse(~L) for col in frame.columns for t in np.unique(frame[col])[1:]
+             for L in [(frame[col] < t).to_numpy()] if safe(L) and safe(~L)]
+    root = d.function.rule["nodes"][0]
+    if not costs:
+        assert "cell" in root
+        return
+    L = (frame[frame.columns[root["column"]]] < root["threshold"]).to_numpy()
+    assert sse(L) + sse(~L) <= min(costs) * (1 + 1e-9)
