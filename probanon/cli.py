@@ -8,6 +8,7 @@ atomically).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -64,6 +65,24 @@ def _method(args):
     return cls(args.k)
 
 
+@contextlib.contextmanager
+def _blocks_on_cluster(args, model):
+    """``--scheduler``/``--workers``: the blocks of a blocked fit as tasks on a Dask cluster
+    (:mod:`probanon.distributed`); nothing else changes, the result included."""
+    from .distributed.cluster import cluster_from_args
+
+    if (args.scheduler is not None or args.workers is not None) and "block_size" not in model._param_names:
+        raise InputError(f"--scheduler/--workers run the blocks of mdav, vmdav and pcl, not {args.method}")
+    with cluster_from_args(args) as client:
+        if client is None:
+            yield
+            return
+        from .distributed.blocks import on_dask
+
+        with on_dask(client):
+            yield
+
+
 METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual ranking", "pcl": "PCL"}
 
 
@@ -85,7 +104,7 @@ def cmd_microaggregate(args) -> int:
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
     data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
-    with Progress(note, quiet=args.quiet, desc=args.method) as progress:
+    with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress:
         released = model.fit_transform(data, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
                                        missing=args.missing, nominal=nominal, ordinal=ordinal, progress=progress)
     values = dict(zip(keys, released.T))
@@ -679,6 +698,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "
                         "missing value missing and suppresses a key some member of a group lacks (no --function)")
     add_strata_options(m, "mdav, vmdav, pcl: the records are microaggregated")
+    from .distributed.cluster import add_cluster_options
+
+    add_cluster_options(m, "the blocks of a blocked fit (mdav, vmdav, pcl; see --block-size)")
     m.add_argument("--weights", metavar="COL",
                    help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "
                         "weighted totals; information loss and moments are weighted; the column is released "

@@ -33,6 +33,7 @@ remains for comparison).
 
 from __future__ import annotations
 
+import contextvars
 import numbers
 import os
 import subprocess
@@ -206,11 +207,21 @@ def _start_worker():
     return proc, Connection(task_w, readable=False), Connection(result_r, writable=False)
 
 
+#: how blocks run elsewhere than in this machine's processes: None, or a callable
+#: runner(function, count, tasks, progress) yielding (j, function(*tasks(j))) as they complete
+#: (:func:`probanon.distributed.blocks.on_dask` sets a Dask cluster's)
+BLOCK_RUNNER: contextvars.ContextVar = contextvars.ContextVar("block_runner", default=None)
+
+
 def _results(tasks, count: int, workers: int, progress):
     """Yield (j, result of _fit_block) for the ``count`` tasks (tasks(j) -> arguments), in
     this process (one worker) or in ``workers`` worker processes, one block each at a time;
     ``progress("blocks", done, count)`` after each block. The workers are stopped on return
     or on any error (which is raised here)."""
+    runner = BLOCK_RUNNER.get()
+    if runner is not None:
+        yield from runner(_fit_block, count, tasks, progress)
+        return
     progress("blocks", 0, count)
     if workers == 1:
         for j in range(count):

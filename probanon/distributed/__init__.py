@@ -1,0 +1,12 @@
+"""probanon on Dask (issue 19): the only package that imports dask. A ``LocalCluster`` on this
+machine when no scheduler address is given, any cluster by its address otherwise; everything
+distributed goes through Dask's futures.
+
+- :mod:`.cluster`: connecting (:func:`dask_client`), describing and running tasks;
+- :mod:`.blocks`: blocked microaggregation with its blocks as tasks (:func:`on_dask`).
+"""
+
+from .blocks import on_dask
+from .cluster import ClusterError, dask_client, describe, run_tasks
+
+__all__ = ["ClusterError", "dask_client", "describe", "on_dask", "run_tasks"]
