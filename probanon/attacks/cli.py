@@ -18,7 +18,8 @@ from .setting import MECHANISMS
 CLAIMS = {"km": "m items of a person, the released records and the published recoding (the partition)",
           "l-delta": "a person's quasi-identifier, the plan's classes and the count tables"}
 #: Options of one mechanism only: option -> mechanism.
-_OPTION_OF = {"partition": "km", "m": "km", "sigma": "km", "targets": "km", "plan": "l-delta", "datasets": "l-delta"}
+_OPTION_OF = {"partition": "km", "m": "km", "sigma": "km", "targets": "km", "plan": "l-delta", "datasets": "l-delta",
+              "scheduler": "l-delta", "workers": "l-delta"}
 
 
 def _claim_report(args):
@@ -50,8 +51,13 @@ def _claim_report(args):
                                    ("--intruders", args.intruders)) if v]
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism l-delta")
-    return linkage_test(args.plan, args.original, args.released, t=args.datasets, runs=args.runs or 2000,
-                        confidence=args.confidence, random_state=args.seed)
+    from ..distributed.cluster import cluster_from_args
+
+    runs = args.runs or 2000
+    with cluster_from_args(args) as client, Progress(f"attack: (l, delta) linkage, {runs:,} simulated sets of releases",
+                                                     quiet=args.quiet or args.json, desc="l-delta") as bar:
+        return linkage_test(args.plan, args.original, args.released, t=args.datasets, runs=runs,
+                            confidence=args.confidence, random_state=args.seed, client=client, progress=bar)
 
 
 def _print_report(report, confidence: float, knows: str) -> None:
@@ -168,6 +174,9 @@ def add_parser(sub) -> None:
     a.add_argument("--seed", type=seed, default=None, help="seed of the intruders' tie-breaking")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
+    from ..distributed.cluster import add_cluster_options
+
+    add_cluster_options(a, "l-delta: the seeded batches of simulated releases")
     a.set_defaults(func=cmd_attack)
 
     u = sub.add_parser("audit", help="find keys determined by confidential columns (and the reverse) before a "

@@ -140,7 +140,7 @@ def _table(plan, counts: np.ndarray) -> pd.DataFrame:
 
 
 def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, runs: int = 2000,
-                 confidence: float = 0.99, random_state=None, progress=None) -> AttackReport:
+                 confidence: float = 0.99, random_state=None, client=None, progress=None) -> AttackReport:
     """Failure rates of (l, delta)-diversity, alone and after linkage, against delta and t delta.
 
     Parameters
@@ -159,8 +159,10 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
     confidence : float
         Level of the Clopper-Pearson intervals.
     random_state : None, int or Generator
+    client : distributed.Client, optional
+        Run the simulation's seeded batches as tasks of this Dask cluster (the same result).
     progress : callable, optional
-        ``progress(0)`` once the inputs are checked, ``progress(1)`` after each kind of trial.
+        ``progress("batches", done, total)`` over the simulation's batches (after the checks).
 
     Returns
     -------
@@ -180,11 +182,9 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
     tables = [read_table(r) if not isinstance(r, pd.DataFrame) else r for r in releases]
     pmf = None if distribution is None else _aligned_pmf(plan, distribution)
     trials = _given(plan, tables, t) if tables else []
-    if progress is not None:
-        progress(0)
     if pmf is not None:
         mc = linkage_monte_carlo(pmf, plan.class_of, plan.n_samples, plan.l, t=t, runs=runs, delta=plan.delta,
-                                 confidence=confidence, random_state=rng)
+                                 confidence=confidence, random_state=rng, client=client, progress=progress)
         drawn = f"of N = {plan.n_samples:,} records drawn from the plan's distribution"
         trials.insert(0, ("one release (simulated)", KNOWS_ONE.format(l=plan.l), mc.release_trials,
                           mc.release_failures, plan.delta, f"delta = {plan.delta:g}",
@@ -193,8 +193,6 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
             trials.insert(1, (f"{t} linked releases (simulated)", KNOWS.format(t=t, l=plan.l), mc.linked_trials,
                               mc.linked_failures, min(1.0, t * plan.delta), f"t delta, t = {t}, delta = {plan.delta:g}",
                               f"{mc.linked_trials:,} sets of {t} releases {drawn}"))
-        if progress is not None:
-            progress(1)
     results, formulas = [], []
     for rule, knows, n, failures, bound, formula, note in trials:
         result = reidentification_result(rule, list(plan.qi_columns), n, [failures], None, confidence, knows=knows,

@@ -295,8 +295,34 @@ def _interval(failures: int, trials: int, confidence: float) -> tuple:
     return float(ci.low), float(ci.high)
 
 
+#: runs of one seeded batch of :func:`linkage_monte_carlo` (one task on a Dask cluster), whatever the workers
+RUNS_PER_BATCH = 250
+#: counts drawn at once within a batch (memory bound)
+MAX_DRAW_ELEMENTS = 4_000_000
+
+
+def _linkage_batch(pvals: np.ndarray, n_samples: int, l: int, t: int, classes: int, runs: int,
+                   seed: np.random.SeedSequence) -> tuple[int, int]:
+    """One seeded batch of :func:`linkage_monte_carlo`: ``runs`` runs drawn from
+    ``default_rng(seed)``; the failing releases and the failing linked runs."""
+    rng = np.random.default_rng(seed)
+    S = pvals.size // classes
+    release_failures = linked_failures = 0
+    chunk = max(1, MAX_DRAW_ELEMENTS // (t * pvals.size))
+    for start in range(0, runs, chunk):
+        size = min(chunk, runs - start)
+        counts = rng.multinomial(n_samples, pvals, size=(size, t)).reshape(size, t, classes, S)
+        nonempty = counts.sum(axis=3) > 0
+        distinct = (counts > 0).sum(axis=3)
+        release_failures += int((nonempty & (distinct < l)).any(axis=2).sum())
+        linked_distinct = (counts.min(axis=1) > 0).sum(axis=2)
+        linked_failures += int((nonempty.all(axis=1) & (linked_distinct < l)).any(axis=1).sum())
+    return release_failures, linked_failures
+
+
 def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs: int = 1000,
-                        delta=None, confidence: float = 0.99, random_state=None) -> LinkageMonteCarlo:
+                        delta=None, confidence: float = 0.99, random_state=None, client=None,
+                        progress=None) -> LinkageMonteCarlo:
     """Monte Carlo of Algorithm 1's releases: draw t independent samples of N records from the
     joint pmf, publish counts per (class, sensitive), check l-diversity of each release and of
     the t releases linked by per-class minimum (Theorems 4.4 and 4.5: failure probabilities
@@ -325,11 +351,20 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     confidence : float
         Level of the Clopper-Pearson intervals.
     random_state : None, int or numpy Generator
+        The runs are seeded batches of :data:`RUNS_PER_BATCH` runs, batch b drawn from
+        ``default_rng(SeedSequence(seed).spawn(batches)[b])``; their failure counts are summed.
+    client : distributed.Client, optional
+        Run the batches as tasks of this Dask cluster (:mod:`probanon.distributed.montecarlo`):
+        the same result as in this process.
+    progress : callable, optional
+        ``progress("batches", done, total)`` over the batches.
 
     Returns
     -------
     LinkageMonteCarlo
     """
+    from ..distributed.montecarlo import batch_seeds, batch_totals
+
     P = pmf.probabilities if isinstance(pmf, JointDistribution) else check_pmf(pmf, "the pmf")
     labels = np.asarray(class_of)
     if labels.ndim != 1 or labels.shape[0] != P.shape[0]:
@@ -351,16 +386,11 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     merged = np.zeros((R, S))
     np.add.at(merged, codes, P)
     pvals = merged.ravel() / merged.sum()
-    release_failures = linked_failures = 0
-    chunk = max(1, 4_000_000 // (t * R * S))
-    for start in range(0, runs, chunk):
-        size = min(chunk, runs - start)
-        counts = rng.multinomial(n_samples, pvals, size=(size, t)).reshape(size, t, R, S)
-        nonempty = counts.sum(axis=3) > 0
-        distinct = (counts > 0).sum(axis=3)
-        release_failures += int((nonempty & (distinct < l)).any(axis=2).sum())
-        linked_distinct = (counts.min(axis=1) > 0).sum(axis=2)
-        linked_failures += int((nonempty.all(axis=1) & (linked_distinct < l)).any(axis=1).sum())
+    count = -(-runs // RUNS_PER_BATCH)
+    seeds = batch_seeds(rng, count)
+    batch = lambda b: (n_samples, l, t, R, min(RUNS_PER_BATCH, runs - b * RUNS_PER_BATCH), seeds[b])
+    release_failures, linked_failures = batch_totals(_linkage_batch, count, batch, shared=(pvals,), client=client,
+                                                     progress=progress)
     release_trials = runs * t
     release_interval = _interval(release_failures, release_trials, confidence)
     linked_interval = _interval(linked_failures, runs, confidence)

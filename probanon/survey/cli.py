@@ -123,7 +123,10 @@ def cmd_assign(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    """Refuses (exit 2) a population that is not the one the specification declares."""
+    """Refuses (exit 2) a population that is not the one the specification declares. With
+    --scheduler/--workers the seeded batches run as tasks on a Dask cluster (the same result)."""
+    from ..distributed.cluster import cluster_from_args
+    from ..progress import Progress
     from .simulation import simulate_spec
     from .spec import verify
 
@@ -131,7 +134,9 @@ def cmd_simulate(args) -> int:
         raise ParameterError(f"runs must be >= 1, got {args.runs}")
     v = verify(args.spec)
     frame = read_table(args.population)
-    result = simulate_spec(v, frame, args.runs, random_state=args.seed)
+    note = f"survey simulate: {args.runs:,} runs of {len(frame):,} records"
+    with cluster_from_args(args) as client, Progress(note, quiet=args.quiet, desc="survey simulate") as progress:
+        result = simulate_spec(v, frame, args.runs, random_state=args.seed, client=client, progress=progress)
     _print(result.to_dict())
     return 0
 
@@ -238,4 +243,8 @@ def add_parser(sub) -> None:
     add_input(m, "population")
     m.add_argument("--runs", type=positive_int, default=1000)
     m.add_argument("--seed", type=seed, default=None)
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    from ..distributed.cluster import add_cluster_options
+
+    add_cluster_options(m, "the seeded batches of runs")
     m.set_defaults(func=cmd_simulate)

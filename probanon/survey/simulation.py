@@ -33,8 +33,12 @@ Intervals (level ``confidence``, default 0.99):
 
 ``*_agrees`` is True when the prediction lies inside the interval (None when either is undefined).
 
-Records are drawn in batches of at most :data:`MAX_BATCH_ELEMENTS` uniforms, so memory stays
-bounded whatever ``runs``; the result depends only on the cells, k, runs and the random state.
+The runs are independent seeded batches of :data:`RUNS_PER_BATCH` runs (the last one shorter):
+batch b draws from ``default_rng(SeedSequence(seed).spawn(batches)[b])`` and returns integer
+counts, which are summed, so the result depends only on the cells, k, runs and the random state,
+whether the batches run in this process or as tasks of a Dask cluster (``client``,
+:mod:`probanon.distributed.montecarlo`). Within a batch, records are drawn at most
+:data:`MAX_BATCH_ELEMENTS` uniforms at a time, so memory stays bounded whatever ``runs``.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from .anonymity import (
 from .participation import participation_from_spec
 
 MAX_BATCH_ELEMENTS = 1 << 24  # uniforms drawn at once (~16.8e6 doubles, 134 MB)
+RUNS_PER_BATCH = 100  # runs of one seeded batch (one task on a Dask cluster), whatever the workers
 PARTICIPATION_RTOL = 1e-9  # a population's pi_j against a specification's (simulate_spec)
 
 _METRICS = ("cell_failure", "mean_unprotected", "record_failure", "record_failure_participant", "table_failure")
@@ -230,44 +235,37 @@ def _inside(value, interval):
 # --------------------------------------------------------------------------- simulation
 
 
-def _blocks(sizes: np.ndarray) -> list[tuple[int, int]]:
-    """Consecutive cell ranges [a, b) of at most MAX_BATCH_ELEMENTS records (or one cell)."""
+def _blocks(sizes: np.ndarray) -> list[tuple[int, int, int]]:
+    """Consecutive cell ranges [a, b) of at most MAX_BATCH_ELEMENTS records (or one cell), each
+    with the runs drawn at once in it (at most MAX_BATCH_ELEMENTS uniforms, at least one run)."""
     blocks, a, total = [], 0, 0
     for c, n in enumerate(sizes.tolist()):
         if c > a and total + n > MAX_BATCH_ELEMENTS:
-            blocks.append((a, c))
+            blocks.append((a, c, max(1, MAX_BATCH_ELEMENTS // total)))
             a, total = c, 0
         total += n
-    blocks.append((a, sizes.size))
+    blocks.append((a, sizes.size, max(1, MAX_BATCH_ELEMENTS // total)))
     return blocks
 
 
-def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: float = 0.99) -> SimulationResult:
-    """Simulate ``runs`` independent participations of the table ``cells`` and compare the
-    observed failure metrics with Algorithm A.
-
-    ``cells`` is a list of 1-D arrays, one per cell, of per-record participation probabilities
-    in (0, 1] (a constant-pi cell is ``np.full(n, pi)``). ``random_state``: None, an int or a
-    :class:`numpy.random.Generator`; the same seed gives the same result.
-    """
-    k = check_k(k)
-    runs = check_runs(runs)
-    confidence = check_confidence(confidence)
-    pis, sizes = _check_cells(cells)
-    rng = check_random_state(random_state)
+def _simulate_batch(pis: np.ndarray, sizes: np.ndarray, k: int, blocks: list, runs: int,
+                    seed: np.random.SeedSequence) -> tuple[int, ...]:
+    """One seeded batch of ``runs`` runs drawn from ``default_rng(seed)``, cell block by cell
+    block (:func:`_blocks`): the integer counts (failing pairs, failing runs, sum K, sum K^2,
+    sum Y, sum Y^2, sum Y n_c over the (cell, run) pairs, Y = K 1{0 < K < k}), summed over the
+    batches by :func:`probanon.distributed.montecarlo.batch_totals`."""
+    rng = np.random.default_rng(seed)
     ends = np.cumsum(sizes)
     starts = ends - sizes
-
     failing = unprotected = unprotected_sq = unprotected_n = active = active_sq = 0
     run_failed = np.zeros(runs, dtype=bool)
-    for a, b in _blocks(sizes):
+    for a, b, per_draw in blocks:
         r0, r1 = int(starts[a]), int(ends[b - 1])
         p = pis[r0:r1]
         block_starts = starts[a:b] - r0
         n_c = sizes[a:b]
-        per_batch = max(1, min(runs, MAX_BATCH_ELEMENTS // p.size))
-        for s in range(0, runs, per_batch):
-            m = min(per_batch, runs - s)
+        for s in range(0, runs, per_draw):
+            m = min(per_draw, runs - s)
             on = rng.random((m, p.size)) < p
             K = np.add.reduceat(on, block_starts, axis=1, dtype=np.int64)  # (m, cells in block)
             fail = (K > 0) & (K < k)
@@ -279,7 +277,35 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
             active += int(K.sum())
             active_sq += int((K * K).sum())
             run_failed[s:s + m] |= fail.any(axis=1)
-    failing_runs = int(np.count_nonzero(run_failed))
+    return failing, int(np.count_nonzero(run_failed)), active, active_sq, unprotected, unprotected_sq, unprotected_n
+
+
+def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: float = 0.99, client=None,
+                   progress=None) -> SimulationResult:
+    """Simulate ``runs`` independent participations of the table ``cells`` and compare the
+    observed failure metrics with Algorithm A.
+
+    ``cells`` is a list of 1-D arrays, one per cell, of per-record participation probabilities
+    in (0, 1] (a constant-pi cell is ``np.full(n, pi)``). ``random_state``: None, an int or a
+    :class:`numpy.random.Generator`; the same seed gives the same result. ``client``: a Dask
+    client whose cluster runs the seeded batches as tasks (the same result as in this process);
+    ``progress("batches", done, total)`` over the batches.
+    """
+    from ..distributed.montecarlo import batch_seeds, batch_totals
+
+    k = check_k(k)
+    runs = check_runs(runs)
+    confidence = check_confidence(confidence)
+    pis, sizes = _check_cells(cells)
+    rng = check_random_state(random_state)
+    ends = np.cumsum(sizes)
+    starts = ends - sizes
+
+    count = -(-runs // RUNS_PER_BATCH)
+    seeds, blocks = batch_seeds(rng, count), _blocks(sizes)
+    batch = lambda b: (k, blocks, min(RUNS_PER_BATCH, runs - b * RUNS_PER_BATCH), seeds[b])
+    failing, failing_runs, active, active_sq, unprotected, unprotected_sq, unprotected_n = batch_totals(
+        _simulate_batch, count, batch, shared=(pis, sizes), client=client, progress=progress)
 
     pairs = sizes.size * runs
     records = int(sizes.sum())
@@ -332,11 +358,12 @@ def table_cells(records: int, k: int, participation: float, risk: float) -> list
 
 
 def simulate_table(records: int, k: int, participation: float, risk: float, runs: int,
-                   random_state=None, confidence: float = 0.99) -> SimulationResult:
+                   random_state=None, confidence: float = 0.99, client=None, progress=None) -> SimulationResult:
     """:func:`simulate_cells` on the table of :func:`table_cells` (constant participation);
     its ``predicted_table_failure`` equals :func:`~probanon.survey.anonymity.table_failure`."""
     cells = table_cells(records, k, participation, risk)
-    return simulate_cells(cells, k, runs, random_state=random_state, confidence=confidence)
+    return simulate_cells(cells, k, runs, random_state=random_state, confidence=confidence, client=client,
+                          progress=progress)
 
 
 # --------------------------------------------------------------------------- a published specification
@@ -402,7 +429,8 @@ def _spec_population(verified, population) -> list[np.ndarray]:
     return groups
 
 
-def simulate_spec(spec, population, runs: int, random_state=None, confidence: float = 0.99) -> SimulationResult:
+def simulate_spec(spec, population, runs: int, random_state=None, confidence: float = 0.99, client=None,
+                  progress=None) -> SimulationResult:
     """:func:`simulate_cells` on the population a published specification was designed on.
 
     ``spec``: a :class:`~probanon.survey.spec.VerifiedSpec`, or a specification (dict, JSON text
@@ -413,6 +441,7 @@ def simulate_spec(spec, population, runs: int, random_state=None, confidence: fl
     to it, and (per-record) every cell's participation probabilities within a relative
     ``PARTICIPATION_RTOL``; otherwise :class:`InputError` names the first difference, since the
     simulation would otherwise check another table than the one the guarantee is about.
+    ``client``, ``progress``: as for :func:`simulate_cells`.
     """
     from .spec import VerifiedSpec, verify
 
@@ -421,4 +450,5 @@ def simulate_spec(spec, population, runs: int, random_state=None, confidence: fl
     rng = check_random_state(random_state)
     verified = spec if isinstance(spec, VerifiedSpec) else verify(spec)
     groups = _spec_population(verified, population)
-    return simulate_cells(groups, verified.guarantee["k"], runs, random_state=rng, confidence=confidence)
+    return simulate_cells(groups, verified.guarantee["k"], runs, random_state=rng, confidence=confidence,
+                          client=client, progress=progress)
