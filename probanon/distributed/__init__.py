@@ -3,7 +3,8 @@ machine when no scheduler address is given, any cluster by its address otherwise
 distributed goes through Dask's futures.
 
 - :mod:`.cluster`: connecting (:func:`dask_client`), describing and running tasks;
-- :mod:`.blocks`: blocked microaggregation with its blocks as tasks (:func:`on_dask`).
+- :mod:`.blocks`: blocked microaggregation with its blocks as tasks (:func:`on_dask`);
+- :mod:`.montecarlo`: Monte Carlo runs as seeded batches, here or as tasks (``client=``).
 """
 
 from .blocks import on_dask
