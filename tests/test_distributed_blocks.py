@@ -2,7 +2,6 @@
 single-machine blocked result for the same seed, survives a worker killed in the middle of a run,
 and an unreachable scheduler is a one-line error within seconds."""
 
-import os
 import threading
 import time
 
@@ -15,12 +14,7 @@ pytest.importorskip("distributed")
 from probanon.cli import main  # noqa: E402
 from probanon.distributed import ClusterError, dask_client, describe, on_dask  # noqa: E402
 from probanon.microagg import MDAV, PCL, VMDAV  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(workers=2) as c:
-        yield c
+from dask_support import client, kill_worker  # noqa: E402,F401 (client: a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -63,10 +57,7 @@ def test_a_worker_killed_in_the_middle_is_survived(client, data):
     while not any(client.processing().values()) and time.monotonic() < deadline:
         time.sleep(0.05)
     victim = next(worker for worker, tasks in client.processing().items() if tasks)
-    try:
-        client.run(os._exit, 1, workers=[victim])
-    except Exception:  # noqa: BLE001 - the worker dies before it answers
-        pass
+    kill_worker(client, victim)
     thread.join(timeout=240)
     assert not thread.is_alive() and not errors, errors
     np.testing.assert_array_equal(result["fit"].labels_, expected.labels_)

@@ -27,14 +27,9 @@ from probanon.survey import simulation
 from probanon.survey.design import design
 from probanon.survey.simulation import simulate_cells, simulate_spec
 from probanon.survey.spec import build_spec
+from dask_support import client  # noqa: E402,F401 (a fixture)
 
 BAD = "tcp://127.0.0.1:1"  # nothing listens on port 1
-
-
-@pytest.fixture(scope="module")
-def client():
-    with dask_client(workers=2) as c:
-        yield c
 
 
 @pytest.fixture(scope="module")

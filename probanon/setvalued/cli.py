@@ -5,12 +5,15 @@ Each subcommand is a ``cmd_*`` function registered in :func:`add_parser`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
 
 from .._validation import check_k
 from ..cliargs import add_input, add_output, positive_int, seed
+from ..distributed.cluster import add_cluster_options, cluster_from_args
+from ..outputs import TABLE_FORMATS
 from ..progress import Progress
 from ..release import record_order, shuffle_stream
 from ..errors import InputError, ParameterError
@@ -59,6 +62,14 @@ def _first_message(args, text: str) -> None:
         print(f"{text} (the first run compiles the numba kernels: up to a minute)...", file=sys.stderr, flush=True)
 
 
+def _shardable(args) -> bool:
+    """On a cluster, are the records sharded over the workers (a FIMI file, sampled levels only,
+    no hierarchy), rather than loaded here with the r runs as tasks?"""
+    sigmas = args.sigma if isinstance(args.sigma, tuple) else (args.sigma,)
+    return (not any(str(args.input).lower().endswith(ending) for ending in TABLE_FORMATS)
+            and not args.hierarchy and args.exact_upto == 0 and all(s < 1 for s in sigmas))
+
+
 def cmd_anonymize(args) -> int:
 
     from .data import load_records
@@ -73,24 +84,44 @@ def cmd_anonymize(args) -> int:
         raise ParameterError(f"--exact-upto must be >= 0, got {args.exact_upto}")
     if args.allow_root_merge and not args.hierarchy:
         raise ParameterError("--allow-root-merge applies to --hierarchy only")
-    data = load_records(args.input)
-    constraints = _load_constraints(args, data)
-    for k in args.k if isinstance(args.k, tuple) else (args.k,):
-        check_k(k, data.n_records)
-    _first_message(args, f"anonymize: {data.n_records:,} records, {data.n_items:,} items, m = {args.m}")
-    with Progress(None, quiet=args.quiet, total=args.runs * args.m, desc="anonymize", unit="level") as bar:
-        result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
-                           exact_upto=args.exact_upto, random_state=args.seed, progress=bar,
-                           allow_root_merge=args.allow_root_merge)
-    if not result.satisfied:
-        if result.hierarchy is not None:
-            raise InputError(f"{result.hierarchy.failure()}; nothing written "
-                             f"(--allow-root-merge lets parts cross the roots)")
-        bad = next(lv for lv in result.levels if not lv.satisfied)
-        raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
-                         f"{bad.k}-anonymous; nothing written")
-    released = release_data(data, result)
-    lines = _fimi_bytes(released.record_indptr, released.record_items).tobytes().decode("ascii").splitlines(True)
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(cluster_from_args(args))
+        records = None
+        if client is not None and _shardable(args):  # records read by the workers, sharded (issue 19.1)
+            from ..distributed.km import ShardedRecords
+
+            records = stack.enter_context(ShardedRecords(client, args.input))
+        elif client is not None:  # records here, the r runs as tasks
+            from ..distributed.km import runs_on_dask
+
+            stack.enter_context(runs_on_dask(client))
+        data = load_records(args.input) if records is None else records
+        constraints = _load_constraints(args, data)
+        for k in args.k if isinstance(args.k, tuple) else (args.k,):
+            check_k(k, data.n_records)
+        _first_message(args, f"anonymize: {data.n_records:,} records, {data.n_items:,} items, m = {args.m}"
+                             + (f", {records.count} shards on the workers" if records is not None else ""))
+        with Progress(None, quiet=args.quiet, total=args.runs * args.m, desc="anonymize", unit="level") as bar:
+            if records is not None:
+                result = records.anonymize(args.k, args.m, args.sigma, constraints, runs=args.runs,
+                                           random_state=args.seed, progress=bar)
+            else:
+                result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
+                                   exact_upto=args.exact_upto, random_state=args.seed, progress=bar,
+                                   allow_root_merge=args.allow_root_merge)
+        if not result.satisfied:
+            if result.hierarchy is not None:
+                raise InputError(f"{result.hierarchy.failure()}; nothing written "
+                                 f"(--allow-root-merge lets parts cross the roots)")
+            bad = next(lv for lv in result.levels if not lv.satisfied)
+            raise InputError(f"the constraints permit no merge that makes every {bad.l}-itemset "
+                             f"{bad.k}-anonymous; nothing written")
+        if records is not None:
+            text = records.released(result)
+        else:
+            released = release_data(data, result)
+            text = _fimi_bytes(released.record_indptr, released.record_items).tobytes()
+    lines = text.decode("ascii").splitlines(True)
     order, link = record_order(len(lines), keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     spec = {"partition": result.mapping(), "err": result.err, "parts": result.n_parts,
             "k": result.k, "m": result.m, "sigma": result.sigma, "seed": result.seed,
@@ -256,6 +287,8 @@ def add_parser(sub) -> None:
     add_output(a, "--link", metavar="FILE", table=True,
                help="also write the private link file original_row -> released_row (never publish it)")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_cluster_options(a, "the anonymization (a FIMI file: its records sharded over the workers, which read "
+                           "it: a path they can reach; otherwise the r runs)")
     a.set_defaults(func=cmd_anonymize)
 
     c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")

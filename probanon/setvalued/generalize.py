@@ -46,6 +46,7 @@ processes when r > 1 (forked, sharing the data); the run with the least err is r
 
 from __future__ import annotations
 
+import contextvars
 import multiprocessing
 import numbers
 import os
@@ -258,14 +259,21 @@ class _State:
     """Partition over the constraint items, the data's part index and the merge machinery."""
 
     def __init__(self, data, constraints, align, k, m, pairs=None, allow_root_merge=False):
-        self.data, self.c, self.align, self.k = data, constraints, align, k
-        self.allow_root_merge = bool(allow_root_merge)
+        self.data = data
         self.cache = PassCache(m)
         self.pairs = no_pair_index() if pairs is None else pairs.arrays()
         self.scratch = (np.zeros(constraints.n_items, np.int64), np.zeros(constraints.n_items, np.int64),
                         np.zeros(2, np.int64), size_limits(data))
+        self.start(constraints, align, data.item_counts, k, allow_root_merge)
+        self.index = _RecordIndex(data, align, constraints.n_items)
+
+    def start(self, constraints, align, item_counts, k, allow_root_merge) -> None:
+        """The identity partition of the constraint items (line 4) and its merge machinery, from
+        the data's item counts alone (the part index ``self.index`` is the caller's)."""
+        self.c, self.align, self.k = constraints, align, k
+        self.allow_root_merge = bool(allow_root_merge)
         n = constraints.n_items
-        self.occ = np.bincount(align, weights=data.item_counts.astype(float), minlength=n)
+        self.occ = np.bincount(align, weights=np.asarray(item_counts).astype(float), minlength=n)
         if self.occ.sum() <= 0:
             raise InputError("the data has no item occurrences")
         self.part = np.arange(n, dtype=np.int64)  # part id = a representative item
@@ -275,7 +283,6 @@ class _State:
         if self.hier:
             self.node = {i: i for i in range(n)}  # part id -> hierarchy node
             self.leaves = self._leaves_below()
-        self.index = _RecordIndex(data, align, n)
 
     def _leaves_below(self):
         parent, n = self.c.parent, self.c.n_items
@@ -303,6 +310,15 @@ class _State:
         first, last, records, part_of_item, n_data = self.index.args()
         return (first, last, records, part_of_item, n_data, self.data.record_indptr, self.data.record_items,
                 self.pairs, *self.scratch)
+
+    def proposal(self, l: int):
+        """The sampler's proposal of level l (:func:`.sampling.proposal`)."""
+        return proposal(self.data, l)
+
+    def sample(self, l, n, rng, method, pairs, prop):
+        """n draws of distinct l-itemsets of the original data, supports capped at k (line 8)."""
+        return sample_itemsets(self.data, l, n, method=method, random_state=rng, pairs=pairs, prop=prop,
+                               support_cap=self.k)
 
     def anonymous(self, items) -> bool:
         items = np.asarray(items, dtype=np.int32)
@@ -391,10 +407,9 @@ def _sampled_level(state, l, gamma, rng, method, pairs):
     """Algorithm 2, lines 6-15, for one l: (the draws examined, their supports, merges, ok)."""
     draws, supports, streak, merges, ok = [], [], 0, 0, True
     batch = gamma + 1
-    prop = proposal(state.data, l)
+    prop = state.proposal(l)
     while streak <= gamma and state.n_parts > 1:
-        drawn = sample_itemsets(state.data, l, batch, method=method, random_state=rng, pairs=pairs,
-                                prop=prop, support_cap=state.k)
+        drawn = state.sample(l, batch, rng, method, pairs, prop)
         sample = drawn.itemsets
         pos, end = 0, len(sample)
         while pos < len(sample) and streak <= gamma:
@@ -459,10 +474,15 @@ def _run(data, constraints, align, plan, exact_upto, pairs, root_merge, seed, me
     """One run of Algorithm 2 with the per-level (sigma_l, k_l, gamma_l) of ``plan``:
     {m': (labels, err, levels, merges)} for m' = m and each m' in ``also`` (the state after
     level m', which is what a run with m = m' and this seed returns)."""
+    state = _State(data, constraints, align, int(plan.k[0]), len(plan.levels), pairs, root_merge)
+    return run_levels(state, int(data.record_sizes.max()), plan, exact_upto, pairs, seed, method, progress, also)
+
+
+def run_levels(state, biggest, plan, exact_upto, pairs, seed, method, progress=None, also=()):
+    """The levels l = 1..m of one run of Algorithm 2 on ``state`` (a :class:`_State`, or one
+    whose records live elsewhere, e.g. sharded on a cluster), ``biggest`` the largest record size."""
     rng = np.random.default_rng(seed)
     m = len(plan.levels)
-    state = _State(data, constraints, align, int(plan.k[0]), m, pairs, root_merge)
-    biggest = int(data.record_sizes.max())
     raw, out = [], {}
     for l in range(1, m + 1):
         k_l, sigma_l, gamma = int(plan.k[l - 1]), float(plan.sigma[l - 1]), plan.gamma[l - 1]
@@ -511,6 +531,11 @@ def _check_m(m) -> int:
 
 
 _SHARED = None  # the arguments of the runs, inherited by forked workers instead of pickled
+
+#: when set (:func:`probanon.distributed.km.runs_on_dask`): ``runner(args, seeds, method, progress,
+#: also)`` returns the results of ``_run(*args, seed, method, None, also)`` for the seeds, in order
+#: (the r > 1 runs of A^(r) elsewhere than in local processes); ``progress(m)`` after each run
+RUNS_RUNNER: contextvars.ContextVar = contextvars.ContextVar("km_runs_runner", default=None)
 
 
 def _shared_run(seed, method, also):
@@ -597,6 +622,8 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     args = (data, constraints, align, plan, int(exact_upto), pairs, bool(allow_root_merge) and hier)
     if runs == 1:
         results = [_run(*args, seeds[0], method, progress, also)]
+    elif RUNS_RUNNER.get() is not None:
+        results = RUNS_RUNNER.get()(args, seeds, method, progress, also)
     else:
         workers = min(runs, os.cpu_count() or 1) if n_jobs is None else int(n_jobs)
         results = _parallel_runs(args, seeds, method, max(1, workers), progress, also)

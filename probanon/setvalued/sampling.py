@@ -79,7 +79,11 @@ class Proposal:
 
 def proposal(data: SetData, l: int) -> Proposal:
     """The :class:`Proposal` of level l (records with fewer than l items have weight 0)."""
-    record_sizes = data.record_sizes
+    return proposal_of_sizes(data.record_sizes, l)
+
+
+def proposal_of_sizes(record_sizes: np.ndarray, l: int) -> Proposal:
+    """:func:`proposal` from the record sizes alone (a sharded data set's coordinator has no records)."""
     by_size = np.argsort(record_sizes, kind="stable").astype(np.int32)
     sizes, counts = np.unique(record_sizes, return_counts=True)
     start = np.zeros(len(sizes) + 1, dtype=np.int64)
@@ -91,8 +95,19 @@ def proposal(data: SetData, l: int) -> Proposal:
 @numba.njit(cache=True, nogil=True)
 def _propose(record_indptr, record_items, prop, l, u, out):
     """Write into ``out`` an l-subset of a record drawn with probability ∝ C(|D_u|, l); return
-    the record. ``u`` holds l + 2 uniforms: u[0] picks the size, u[1] the record, u[2..] the
-    subset (Floyd's algorithm: uniform over the C(s, l) subsets in O(l^2)).
+    the record (:func:`propose_positions`, then the items at those positions)."""
+    r = propose_positions(prop, l, u, out)
+    base = record_indptr[r]
+    for q in range(l):
+        out[q] = record_items[base + out[q]]
+    return r
+
+
+@numba.njit(cache=True, nogil=True)
+def propose_positions(prop, l, u, out):
+    """The record r drawn with probability ∝ C(|D_r|, l) and, in ``out``, the sorted positions
+    in D_r of a uniform l-subset. ``u`` holds l + 2 uniforms: u[0] picks the size, u[1] the
+    record, u[2..] the subset (Floyd's algorithm: uniform over the C(s, l) subsets in O(l^2)).
     """
     sizes, cum, start, by_size = prop
     j = np.searchsorted(cum, u[0] * cum[-1], side="right")
@@ -102,7 +117,6 @@ def _propose(record_indptr, record_items, prop, l, u, out):
             j -= 1
     n_j = start[j + 1] - start[j]
     r = by_size[start[j] + min(int(u[1] * n_j), n_j - 1)]
-    base = record_indptr[r]
     s = sizes[j]
     for n in range(l):  # Floyd: add a uniform index of 0..t, or t itself if taken
         t = s - l + n
@@ -113,8 +127,6 @@ def _propose(record_indptr, record_items, prop, l, u, out):
                 break
         out[n] = x
     out.sort()
-    for q in range(l):
-        out[q] = record_items[base + out[q]]
     return r
 
 
@@ -241,36 +253,46 @@ def sample_itemsets(data: SetData, l: int, n_samples: int, method: str = "reject
     if method == "rejection":
         cap = 0 if support_cap is None else int(support_cap)
         if l == 1:
-            return _distinct_items(data, int(n_samples), rng, cap)
+            return _distinct_items(data.item_counts, int(n_samples), rng, cap)
         if l == 2 and pairs is not None:
-            return _distinct_pairs(pairs, int(n_samples), rng, cap)
-        n, proposals = 0, 0
-        while n < n_samples:  # proposals per call: about twice the expected need, at most _CHUNK
-            rate = n / proposals if n else data.n_records / max(prop.total, 1.0)
-            U = rng.random((int(min(_CHUNK, max(256, 2 * (n_samples - n) / max(rate, 1e-9)))), l + 2))
-            n, used = _rejection_kernel(*args, cap, U, out_items, out_supp, n)
-            proposals += used
-        return ItemsetSample(out_items, out_supp, l, method, proposals, n_samples / proposals, 0, math.nan)
+            return _distinct_pairs(pairs.counts, int(n_samples), rng, cap)
+        return rejection_draws(lambda U, n: _rejection_kernel(*args, cap, U, out_items, out_supp, n),
+                               out_items, out_supp, data.n_records, prop.total, rng)
     return _mcmc(args, l, int(n_samples), rng, int(thin), max_burn_in, data.n_records,
                  out_items, out_supp)
 
 
-def _distinct_items(data: SetData, n_samples: int, rng, cap: int) -> ItemsetSample:
+def rejection_draws(kernel, out_items, out_supp, n_records: int, total: float, rng) -> ItemsetSample:
+    """Fill out_items/out_supp by the rejection sampler: ``kernel(U, n)`` runs the proposals of
+    U (rows of l + 2 uniforms, drawn here from ``rng``) as :func:`_rejection_kernel` does and
+    returns (new number of samples, rows used); ``total`` is the proposal's Z."""
+    n_samples, l = out_items.shape
+    n, proposals = 0, 0
+    while n < n_samples:  # proposals per call: about twice the expected need, at most _CHUNK
+        rate = n / proposals if n else n_records / max(total, 1.0)
+        U = rng.random((int(min(_CHUNK, max(256, 2 * (n_samples - n) / max(rate, 1e-9)))), l + 2))
+        n, used = kernel(U, n)
+        proposals += used
+    return ItemsetSample(out_items, out_supp, l, "rejection", proposals, n_samples / proposals, 0, math.nan)
+
+
+def _distinct_items(item_counts: np.ndarray, n_samples: int, rng, cap: int) -> ItemsetSample:
     """i.i.d. uniform draws from the items that occur (the distinct 1-itemsets)."""
-    present = np.flatnonzero(data.item_counts > 0)
+    present = np.flatnonzero(item_counts > 0)
     pick = present[rng.integers(0, len(present), size=n_samples)]
-    supports = data.item_counts[pick].astype(np.int64)
+    supports = item_counts[pick].astype(np.int64)
     if cap > 0:
         np.minimum(supports, cap, out=supports)
     return ItemsetSample(pick.astype(np.int32)[:, None], supports, 1, "rejection", n_samples, 1.0, 0, math.nan)
 
 
-def _distinct_pairs(pairs: PairIndex, n_samples: int, rng, cap: int) -> ItemsetSample:
-    """i.i.d. uniform draws from the distinct pairs, all known to the pair index."""
-    a, b = np.nonzero(np.triu(pairs.counts, 1))
+def _distinct_pairs(counts: np.ndarray, n_samples: int, rng, cap: int) -> ItemsetSample:
+    """i.i.d. uniform draws from the distinct pairs, all known to the pair index (``counts``:
+    its matrix of pair supports)."""
+    a, b = np.nonzero(np.triu(counts, 1))
     pick = rng.integers(0, len(a), size=n_samples)
     items = np.column_stack([a[pick], b[pick]]).astype(np.int32)
-    supports = pairs.counts[a[pick], b[pick]].astype(np.int64)
+    supports = counts[a[pick], b[pick]].astype(np.int64)
     if cap > 0:
         np.minimum(supports, cap, out=supports)
     return ItemsetSample(items, supports, 2, "rejection",

@@ -1,0 +1,622 @@
+"""Probabilistic k^m-anonymity on Dask (issue 19.1): Algorithm 2 of paper 5 with A^(r) (see
+:mod:`probanon.setvalued.generalize`), in two ways that give the single-machine release for the
+same seed.
+
+* :func:`runs_on_dask`: the r independent runs of A^(r) as tasks (data in this process, sent
+  once to every worker); each run is seeded as on one machine, so the best run is the same.
+* :class:`ShardedRecords`: the records of a FIMI file sharded by record id (shard j = the lines
+  starting in the j-th of J equal byte ranges), each shard read by a Dask actor on a worker
+  (never through this process, which holds only the item labels, the item counts, the record
+  size histogram and, for the sampler, one byte per record naming its shard). With the records
+  renumbered by decreasing size as on one machine (:func:`.setvalued.data.by_decreasing_size`;
+  a shard's records keep their relative order, so the global id of each is known from the
+  shards' size histograms):
+
+  - the uniform sampler of distinct l-itemsets (rejection, :mod:`.setvalued.sampling`) draws
+    its uniforms here; a proposal (record r, positions in D_r) is made here, its items read by
+    r's shard, and it is accepted iff no shard has a record below r holding it; its support is
+    the sum of the shard supports (each capped at k);
+  - supp({R(i) : i in s}) >= k (line 10) is decided by the sum over the shards of
+    |∩_P R_j(P)| (each shard's count stopped at k), for a window of samples at a time (one
+    round trip); a generalized itemset found k-anonymous stays so (merges only enlarge parts),
+    so only the samples not yet known to pass are re-tested after a merge;
+  - the merges (lines 13-14) are chosen here (they need only the item counts and the
+    constraints) and sent to the shards with the next query, numbered, so that a query that is
+    retried never applies a merge twice.
+
+  A shard whose worker dies is read again from its byte range by an actor on another worker,
+  and the merges of the current run are replayed on it; the query then runs again.
+
+The deterministic phase (``exact_upto``), hierarchies (their level cuts are certified on the
+whole data) and the MCMC sampler are not distributed: use the runs as tasks for them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+
+import numba
+import numpy as np
+
+from .._validation import check_k, check_random_state, check_runs
+from ..errors import InputError, ParameterError, ProbanonError
+from ..setvalued.cdr import _fimi_bytes
+from ..setvalued.data import _sorted_labels, by_decreasing_size, from_pairs, size_limits
+from ..setvalued.generalize import (
+    RUNS_RUNNER,
+    _best,
+    _check_m,
+    _RecordIndex,
+    _released_csr,
+    _run,
+    _State,
+    align_items,
+    complete_constraints,
+    run_levels,
+)
+from ..setvalued.pairs import (
+    DEFAULT_BUDGET,
+    MAX_ITEMS,
+    _pair_counts,
+    build_pair_index,
+    count_unless_below,
+    no_pair_index,
+)
+from ..setvalued.sample_size import sample_size_plan
+from ..setvalued.sampling import (
+    _distinct_items,
+    _distinct_pairs,
+    proposal_of_sizes,
+    propose_positions,
+    rejection_draws,
+)
+from ..setvalued.support import span_count_unless_below
+from .cluster import ClusterError, run_tasks
+
+# ---------------------------------------------------------------- the r runs of A^(r) as tasks
+
+
+def _run_shared(args, seed, method, also):
+    """One run of Algorithm 2 on a worker (``args``: the runs' shared arguments, sent once)."""
+    return _run(*args, seed, method, None, also)
+
+
+@contextlib.contextmanager
+def runs_on_dask(client):
+    """Inside this context, :func:`probanon.setvalued.anonymize` with r > 1 runs its r runs as
+    tasks of ``client``'s cluster (the data is sent once to every worker); same seed, same result."""
+    def runner(args, seeds, method, progress, also):
+        [shared] = client.scatter([args], broadcast=True, hash=False)
+        levels = len(args[3].levels)
+        tick = None if progress is None else (lambda stage, done, count: progress(levels) if done else None)
+        results = [None] * len(seeds)
+        try:
+            for j, result in run_tasks(client, _run_shared, len(seeds), lambda j: (shared, seeds[j], method, also),
+                                       tick, stage="km-runs"):
+                results[j] = result
+        finally:
+            shared.release()
+        return results
+
+    token = RUNS_RUNNER.set(runner)
+    try:
+        yield client
+    finally:
+        RUNS_RUNNER.reset(token)
+
+
+# ---------------------------------------------------------------- one shard, on a worker
+
+
+def _chunk_lines(path, j: int, count: int) -> list[bytes]:
+    """The lines of ``path`` that start in the j-th of ``count`` equal byte ranges."""
+    size = os.path.getsize(path)
+    a, b = j * size // count, (j + 1) * size // count
+    with open(path, "rb") as fh:
+        if a > 0:
+            fh.seek(a - 1)
+            if fh.read(1) != b"\n":
+                fh.readline()  # the line that started before a belongs to the previous range
+        start = fh.tell()
+        if start >= b:
+            return []
+        text = fh.read(b - start)
+        if not text.endswith(b"\n"):
+            text += fh.readline()
+    lines = text.split(b"\n")
+    return lines[:-1] if lines[-1] == b"" else lines
+
+
+@numba.njit(cache=True, nogil=True)
+def _unless_below(rec_indptr, rec_items, item_indptr, item_records, pairs, cands, below, cap, limit):
+    """:func:`.setvalued.pairs.count_unless_below` of every row of ``cands`` (row b: -1 if one of
+    the first below[b] records holds it)."""
+    out = np.empty(cands.shape[0], dtype=np.int64)
+    for b in range(cands.shape[0]):
+        out[b] = count_unless_below(rec_indptr, rec_items, item_indptr, item_records, pairs, cands[b], below[b],
+                                    cap, limit)
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def _part_counts(first, last, records, parts, lens, k, limits):
+    """min(|∩_{P in row b} R(P)|, k) for every row b of ``parts`` (its first lens[b] entries)."""
+    out = np.empty(lens.shape[0], dtype=np.int64)
+    for b in range(lens.shape[0]):
+        n = lens[b]
+        out[b] = span_count_unless_below(first, last, records, parts[b, :n], -1, k, limits[min(n, len(limits) - 1)])
+    return out
+
+
+class Shard:
+    """The records of one byte range of a FIMI file, on the worker that reads them (a Dask actor).
+
+    After :meth:`build`: ``data`` (the shard's records by decreasing size, global item codes),
+    ``gid`` (their global ids, increasing), ``order`` (sorted position -> line in the range),
+    the shard's pair index, and per run the record lists of the parts (:class:`_RecordIndex`).
+    """
+
+    def __init__(self, path, j: int, count: int):
+        self.path = str(path)
+        lines = _chunk_lines(self.path, j, count)
+        diag = {"lines": len(lines), "first_blank": -1, "last_record": -1, "comma": -1, "utf8": True}
+        codes, rec, items, u = {}, [], [], 0
+        for t, line in enumerate(lines):
+            try:
+                text = line.decode("utf-8")
+            except UnicodeDecodeError:
+                diag["utf8"] = False
+                break
+            tokens = text.split()
+            if not tokens:
+                if diag["first_blank"] < 0:
+                    diag["first_blank"] = t
+                continue
+            if "," in text and diag["comma"] < 0:
+                diag["comma"] = t
+            diag["last_record"] = t
+            items.extend(codes.setdefault(x, len(codes)) for x in tokens)
+            rec.extend([u] * len(tokens))
+            u += 1
+        self.diag, self.tokens = diag, list(codes)
+        self.pairs_in = (np.asarray(rec, dtype=np.int64), np.asarray(items, dtype=np.int64))
+        self.data = None
+        self.runs = {}
+
+    def summary(self):
+        """(diagnostics, distinct tokens, record sizes (distinct, counts)) of the range."""
+        if not self.tokens:
+            return self.diag, [], (np.empty(0, np.int64), np.empty(0, np.int64))
+        rec, items = self.pairs_in
+        local = from_pairs(rec, items, np.arange(len(self.tokens)))  # duplicates dropped as on one machine
+        sizes, counts = np.unique(local.record_sizes, return_counts=True)
+        return self.diag, self.tokens, (sizes, counts)
+
+    def build(self, codes, n_items: int, first_of_size, pair_budget: int, pair_counts: bool):
+        """Recode the items (``codes[local token] = global item``), sort the records by decreasing
+        size and number them (``first_of_size[s]``: global id of this shard's first record of
+        size s). Returns the shard's item counts and, if asked, its pair counts (m x m)."""
+        self.runs = {}
+        if not self.tokens:
+            self.data = None
+            return np.zeros(n_items, np.int64), (np.zeros((n_items, n_items), np.int32) if pair_counts else None)
+        rec, items = self.pairs_in
+        data = from_pairs(rec, np.asarray(codes, dtype=np.int64)[items], np.arange(n_items))
+        sizes = data.record_sizes
+        self.order = np.argsort(-sizes, kind="stable")
+        self.data = by_decreasing_size(data)
+        ss = sizes[self.order]
+        self.gid = np.asarray(first_of_size, dtype=np.int64)[ss] + np.arange(len(ss)) - np.searchsorted(-ss, -ss)
+        self.limits = size_limits(self.data)
+        index = build_pair_index(self.data, int(pair_budget)) if pair_budget else None
+        self.pairs = no_pair_index() if index is None else index.arrays()
+        counts = None
+        if pair_counts:
+            counts = index.counts if index is not None else _pair_counts(
+                self.data.record_indptr, self.data.record_items, n_items)
+        return self.data.item_counts, counts
+
+    def items_at(self, records, positions):
+        """The items of the proposals (global record id, sorted positions in it) of this shard."""
+        local = np.searchsorted(self.gid, records)
+        at = self.data.record_indptr[local][:, None] + positions
+        return self.data.record_items[at]
+
+    def unless_below(self, cands, records, cap: int):
+        """Per row: -1 if a record of this shard with a global id below records[b] holds it,
+        else its support here (capped at ``cap`` > 0)."""
+        if self.data is None:
+            return np.zeros(len(cands), np.int64)
+        d = self.data
+        below = np.searchsorted(self.gid, records).astype(np.int64)
+        l = cands.shape[1]
+        return _unless_below(d.record_indptr, d.record_items, d.item_indptr, d.item_records, self.pairs,
+                             np.ascontiguousarray(cands, dtype=np.int32), below, int(cap),
+                             self.limits[min(l, len(self.limits) - 1)])
+
+    def start_run(self, run, align, n: int):
+        """Run ``run`` starts from the identity partition of the n constraint items."""
+        if self.data is not None:
+            self.runs[run] = [_RecordIndex(self.data, np.asarray(align), n), set(range(n)), 0]
+        return True
+
+    def end_run(self, run):
+        self.runs.pop(run, None)
+        return True
+
+    def part_counts(self, run, first: int, merges, parts, lens, k: int):
+        """Apply the merges numbered first, first + 1, ... not yet applied, then the capped
+        supports here of the generalized itemsets ``parts`` (rows of part ids, lens[b] of them)."""
+        if self.data is None:
+            return np.zeros(len(lens), np.int64)
+        index, live, applied = self.runs[run]
+        for parts_q, items in merges[applied - first:]:
+            index.merge(parts_q, items, live)
+            live.difference_update(parts_q[1:])
+        self.runs[run][2] = first + len(merges)
+        return _part_counts(index.first, index.last, index.records, np.ascontiguousarray(parts, dtype=np.int32),
+                            np.asarray(lens, dtype=np.int64), int(k), self.limits)
+
+    def released(self, data_partition, n_parts: int) -> bytes:
+        """<R, D> of this range's records, in file order, as FIMI lines (part ids)."""
+        if self.data is None:
+            return b""
+        d = self.data
+        indptr, parts = _released_csr(d.record_indptr, d.record_items, np.asarray(data_partition, np.int32),
+                                      int(n_parts))
+        back = np.empty_like(self.order)
+        back[self.order] = np.arange(len(self.order))  # file position -> sorted position
+        sizes = np.diff(indptr)[back]
+        out_indptr = np.zeros(len(sizes) + 1, np.int64)
+        np.cumsum(sizes, out=out_indptr[1:])
+        take = np.repeat(indptr[:-1][back] - out_indptr[:-1], sizes) + np.arange(out_indptr[-1])
+        return _fimi_bytes(out_indptr, parts[take]).tobytes()
+
+
+# ---------------------------------------------------------------- the shards, seen from here
+
+
+class ShardedRecords:
+    """A FIMI file's records held by Dask actors on the cluster's workers (see the module
+    docstring). ``path`` must be readable by the workers (a shared filesystem). Use as a context
+    manager (the actors are released on exit)::
+
+        with dask_client(workers=2) as client, ShardedRecords(client, "records.txt") as records:
+            result = records.anonymize(k=20, m=4, sigma=0.99, runs=10, random_state=1)
+            lines = records.released(result)
+    """
+
+    def __init__(self, client, path, shards: int | None = None, pair_budget: int = DEFAULT_BUDGET):
+        self.client, self.path = client, str(path)
+        workers = sorted(client.scheduler_info()["workers"])
+        if not workers:
+            raise ClusterError("the Dask cluster has no workers")
+        count = len(workers) if shards is None else shards
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ParameterError(f"shards must be a positive integer, got {shards!r}")
+        if isinstance(pair_budget, bool) or not isinstance(pair_budget, int) or pair_budget < 0:
+            raise ParameterError(f"pair_budget must be an integer >= 0, got {pair_budget!r}")
+        self.count, self.workers, self.pair_budget = count, workers, pair_budget
+        self.futures, self.actors = [None] * count, [None] * count
+        self.builds = [None] * count
+        self.runs = {}  # run id -> its state (for a lost shard's replay)
+        try:
+            for j in range(count):
+                self._place(j, [workers[j % len(workers)]])
+            self._index(self._call(lambda j: self.actors[j].summary(), rebuild=False))
+        except BaseException:
+            self.close()
+            raise
+
+    # -- setup
+
+    def _index(self, summaries):
+        """Global item codes, global record ids and the first read of the file's diagnostics."""
+        path, offset, first_blank, last_record = self.path, 0, None, -1
+        union = {}
+        for diag, tokens, _ in summaries:
+            if not diag["utf8"]:
+                raise InputError(f"{path}: is not UTF-8 text")
+            if diag["comma"] >= 0:
+                raise InputError(f"{path}: line {offset + diag['comma'] + 1} has a comma; FIMI items are separated by "
+                                 f"whitespace (a table of (record, item) pairs needs a .csv name)")
+            if diag["first_blank"] >= 0 and first_blank is None:
+                first_blank = offset + diag["first_blank"]
+            if diag["last_record"] >= 0:
+                last_record = offset + diag["last_record"]
+            offset += diag["lines"]
+            for t in tokens:
+                union.setdefault(t, len(union))
+        if last_record < 0:
+            raise InputError(f"{path}: the file has no records")
+        if first_blank is not None and first_blank < last_record:
+            raise InputError(f"{path}: line {first_blank + 1} is an empty record")
+        self.item_labels, perm = _sorted_labels(union)
+        self.n_items = len(self.item_labels)
+        biggest = max(int(s.max()) for _, _, (s, _) in summaries if len(s))
+        hist = np.zeros((self.count, biggest + 1), dtype=np.int64)  # records of each size per shard
+        for j, (_, _, (sizes, counts)) in enumerate(summaries):
+            hist[j, sizes] = counts
+        total = hist.sum(0)
+        above = np.concatenate((np.cumsum(total[::-1])[::-1][1:], [0]))  # records with more items
+        first = above[None, :] + np.cumsum(hist, axis=0) - hist  # shard j's first id of each size
+        self.n_records, self.biggest = int(total.sum()), biggest
+        self.sizes = np.repeat(np.arange(biggest, -1, -1), total[::-1])  # by decreasing size, as renumbered
+        self.owner = np.repeat(np.tile(np.arange(self.count, dtype=np.int16), biggest + 1),
+                               hist[:, ::-1].T.ravel())
+        self.builds = [(perm[[union[t] for t in tokens]], self.n_items, first[j]) for j, (_, tokens, _) in
+                       enumerate(summaries)]
+        self.item_counts, self.pair_counts = None, None
+        self._proposals = {}
+
+    def _build(self, j, pairs: bool):
+        codes, n_items, first = self.builds[j]
+        return self.actors[j].build(codes, n_items, first, self.pair_budget // self.count, pairs)
+
+    def _prepare(self):
+        """Build the shards (once): the item counts and, when the sampler of one machine would
+        have a pair index (:func:`.setvalued.pairs.build_pair_index`), the pair counts."""
+        if self.item_counts is not None:
+            return
+        pairs = self.pair_budget > 0 and 2 <= self.n_items <= MAX_ITEMS
+        built = self._call(lambda j: self._build(j, pairs), rebuild=False)
+        self.item_counts = np.sum([c for c, _ in built], axis=0)
+        if pairs:
+            total = np.sum([p for _, p in built], axis=0)
+            self.pair_counts = total if np.triu(total, 1).any() else None
+
+    # -- calls to the shards, surviving a lost worker
+
+    def _call(self, task, rebuild=True, shards=None):
+        """[task(j)] for the shards j (all by default), each ``task(j)`` an actor call; a shard
+        whose worker is lost is read again elsewhere (and its runs replayed) and the call retried."""
+        shards = range(self.count) if shards is None else shards
+        results = {}
+        for _ in range(4):
+            calls, lost = {}, []
+            for j in shards:
+                if j not in results:
+                    try:
+                        calls[j] = task(j)
+                    except Exception as exc:  # noqa: BLE001 - "Worker holding Actor was lost"
+                        lost.append(self._check_lost(j, exc))
+            for j, call in calls.items():
+                try:
+                    results[j] = call.result()
+                except ProbanonError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - a lost worker shows as various errors
+                    lost.append(self._check_lost(j, exc))
+            if not lost:
+                return [results[j] for j in shards]
+            for j, _ in lost:
+                self._revive(j, rebuild)
+        raise ClusterError(f"shard {lost[0][0]} of {self.path} was lost 4 times ({lost[0][1]})")
+
+    def _check_lost(self, j, exc):
+        """(j, exc) if shard j's actor is gone (its worker died); else ``exc`` is raised."""
+        if self.futures[j].status == "finished":
+            try:
+                self.actors[j].end_run(-1).result(timeout=10)
+            except Exception:  # noqa: BLE001 - no answer: lost
+                return j, exc
+            raise exc
+        return j, exc
+
+    def _revive(self, j, rebuild=True):
+        """Shard j read again by an actor on a live worker, built and its runs replayed."""
+        self._place(j, None)
+        if rebuild and self.item_counts is not None:
+            self._build(j, False).result()
+            for run, state in self.runs.items():
+                self.actors[j].start_run(run, state.align, state.c.n_items).result()
+                self.actors[j].part_counts(run, 0, state.log, np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
+
+    def _place(self, j, workers):
+        """A new actor reads shard j (on one of ``workers``, else anywhere); the old one is released."""
+        if self.futures[j] is not None:
+            self.futures[j].release()
+        where = {} if workers is None else {"workers": workers, "allow_other_workers": True}
+        self.futures[j] = self.client.submit(Shard, self.path, j, self.count, actor=True, pure=False, **where)
+        with self.client.as_current():  # binds the actor's calls to this client (not necessarily the default)
+            self.actors[j] = self.futures[j].result()
+
+    def close(self):
+        """Release the actors (and the shards they hold)."""
+        for future in self.futures:
+            if future is not None:
+                future.release()
+        self.futures, self.actors = [None] * self.count, [None] * self.count
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- sampling (Algorithm 1's proposal, rejection: :func:`.setvalued.sampling.sample_itemsets`)
+
+    def proposal(self, l):
+        if l not in self._proposals:
+            self._proposals[l] = proposal_of_sizes(self.sizes, l)
+        return self._proposals[l]
+
+    def sample(self, l, n, rng, cap, pairs, prop):
+        """What :func:`.setvalued.sampling.sample_itemsets` (rejection) draws from the whole data."""
+        if l == 1:
+            return _distinct_items(self.item_counts, n, rng, cap)
+        if l == 2 and pairs is not None:
+            return _distinct_pairs(pairs, n, rng, cap)
+        out_items = np.empty((n, l), dtype=np.int32)
+        out_supp = np.empty(n, dtype=np.int64)
+
+        def kernel(U, done):
+            records, positions = _positions(prop.arrays(), l, U)
+            owner = self.owner[records]
+            cands = np.empty((len(U), l), dtype=np.int32)
+            mine = [np.flatnonzero(owner == j) for j in range(self.count)]
+            have = [j for j in range(self.count) if len(mine[j])]
+            found = self._call(lambda j: self.actors[j].items_at(records[mine[j]], positions[mine[j]]), shards=have)
+            for j, items in zip(have, found):
+                cands[mine[j]] = items
+            counts = np.array(self._call(lambda j: self.actors[j].unless_below(cands, records, cap)))
+            ok = (counts >= 0).all(axis=0)
+            supp = counts.sum(axis=0) if cap <= 0 else np.minimum(counts.sum(axis=0), cap)
+            take = np.flatnonzero(ok)[:n - done]
+            out_items[done:done + len(take)] = cands[take]
+            out_supp[done:done + len(take)] = supp[take]
+            used = int(take[-1]) + 1 if done + len(take) == n else len(U)
+            return done + len(take), used
+
+        return rejection_draws(kernel, out_items, out_supp, self.n_records, prop.total, rng)
+
+    # -- Algorithm 2 / A^(r)
+
+    def anonymize(self, k, m, sigma, constraints=None, runs: int = 1, random_state=None, progress=None,
+                  bound: str = "two-sided"):
+        """:func:`probanon.setvalued.anonymize` (rejection sampling, exact_upto = 0, no
+        hierarchy) on the sharded records: the same :class:`.setvalued.Generalization` for the same
+        seed. The r runs are made one after the other (each uses every shard)."""
+        m = _check_m(m)
+        plan = sample_size_plan(sigma, k, m, bound)
+        for k_l in plan.k:
+            check_k(int(k_l), self.n_records)
+        if any(g is None for g in plan.gamma):
+            raise ParameterError("sigma = 1 (the deterministic phase) is not distributed: run the r runs as tasks "
+                                 "on records loaded here")
+        runs = check_runs(runs)
+        if constraints is None:
+            constraints = complete_constraints(self.item_labels)
+        if constraints.kind == "hierarchy":
+            raise ParameterError("hierarchy constraints are not distributed over shards (their level cuts are "
+                                 "certified on the whole data): run the r runs as tasks on records loaded here")
+        align = align_items(self, constraints)
+        rng = check_random_state(random_state)
+        seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
+        self._prepare()
+        pairs = self.pair_counts
+        results = [self._run(j, seed, constraints, align, plan, pairs, progress)[m] for j, seed in enumerate(seeds)]
+        return _best(constraints, align, plan, m, results, seeds)
+
+    def _run(self, run, seed, constraints, align, plan, pairs, progress):
+        """One run of Algorithm 2 (:func:`.setvalued.generalize.run_levels`) on the shards."""
+        state = _ShardedState(self, run, constraints, align, int(plan.k[0]))
+        self.runs[run] = state
+        try:
+            self._call(lambda j: self.actors[j].start_run(run, align, constraints.n_items))
+            return run_levels(state, self.biggest, plan, 0, pairs, seed, "rejection", progress)
+        finally:
+            del self.runs[run]
+            self._call(lambda j: self.actors[j].end_run(run))
+
+    def released(self, result) -> bytes:
+        """<R, D> as FIMI text (part ids), records in file order: what
+        ``_fimi_bytes`` of :func:`.setvalued.release_data` writes on one machine."""
+        return b"".join(self._call(lambda j: self.actors[j].released(result.data_partition, result.n_parts)))
+
+
+def _positions(prop, l, U):
+    """(records, sorted positions) of the proposals of the rows of U."""
+    records = np.empty(len(U), dtype=np.int64)
+    positions = np.empty((len(U), l), dtype=np.int64)
+    _fill_positions(prop, l, U, records, positions)
+    return records, positions
+
+
+@numba.njit(cache=True, nogil=True)
+def _fill_positions(prop, l, U, records, positions):
+    for b in range(U.shape[0]):
+        records[b] = propose_positions(prop, l, U[b], positions[b])
+
+
+class _MergeLog(list):
+    """The part index of :class:`_State` for records on shards: (parts, items) of every merge
+    of the run, in order (a merge's number is its position)."""
+
+    def merge(self, parts, items, live):
+        self.append((list(parts), np.asarray(items, dtype=np.int64)))
+
+
+class _ShardedState(_State):
+    """Algorithm 2's state (:class:`.setvalued.generalize._State`) with the records on the
+    shards: the partition and the merge choice here, the supports summed over the shards."""
+
+    WINDOW = 4096  # samples tested per round trip
+
+    def __init__(self, records, run, constraints, align, k):
+        self.records, self.run = records, run
+        self.start(constraints, align, records.item_counts, k, False)
+        self.log = self.index = _MergeLog()  # the shards apply the merges with the next query
+        self.sent = [0] * records.count  # merges each shard has been sent
+        self.passed = set()
+
+    def proposal(self, l):
+        return self.records.proposal(l)
+
+    def sample(self, l, n, rng, method, pairs, prop):
+        return self.records.sample(l, n, rng, self.k, pairs, prop)
+
+    def set_k(self, k):
+        if k != self.k:
+            self.k = k
+            self.passed.clear()
+
+    def counts(self, parts, lens, k):
+        """sum over the shards of min(|∩ R_j(P)|, k) for every generalized itemset (row)."""
+        records, run = self.records, self.run
+        first = {j: self.sent[j] for j in range(records.count)}
+        counts = records._call(lambda j: records.actors[j].part_counts(run, first[j], self.log[first[j]:],
+                                                                          parts, lens, k))
+        self.sent = [len(self.log)] * records.count
+        return np.sum(counts, axis=0)
+
+    def _generalized(self, itemsets):
+        """Rows of distinct sorted part ids (padded with -1) and their lengths."""
+        parts = np.sort(self.part[self.align[np.asarray(itemsets, dtype=np.int64)]], axis=1)
+        repeat = np.zeros(parts.shape, dtype=bool)
+        repeat[:, 1:] = parts[:, 1:] == parts[:, :-1]
+        parts[repeat] = np.iinfo(np.int64).max
+        parts.sort(axis=1)
+        lens = (~repeat).sum(axis=1)
+        parts[parts == np.iinfo(np.int64).max] = -1
+        return parts.astype(np.int32), lens
+
+    def anonymous(self, items) -> bool:
+        parts, lens = self._generalized(np.asarray(items)[None, :])
+        return bool(self.counts(parts, lens, self.k)[0] >= self.k)
+
+    def first_failure(self, itemsets, supports, start: int) -> int:
+        """The first itemset from ``start`` that is not k-anonymous (or len(itemsets)), testing
+        the samples not known to pass a window at a time (one round trip each)."""
+        k, pos = self.k, start
+        while pos < len(itemsets):
+            rows = pos + np.flatnonzero(supports[pos:pos + self.WINDOW] < k)
+            end = min(pos + self.WINDOW, len(itemsets))
+            if len(rows):
+                parts, lens = self._generalized(itemsets[rows])
+                keys = [p[:n].tobytes() for p, n in zip(parts, lens)]
+                todo = {}
+                for b, key in enumerate(keys):
+                    if key not in self.passed and key not in todo:
+                        todo[key] = b
+                if todo:
+                    chosen = np.fromiter(todo.values(), dtype=np.int64)
+                    ok = dict(zip(todo, self.counts(parts[chosen], lens[chosen], k) >= k))
+                    for b, key in enumerate(keys):
+                        if key in ok:
+                            if not ok[key]:
+                                return int(rows[b])
+                            self.passed.add(key)
+            pos = end
+        return len(itemsets)
+
+    def count_anonymous(self, itemsets, supports, k) -> int:
+        low = np.flatnonzero(np.asarray(supports) < k)
+        if len(low) == 0:
+            return len(itemsets)
+        parts, lens = self._generalized(np.asarray(itemsets)[low])
+        return int(len(itemsets) - len(low) + (self.counts(parts, lens, k) >= k).sum())
+
+
+__all__ = ["Shard", "ShardedRecords", "runs_on_dask"]
