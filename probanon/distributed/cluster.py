@@ -66,6 +66,14 @@ def describe(client) -> str:
             + (f", dashboard {link}{pages}" if link else ", no dashboard"))
 
 
+#: arguments of at least this many bytes are scattered to the cluster before their task is submitted
+SCATTER_BYTES = 1 << 20
+
+
+def _large(value) -> bool:
+    return getattr(value, "nbytes", 0) >= SCATTER_BYTES
+
+
 def run_tasks(client, function, count: int, arguments, progress=None, stage: str = "tasks", retries: int = 0):
     """Yield (j, function(*arguments(j))) for j = 0..count-1 as the tasks complete on the cluster
     (``arguments(j)``: the argument tuple of task j, built when it is submitted);
@@ -83,11 +91,13 @@ def run_tasks(client, function, count: int, arguments, progress=None, stage: str
 
     def submit_next():
         j = next(pending, None)
-        if j is not None:
-            future = client.submit(function, *arguments(j), pure=False, retries=retries, key=f"{stage}-{j}-{os.urandom(4).hex()}")
-            submitted[future.key] = j
-            return future
-        return None
+        if j is None:
+            return None
+        # large arrays go to the cluster as data (scattered), not inside the task graph
+        args = [client.scatter(a, direct=False, hash=False) if _large(a) else a for a in arguments(j)]
+        future = client.submit(function, *args, pure=False, retries=retries, key=f"{stage}-{j}-{os.urandom(4).hex()}")
+        submitted[future.key] = j
+        return future
 
     window = as_completed([f for f in (submit_next() for _ in range(2 * threads)) if f is not None], loop=client.loop)
     done = 0
