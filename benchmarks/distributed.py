@@ -76,14 +76,62 @@ def part_blocks(n: int, method: str, block_size=None) -> None:
           f"Dask / single machine time {t_dask / t_local:.2f}")
 
 
+def part_km(users: int, m: int, runs: int) -> None:
+    """k^m (k = 20, sigma = .99, coordinate constraints) on a synthetic CDR of ``users`` users written
+    as a FIMI file: in this process (the file read here) and sharded over a 2-worker LocalCluster
+    (:class:`probanon.distributed.km.ShardedRecords`: the workers read their byte ranges)."""
+    import tempfile
+
+    import pandas as pd
+
+    from probanon.distributed.km import ShardedRecords
+    from probanon.setvalued import anonymize, read_fimi
+    from probanon.setvalued.cdr import generate_cdr, write_fimi
+    from probanon.setvalued.constraints import constraints_from_coordinates
+
+    cdr = generate_cdr(users, random_state=0)
+    towers = pd.DataFrame({"item": np.arange(cdr.n_towers), "x": cdr.towers[:, 0], "y": cdr.towers[:, 1]})
+    bounds = cdr.bounds
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "cdr.txt"
+        write_fimi(cdr.indptr, cdr.indices, path)
+        del cdr
+        print(f"k^m on a synthetic CDR of {users:,} users (FIMI {path.stat().st_size / 1e6:.0f} MB), k = 20, m = {m}, "
+              f"sigma = 0.99, r = {runs}, coordinate constraints")
+        start = time.perf_counter()
+        local = anonymize(read_fimi(path), 20, m, 0.99, constraints_from_coordinates(towers, bounds=bounds),
+                          runs=runs, random_state=1, n_jobs=1)
+        t_local = time.perf_counter() - start
+        print(f"  one process:                   {local.n_parts} parts, err {local.err:.1f}, {t_local:.1f} s, "
+              f"peak {_own_peak() / 1e9:.2f} GB", flush=True)
+        with dask_client(workers=2) as client:
+            print(f"  {describe(client)}", flush=True)
+            start = time.perf_counter()
+            with ShardedRecords(client, path) as records:
+                sharded = records.anonymize(20, m, 0.99, constraints_from_coordinates(towers, bounds=bounds),
+                                            runs=runs, random_state=1)
+            t_dask = time.perf_counter() - start
+            peaks = client.run(_worker_peak)
+    same = np.array_equal(sharded.partition, local.partition) and sharded.err == local.err
+    print(f"  sharded, 2-worker LocalCluster: {sharded.n_parts} parts, err {sharded.err:.1f}, {t_dask:.1f} s, per worker "
+          + ", ".join(f"{p / 1e9:.2f}" for p in peaks.values()) + " GB")
+    print(f"  same partition as one process: {'yes' if same else 'NO'}; sharded / one process time {t_dask / t_local:.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--part", choices=("blocks",), default="blocks")
+    ap.add_argument("--part", choices=("blocks", "km"), default="blocks")
+    ap.add_argument("--users", type=int, default=100_000, help="km: users of the synthetic CDR")
+    ap.add_argument("--m", type=int, default=5, help="km: m")
+    ap.add_argument("--runs", type=int, default=2, help="km: r")
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--method", choices=("mdav", "pcl"), default="mdav")
     ap.add_argument("--block-size", type=int, default=None, help="default: the automatic blocks")
     args = ap.parse_args()
-    part_blocks(args.records, args.method, args.block_size)
+    if args.part == "km":
+        part_km(args.users, args.m, args.runs)
+    else:
+        part_blocks(args.records, args.method, args.block_size)
 
 
 if __name__ == "__main__":
