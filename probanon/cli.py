@@ -154,7 +154,7 @@ def cmd_apply(args) -> int:
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
 
     if function.encoding is not None:  # categorical keys: read as they are, the function embeds them
-        args.categorical = list(function.encoding.nominal) + list(function.encoding.ordinal)
+        args.categorical = function.encoding.categorical()
     if function.kind == "stratified":
         if function.rule["columns"] is None:
             raise InputError("the function's strata have no column names (fitted on an array): assign through the "

@@ -29,6 +29,18 @@ def batch_seeds(rng: np.random.Generator, count: int) -> list[np.random.SeedSequ
     return rng.bit_generator.seed_seq.spawn(count)
 
 
+def seeded_totals(function, runs: int, per_batch: int, rng, fixed: tuple = (), shared: tuple = (), client=None,
+                  progress=None) -> list[int]:
+    """A Monte Carlo of ``runs`` runs as ceil(runs / per_batch) seeded batches (module docstring):
+    the element-wise sum of ``function(*shared, *fixed, runs_b, seed_b)``, where batch b has
+    runs_b = min(per_batch, runs - b per_batch) runs and the seed :func:`batch_seeds` gives it.
+    ``shared``, ``client``, ``progress``: as for :func:`batch_totals`."""
+    count = -(-runs // per_batch)
+    seeds = batch_seeds(rng, count)
+    return batch_totals(function, count, lambda b: (*fixed, min(per_batch, runs - b * per_batch), seeds[b]),
+                        shared=shared, client=client, progress=progress)
+
+
 def batch_totals(function, count: int, arguments, shared: tuple = (), client=None, progress=None) -> list[int]:
     """The element-wise sum of the integer counts ``function(*shared, *arguments(b))`` over the
     batches b = 0..count-1: in this process when ``client`` is None, else as tasks of the Dask
@@ -62,4 +74,4 @@ def _batches(function, count, arguments, shared, client, progress):
             future.release()
 
 
-__all__ = ["batch_seeds", "batch_totals"]
+__all__ = ["batch_seeds", "batch_totals", "seeded_totals"]

@@ -363,7 +363,7 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     -------
     LinkageMonteCarlo
     """
-    from ..distributed.montecarlo import batch_seeds, batch_totals
+    from ..distributed.montecarlo import seeded_totals
 
     P = pmf.probabilities if isinstance(pmf, JointDistribution) else check_pmf(pmf, "the pmf")
     labels = np.asarray(class_of)
@@ -386,11 +386,9 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     merged = np.zeros((R, S))
     np.add.at(merged, codes, P)
     pvals = merged.ravel() / merged.sum()
-    count = -(-runs // RUNS_PER_BATCH)
-    seeds = batch_seeds(rng, count)
-    batch = lambda b: (n_samples, l, t, R, min(RUNS_PER_BATCH, runs - b * RUNS_PER_BATCH), seeds[b])
-    release_failures, linked_failures = batch_totals(_linkage_batch, count, batch, shared=(pvals,), client=client,
-                                                     progress=progress)
+    release_failures, linked_failures = seeded_totals(_linkage_batch, runs, RUNS_PER_BATCH, rng,
+                                                      fixed=(n_samples, l, t, R), shared=(pvals,), client=client,
+                                                      progress=progress)
     release_trials = runs * t
     release_interval = _interval(release_failures, release_trials, confidence)
     linked_interval = _interval(linked_failures, runs, confidence)

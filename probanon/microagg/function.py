@@ -224,8 +224,7 @@ def _assign_stratified(Z, rule: dict, strata) -> np.ndarray:
 
 def _category_codes(encoding, column: int, categories) -> np.ndarray:
     """Positions of ``categories`` among the levels of categorical key ``column``."""
-    name = encoding.columns[column]
-    return pd.Index(encoding.nominal.get(name) or encoding.ordinal[name]).get_indexer(categories)
+    return pd.Index(encoding.levels(encoding.columns[column])).get_indexer(categories)
 
 
 def _assign_tree(V, nodes, encoding=None) -> np.ndarray:
@@ -499,6 +498,19 @@ def _rule_arrays(kind: str, rule: dict, width: int) -> dict:
 LEAF_KINDS = ("ordered-balls", "power-diagram")
 
 
+def _children(node: dict, i: int, parents: list) -> tuple[int, int]:
+    """The ``left`` and ``right`` nodes of split node i (indices above i), counted in ``parents``."""
+    left, right = _index(node, "left", i + 1, len(parents)), _index(node, "right", i + 1, len(parents))
+    parents[left] += 1
+    parents[right] += 1
+    return left, right
+
+
+def _one_tree(parents: list, what: str) -> None:
+    if any(count != 1 for count in parents[1:]):
+        raise SpecificationError(f"function: {what} nodes must form one tree (each node but 0 the child of one node)")
+
+
 def _index(node: dict, key: str, low: int, high: int) -> int:
     value = node.get(key)
     if type(value) is not int or not low <= value < high:
@@ -533,13 +545,10 @@ def _blocked_rule(rule: dict, width: int, n_cells: int | None) -> dict:
             threshold = node["threshold"]
             if type(threshold) not in (int, float) or not np.isfinite(threshold):
                 raise SpecificationError(f"function: blocked node {i} has a threshold that is not a finite number")
-            left, right = _index(node, "left", i + 1, len(nodes)), _index(node, "right", i + 1, len(nodes))
-            parents[left] += 1
-            parents[right] += 1
+            left, right = _children(node, i, parents)
             checked.append({"axis": np.ascontiguousarray(_array(node, "axis", 1, width)), "threshold": float(threshold),
                             "left": left, "right": right})
-    if any(count != 1 for count in parents[1:]):
-        raise SpecificationError("function: blocked nodes must form one tree (each node but 0 the child of one node)")
+    _one_tree(parents, "blocked")
     ranges.sort()
     end = ranges[-1][1] if n_cells == _MAX_CELLS else n_cells
     if ranges[0][0] != 0 or ranges[-1][1] != end or any(a[1] != b[0] for a, b in zip(ranges, ranges[1:])):
@@ -576,7 +585,7 @@ def _tree_rule(rule: dict, keys: int, encoding, n_cells: int) -> dict:
         if type(column) is not int or not 0 <= column < keys:
             raise SpecificationError(f"function: decision-tree node {i} must ask about a key 'column' in 0..{keys - 1}")
         name = encoding.columns[column] if encoding is not None else None
-        categorical = name is not None and (name in encoding.nominal or name in encoding.ordinal)
+        categorical = name is not None and encoding.levels(name) is not None
         if categorical:
             categories = node.get("categories")
             if set(node) != {"column", "categories", "left", "right"} or not isinstance(categories, list) \
@@ -592,12 +601,9 @@ def _tree_rule(rule: dict, keys: int, encoding, n_cells: int) -> dict:
                 raise SpecificationError(f"function: decision-tree node {i} on a numeric key must hold a finite "
                                          "'threshold', 'left' and 'right'")
             split = {"column": column, "threshold": float(threshold)}
-        left, right = _index(node, "left", i + 1, len(nodes)), _index(node, "right", i + 1, len(nodes))
-        parents[left] += 1
-        parents[right] += 1
+        left, right = _children(node, i, parents)
         checked.append({**split, "left": left, "right": right})
-    if any(count != 1 for count in parents[1:]):
-        raise SpecificationError("function: decision-tree nodes must form one tree (each node but 0 the child of one node)")
+    _one_tree(parents, "decision-tree")
     if sorted(cells) != list(range(n_cells)):
         raise SpecificationError(f"function: the decision-tree leaves must give the cells 0..{n_cells - 1}, each once")
     return {"nodes": checked}
@@ -730,7 +736,7 @@ def _mixed_centroids(rows, encoding) -> np.ndarray:
         raise SpecificationError(f"function: 'centroids' must list {p} values per cell")
     out = np.empty((len(rows), p), dtype=object)
     for j, c in enumerate(encoding.columns):
-        levels = encoding.nominal.get(c) or encoding.ordinal.get(c)
+        levels = encoding.levels(c)
         column = [r[j] for r in rows]
         ok = all(v in levels for v in column) if levels is not None else all(
             type(v) in (int, float) and np.isfinite(v) for v in column)

@@ -81,13 +81,24 @@ class Encoding:
                 raise InputError(f"key {c!r} holds text: name it nominal or ordinal (--nominal/--ordinal)")
         return cls(tuple(columns), levels, {c: _sorted_levels(frame[c]) for c in nominal})
 
+    def levels(self, c):
+        """The levels (ordinal, in order) or categories (nominal) of key ``c``; None for a number."""
+        return self.nominal.get(c) or self.ordinal.get(c)
+
+    def categorical(self) -> list:
+        """The categorical keys: nominal, then ordinal."""
+        return list(self.nominal) + list(self.ordinal)
+
+    def widths(self) -> list:
+        """Embedded columns of each key: one per category of a nominal key, else one."""
+        return [len(self.nominal[c]) if c in self.nominal else 1 for c in self.columns]
+
     def width(self) -> int:
-        return sum(len(self.nominal[c]) if c in self.nominal else 1 for c in self.columns)
+        return sum(self.widths())
 
     def scaled(self) -> np.ndarray:
         """True for the embedded columns that are z-scored (numeric values, ordinal ranks)."""
-        return np.concatenate([np.zeros(len(self.nominal[c]), bool) if c in self.nominal else [True]
-                               for c in self.columns])
+        return np.concatenate([np.full(w, c not in self.nominal) for c, w in zip(self.columns, self.widths())])
 
     def standardizer(self, E: np.ndarray, weights=None):
         """The z-scoring of embedded records E: numbers and ordinal ranks z-scored (weighted by
@@ -112,8 +123,8 @@ class Encoding:
         V = np.empty((len(frame), len(self.columns)))
         for j, c in enumerate(self.columns):
             values = frame[c]
-            if c in self.nominal or c in self.ordinal:
-                codes = pd.Index(self.nominal.get(c) or self.ordinal[c]).get_indexer([_level(v) for v in values])
+            if self.levels(c) is not None:
+                codes = pd.Index(self.levels(c)).get_indexer([_level(v) for v in values])
                 if (codes < 0).any():
                     raise InputError(f"key {c!r}: the value {values.iloc[int(np.argmax(codes < 0))]!r} is not one of "
                                      "the fitted categories")
@@ -143,8 +154,8 @@ class Encoding:
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
         out = np.empty((n_groups, len(self.columns)), dtype=object)
         for j, c in enumerate(self.columns):
-            if c in self.nominal or c in self.ordinal:
-                levels = self.nominal.get(c) or self.ordinal[c]
+            levels = self.levels(c)
+            if levels is not None:
                 codes = pd.Index(levels).get_indexer([_level(v) for v in frame[c]])
                 table = np.zeros((n_groups, len(levels)))
                 np.add.at(table, (labels, codes), w)

@@ -93,7 +93,7 @@ def cell_of(verified, values: dict) -> int:
         what = f"no value for {missing[0]!r}" if missing else f"{extra[0]!r} is not a quasi-identifier of this survey"
         raise InputError(f"{what} (the survey asks for {', '.join(columns)})")
     encoding = verified.function.encoding  # categorical keys (a tree design's): one of their levels
-    levels = {} if encoding is None else {**encoding.nominal, **encoding.ordinal}
+    levels = {} if encoding is None else {c: encoding.levels(c) for c in encoding.categorical()}
     row = []
     for c in columns:
         v = values[c]

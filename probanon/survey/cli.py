@@ -112,7 +112,7 @@ def cmd_assign(args) -> int:
 
     v = verify(args.spec)
     if v.function.encoding is not None:  # categorical keys (a tree design's): read as they are
-        args.categorical = list(v.function.encoding.nominal) + list(v.function.encoding.ordinal)
+        args.categorical = v.function.encoding.categorical()
 
     def cells(X, frame):
         found, centroids = assign(v, X)

@@ -171,8 +171,7 @@ def _repair(Z, pis, k, risk, labels, centers, m):
     log_pbar = math.log(risk)
     for _ in range(REPAIR_ROUNDS):
         sizes = np.bincount(labels, minlength=m.size)
-        order = np.argsort(labels, kind="stable")
-        bad = np.flatnonzero(cells_log_failure(k, pis[order], sizes) > log_pbar)
+        bad = np.flatnonzero(_cells_log_failure(k, pis, labels, sizes) > log_pbar)
         if bad.size == 0:
             return labels, centers, m
         for q in bad:
@@ -189,10 +188,16 @@ def _repair(Z, pis, k, risk, labels, centers, m):
     raise DesignError(f"PCL cells not all safe after {REPAIR_ROUNDS} rounds of repair")
 
 
-def _distortion(Z, labels, pis) -> float:
-    """sum_j pi_j ||z_j - z_c(j)||^2 with pi-weighted centroids (D up to its constant factor)."""
-    c = group_means(Z, labels, int(labels.max()) + 1, weights=pis)
-    return float((pis[:, None] * (Z - c[labels]) ** 2).sum())
+def _cells_log_failure(k: int, pis, labels, sizes) -> np.ndarray:
+    """log qbar of every non-empty cell (``sizes``: their record counts, in cell order), by
+    Algorithm A on its members' pi_j in row order."""
+    return cells_log_failure(k, pis[np.argsort(labels, kind="stable")], sizes)
+
+
+def _distortion(Z, labels, w) -> float:
+    """sum_j w_j ||z_j - z_c(j)||^2 with w-weighted centroids z_c (D times m sum_j w_j)."""
+    c = group_means(Z, labels, int(labels.max()) + 1, weights=w)
+    return float((w * ((Z - c[labels]) ** 2).sum(axis=1)).sum())
 
 
 def _pcl_cells(Z, pis, k: int, risk: float, cell_size, rng):
@@ -256,7 +261,7 @@ def _safe_diagram(Z, pis, k: int, risk: float, cell_size, centers, offsets):
         bad = sizes < (cell_size or 1)
         if cell_size is None:  # Algorithm A on the members of every non-empty cell
             full = np.flatnonzero(sizes > 0)
-            failing = cells_log_failure(k, pis[np.argsort(labels, kind="stable")], sizes[full]) > log_pbar
+            failing = _cells_log_failure(k, pis, labels, sizes[full]) > log_pbar
             bad[full[failing]] = True
         if not bad.any():
             rule = {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}
@@ -307,7 +312,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         raise ParameterError("categorical keys (nominal, ordinal) need the tree design (method 'tree')")
     if categorical and not isinstance(population, pd.DataFrame):
         raise ParameterError("categorical keys need the population as a table with named columns")
-    model_spec = None
+    model_spec, encoding = None, None
     if isinstance(participation, LogisticParticipation):  # issue 18.3: pi_j from a fitted model
         model_spec = participation.to_spec()
         participation = participation.probabilities(population, name="the population")
@@ -360,7 +365,6 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         _check_whole(k, pis, risk)
     if progress is not None:
         progress(0)
-    encoding = encoding if categorical else None
     std = Standardizer.fit(X) if encoding is None else encoding.standardizer(X)
     Z = np.ascontiguousarray(std.transform(X))
     size = safe_cell_size(k, pi, risk, N) if constant else None
@@ -375,10 +379,10 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         labels, rule = _pcl_cells(Z, pis, k, risk, size, check_random_state(random_state))
         kind = "power-diagram"
     else:
-        kinds = ["nominal" if c in encoding.nominal else "ordinal" if c in encoding.ordinal else "numeric"
-                 for c in encoding.columns] if encoding is not None else ["numeric"] * Z.shape[1]
-        levels = [encoding.nominal.get(c) or encoding.ordinal.get(c) for c in encoding.columns] \
-            if encoding is not None else [None] * Z.shape[1]
+        keys = encoding.columns if encoding is not None else [None] * Z.shape[1]
+        kinds = ["nominal" if encoding and c in encoding.nominal else "ordinal" if encoding and c in encoding.ordinal
+                 else "numeric" for c in keys]
+        levels = [encoding.levels(c) if encoding else None for c in keys]
         labels, nodes = tree_partition(V if encoding is not None else X, Z, mass, kinds, levels, k, risk, pis, size)
         kind, rule = "decision-tree", {"nodes": nodes}
     if progress is not None and (method != "mdav" or constant):  # the per-record kernel reports as it goes
@@ -389,7 +393,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         distinct, which = np.unique(sizes, return_inverse=True)
         failures = np.array([cell_failure(int(s), k, pi).cell_failure for s in distinct])[which]
     else:  # each cell's pi_j in row order
-        failures = np.exp(cells_log_failure(k, pis[np.argsort(labels, kind="stable")], sizes))
+        failures = np.exp(_cells_log_failure(k, pis, labels, sizes))
     if (failures > risk).any():
         c = int(np.argmax(failures))
         raise DesignError(f"cell {c} of {sizes[c]} records fails with probability {failures[c]:.3g} > {risk}")
@@ -405,13 +409,10 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     if d_j is not None:  # D on the population's z-scores (d-weighted mean and sd)
         std = Standardizer.fit(X, d_j) if encoding is None else encoding.standardizer(X, d_j)
         Z = std.transform(X)
-    zc = group_means(Z, labels, n_cells, weights=mass)
     varying = ~is_constant(std.mean_, X.std(axis=0))
     if encoding is not None:  # a key varies when any of its embedded columns does
-        varying = np.array([v.any() for v in np.split(varying, np.cumsum(
-            [len(encoding.nominal[c]) if c in encoding.nominal else 1 for c in encoding.columns])[:-1])])
-    err = (mass * ((Z - zc[labels]) ** 2).sum(axis=1)).sum()
-    distortion = float(err / (max(int(varying.sum()), 1) * mass.sum()))
+        varying = np.array([v.any() for v in np.split(varying, np.cumsum(encoding.widths())[:-1])])
+    distortion = _distortion(Z, labels, mass) / (max(int(varying.sum()), 1) * mass.sum())
     return SurveyDesign(function=function, labels=labels, k=k, risk=risk, participation=pi,
                         record_participation=pis, n_min=int(n_min), cell_size=int(size or 0), method=method,
                         cell_failures=failures, distortion=distortion, participation_model=model_spec)

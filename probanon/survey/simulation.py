@@ -253,7 +253,7 @@ def _simulate_batch(pis: np.ndarray, sizes: np.ndarray, k: int, blocks: list, ru
     """One seeded batch of ``runs`` runs drawn from ``default_rng(seed)``, cell block by cell
     block (:func:`_blocks`): the integer counts (failing pairs, failing runs, sum K, sum K^2,
     sum Y, sum Y^2, sum Y n_c over the (cell, run) pairs, Y = K 1{0 < K < k}), summed over the
-    batches by :func:`probanon.distributed.montecarlo.batch_totals`."""
+    batches by :func:`probanon.distributed.montecarlo.seeded_totals`."""
     rng = np.random.default_rng(seed)
     ends = np.cumsum(sizes)
     starts = ends - sizes
@@ -291,7 +291,7 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
     client whose cluster runs the seeded batches as tasks (the same result as in this process);
     ``progress("batches", done, total)`` over the batches.
     """
-    from ..distributed.montecarlo import batch_seeds, batch_totals
+    from ..distributed.montecarlo import seeded_totals
 
     k = check_k(k)
     runs = check_runs(runs)
@@ -301,11 +301,9 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
     ends = np.cumsum(sizes)
     starts = ends - sizes
 
-    count = -(-runs // RUNS_PER_BATCH)
-    seeds, blocks = batch_seeds(rng, count), _blocks(sizes)
-    batch = lambda b: (k, blocks, min(RUNS_PER_BATCH, runs - b * RUNS_PER_BATCH), seeds[b])
-    failing, failing_runs, active, active_sq, unprotected, unprotected_sq, unprotected_n = batch_totals(
-        _simulate_batch, count, batch, shared=(pis, sizes), client=client, progress=progress)
+    failing, failing_runs, active, active_sq, unprotected, unprotected_sq, unprotected_n = seeded_totals(
+        _simulate_batch, runs, RUNS_PER_BATCH, rng, fixed=(k, _blocks(sizes)), shared=(pis, sizes), client=client,
+        progress=progress)
 
     pairs = sizes.size * runs
     records = int(sizes.sum())
