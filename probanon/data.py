@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_matrix, is_numeric_column, row_label
+from .exactsum import exact_sums
 from .errors import InputError, ParameterError
 
 from .outputs import table_format
@@ -305,18 +305,28 @@ class Standardizer:
     @classmethod
     def fit(cls, X, weights=None) -> "Standardizer":
         X = check_matrix(X)
-        # Exactly rounded sums (math.fsum): NumPy's SIMD sums depend on memory alignment in
-        # the last bit, and a last bit can decide a tie in MDAV. Same input, same output.
-        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-        total = math.fsum(w)
-        mean = np.array([math.fsum(w * X[:, j]) / total for j in range(X.shape[1])])
-        # sd on deviations scaled by their largest magnitude: no overflow near 1e308
-        spread = np.abs(X - mean).max(axis=0)
-        unit = np.where(spread > 0, spread, 1.0)
+        # Exactly rounded sums (:mod:`probanon.exactsum`, as math.fsum): NumPy's SIMD sums
+        # depend on memory alignment in the last bit, and a last bit can decide a tie in MDAV.
+        # Same input, same output, also when the sums are made in pieces on a cluster.
+        w = None if weights is None else np.asarray(weights, dtype=np.float64)
+        total = float(X.shape[0]) if w is None else exact_sums(w)[0]
+        mean = exact_sums(X if w is None else w[:, None] * X) / total
+        unit = cls.unit(mean, X.min(axis=0), X.max(axis=0))
         dev = (X - mean) / unit
-        scale = unit * np.sqrt([math.fsum(w * dev[:, j] ** 2) / total for j in range(X.shape[1])])
-        scale = np.where(is_constant(mean, scale), 1.0, scale)
-        return cls(mean_=mean, scale_=scale)
+        return cls.from_moments(mean, unit, exact_sums(dev ** 2 if w is None else w[:, None] * dev ** 2) / total)
+
+    @staticmethod
+    def unit(mean, low, high) -> np.ndarray:
+        """max |x - mean| per column from the column's extremes (rounding is monotone), 1 where
+        it is 0: the sd is computed on deviations scaled by it (no overflow near 1e308)."""
+        spread = np.maximum(np.abs(low - mean), np.abs(high - mean))
+        return np.where(spread > 0, spread, 1.0)
+
+    @classmethod
+    def from_moments(cls, mean, unit, mean_square) -> "Standardizer":
+        """From the means, the units of :meth:`unit` and the mean squares of (x - mean) / unit."""
+        scale = unit * np.sqrt(mean_square)
+        return cls(mean_=mean, scale_=np.where(is_constant(mean, scale), 1.0, scale))
 
     def transform(self, X) -> np.ndarray:
         X = np.asarray(X, dtype=np.float64)

@@ -52,7 +52,7 @@ AUTO_MIN = 200_000
 #: unblocked IL in 2 blocks, 1.048 in 4); 500,000 keeps 10^6 records in one level (2 blocks,
 #: 1.019 x) and 10^7 in 32 blocks of 312,500, whose MDAV fits take minutes
 DEFAULT_BLOCK = 500_000
-#: rows per chunk when the scatter matrix of a node is accumulated (no n x d copy of Z)
+#: rows per chunk when the column sums of a node are accumulated (no n x d copy of Z)
 CHUNK = 1 << 20
 AXES = ("principal", "widest")
 
@@ -81,17 +81,32 @@ def check_jobs(n_jobs) -> int:
     return int(n_jobs)
 
 
-def _directions(Z, rows, axis: str):
-    """Candidate cut directions of a node: its principal axis first ("principal"), then the
-    coordinate axes by decreasing variance. The scatter matrix is summed in chunks of rows."""
-    d = Z.shape[1]
-    total, scatter = np.zeros(d), np.zeros((d, d))
-    for a in range(0, rows.size, CHUNK):
-        block = Z[rows[a:a + CHUNK]]
-        total += block.sum(axis=0)
-        scatter += block.T @ block
-    mean = total / rows.size
-    scatter -= rows.size * np.outer(mean, mean)
+def node_moments(Z, rows):
+    """(count, exact column sums, exact sums of z_a z_b for a <= b) of the rows ``rows`` of Z:
+    :class:`probanon.exactsum.ExactSum` states, so the moments of a node whose rows lie in
+    several pieces (the partitions of :mod:`probanon.distributed.partitioned`) are the sums of
+    the pieces' moments, bit for bit."""
+    from ..exactsum import ExactSum
+
+    rows = np.asarray(rows, dtype=np.int64)
+    sums = ExactSum.zeros(Z.shape[1])
+    for a in range(0, rows.size, CHUNK):  # no copy of more than CHUNK rows
+        sums = sums + ExactSum.of(Z[rows[a:a + CHUNK]])
+    return rows.size, sums, ExactSum.of_products(Z, rows)
+
+
+def directions(moments, axis: str):
+    """Candidate cut directions of a node from its :func:`node_moments`: its principal axis first
+    ("principal": the eigenvector of the largest eigenvalue of the scatter matrix), then the
+    coordinate axes by decreasing variance."""
+    count, sums, products = moments
+    total = sums.values()
+    d = total.size
+    scatter = np.zeros((d, d))
+    scatter[np.triu_indices(d)] = products.values()
+    scatter = np.triu(scatter) + np.triu(scatter, 1).T
+    mean = total / count
+    scatter -= count * np.outer(mean, mean)
     eye = np.eye(d)
     coordinates = [eye[j] for j in np.argsort(-np.diag(scatter), kind="stable")]
     if axis == "widest":
@@ -119,7 +134,7 @@ def _cut(Z, rows, k: int, axis: str):
     direction separates its records (module docstring, step 1)."""
     m = rows.size
     target = k * round(m / 2 / k)
-    for v in _directions(Z, rows, axis):
+    for v in directions(node_moments(Z, rows), axis):
         p = project_rows(Z, rows, v)
         s = np.sort(p)
         L = _cut_position(s, k, target)

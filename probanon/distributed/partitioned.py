@@ -1,0 +1,494 @@
+"""Blocked microaggregation of a Parquet directory on Dask (issue 19.2): the data stay on the
+workers, as Dask partitions (one per file), from reading to writing.
+
+The result is the one of a blocked fit in one process (:mod:`probanon.microagg.blocks`) on the
+files' rows concatenated in file-name order, bit for bit: the same labels, function and
+centroids for the same seed. Every number the single-machine fit takes from all the rows is
+rebuilt here from per-partition pieces that add up exactly:
+
+1. The z-scores. The files are read by the workers (one task per file, kept in memory as a
+   future). Column sums, extremes and sums of squared scaled deviations are exact
+   (:class:`probanon.exactsum.ExactSum`), so :class:`probanon.data.Standardizer` is the one of
+   ``Standardizer.fit`` on all the rows.
+2. The cut tree, one level at a time, every open node of the level in the same rounds:
+   (a) the node's exact moments -> its principal axis (:func:`.microagg.blocks.directions`);
+   (b) every partition's projections of the node's rows (:func:`.microagg.function.project_rows`,
+   as in one process), sorted, one in ``STRIDE``-ths -> a bracket [lo, hi] of values that must
+   hold the ranks around the median; (c) the projections within the bracket and the count below
+   it -> the exact sorted projections s[R0 .. R0 + len) around the median, in which the cut
+   position of :func:`.microagg.blocks._cut_position` is found when the window settles it
+   (:func:`_cut_in_window`), else the window is widened. So a node is cut where it is cut in
+   one process, and the nodes are numbered as there (:func:`_numbered`).
+3. The blocks: each partition splits its rows by block (a task per partition), each block's
+   task gathers its pieces from the partitions (worker to worker, in partition order, so its
+   rows are in the single-machine order), z-scores them and runs MDAV / V-MDAV / PCL with the
+   block's seed (``SeedSequence(random_state).spawn``), and returns its labels, rule and group
+   means (:func:`.microagg.base.group_means` on the block's rows: the same sums, in the same
+   order, as on the whole file).
+4. With ``output``: each partition's task reads its file again, replaces the keys by the means of
+   their groups, puts the rows in a random order (its own generator, spawned from the seed) and
+   writes ``part-NNNNN.parquet``: one output file per input file, written into a temporary
+   folder that becomes ``output`` only when every file is written.
+
+The client holds the tree, the rules and the group means (and, unless ``labels=False``, the
+labels of every row: 8 bytes each); no partition passes through it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import check_k, check_matrix
+from ..data import Standardizer
+from ..errors import InputError, ParameterError
+from ..exactsum import ExactSum
+from ..microagg.base import group_means
+from ..microagg.blocks import (
+    BLOCK_ATTRIBUTES,
+    _cut_position,
+    _fit_block,
+    _seeds,
+    blocks_note,
+    check_block_size,
+    directions,
+    node_moments,
+)
+from ..microagg.function import MicroaggregationFunction, _rule_cells, project_rows
+
+#: projections a partition sends per node to bracket its median: one in every STRIDE-th of them
+SAMPLES = 256
+#: first half-width of the window of exact ranks around the median (in units of k)
+WINDOW_K = 8
+
+# ---------------------------------------------------------------- tasks (on the workers)
+
+
+def parquet_files(source) -> list[str]:
+    """The partitions of ``source``: its ``*.parquet`` files in name order (a directory), or the
+    given list of files."""
+    if isinstance(source, (list, tuple)):
+        files = [str(p) for p in source]
+    else:
+        folder = Path(source)
+        if not folder.is_dir():
+            raise InputError(f"{source}: not a directory of Parquet files")
+        files = sorted(str(p) for p in folder.glob("*.parquet"))
+    if not files:
+        raise InputError(f"{source}: no .parquet file")
+    return files
+
+
+def _load(path: str, keys):
+    """The key columns of one file: (column names, n x d float64)."""
+    import pandas as pd
+
+    from ..data import select_columns
+
+    try:
+        frame = pd.read_parquet(path, columns=list(keys) if keys else None)
+    except (OSError, ValueError, KeyError) as exc:
+        raise InputError(f"{path}: cannot read the keys ({str(exc).splitlines()[0]})") from None
+    columns = select_columns(frame, list(keys) if keys else None)
+    X = check_matrix(frame[columns], name=path) if len(frame) else np.empty((0, len(columns)))
+    return columns, np.ascontiguousarray(X, dtype=np.float64)
+
+
+def _columns_of(part):
+    return part[0]
+
+
+def _matrix_of(part):
+    return part[1]
+
+
+def _first_moments(X):
+    """(rows, exact column sums, column minima, column maxima or None when empty)."""
+    if X.shape[0] == 0:
+        return 0, ExactSum.zeros(X.shape[1]), None, None
+    return X.shape[0], ExactSum.of(X), X.min(axis=0), X.max(axis=0)
+
+
+def _square_sums(X, mean, unit):
+    return ExactSum.of(((X - mean) / unit) ** 2)
+
+
+def _zscores(X, standardizer):
+    return np.ascontiguousarray(standardizer.transform(X))
+
+
+def _route(Z, splits):
+    """The open node (key of ``splits`` or a leaf) of every row: down the splits made so far
+    ({node: (axis, threshold, left, right)}, from node 0)."""
+    at = np.zeros(Z.shape[0], np.int64)
+    todo = [0]
+    while todo:
+        i = todo.pop()
+        if i not in splits:
+            continue
+        rows = np.flatnonzero(at == i)
+        axis, t, left, right = splits[i]
+        yes = project_rows(Z, rows, axis) <= t
+        at[rows[yes]], at[rows[~yes]] = left, right
+        todo += [left, right]
+    return at
+
+
+def _query(Z, splits, queries):
+    """One round of the cut of the open nodes, on one partition (module docstring, step 2):
+    {node: answer} for {node: ("moments",) | ("sample", axis) | ("window", axis, lo, hi)}."""
+    at = _route(Z, splits)
+    out = {}
+    for node, query in queries.items():
+        rows = np.flatnonzero(at == node)
+        if query[0] == "moments":
+            out[node] = node_moments(Z, rows)
+            continue
+        p = np.sort(project_rows(Z, rows, query[1]))
+        if query[0] == "sample":
+            stride = max(1, -(-p.size // SAMPLES))
+            out[node] = (p.size, stride, p[::stride])
+        else:
+            lo, hi = query[2], query[3]
+            a, b = np.searchsorted(p, lo, "left"), np.searchsorted(p, hi, "right")
+            out[node] = (int(a), p[a:b])
+    return out
+
+
+def _split(X, Z, splits, leaves):
+    """The rows of one partition by block: [X rows of block j] (``leaves``: node -> block)."""
+    lookup = np.full(max(leaves) + 1, -1, np.int64)
+    lookup[list(leaves)] = list(leaves.values())
+    block = lookup[_route(Z, splits)]
+    order = np.argsort(block, kind="stable")
+    bounds = np.searchsorted(block[order], np.arange(len(leaves) + 1))
+    return [X[order[bounds[j]:bounds[j + 1]]] for j in range(len(leaves))]
+
+
+def _piece(split, j):
+    return split[j]
+
+
+def _fit_pieces(cls, params, k, seed, standardizer, *pieces):
+    """One block: its rows gathered in partition order, z-scored, partitioned by the method
+    (:func:`.microagg.blocks._fit_block`); (labels, kind, rule, attributes, group means, sizes)."""
+    X = np.concatenate(pieces)
+    labels, kind, rule, attributes = _fit_block(cls, params, k, _zscores(X, standardizer), seed)
+    cells = _rule_cells(kind, rule)
+    return labels, kind, rule, attributes, group_means(X, labels, cells), np.bincount(labels, minlength=cells)
+
+
+def _labels(result):
+    return result[0]
+
+
+def _summary(result):
+    return result[1:]
+
+
+def _partition_labels(Z, splits, leaves, offsets, starts, *block_labels):
+    """The global labels of one partition's rows (in file order): block j's labels from
+    ``starts[j]`` on, plus the block's first cell ``offsets[j]``."""
+    at = _route(Z, splits)
+    out = np.empty(Z.shape[0], np.int64)
+    for node, j in leaves.items():
+        rows = np.flatnonzero(at == node)
+        out[rows] = block_labels[j][starts[j]:starts[j] + rows.size] + offsets[j]
+    return out
+
+
+def _write(path, target, columns, labels, centroids, seed):
+    """The release of one file: its rows with the keys replaced by their group means, in the
+    order of a permutation drawn from ``seed``, written to ``target`` (Parquet)."""
+    import pandas as pd
+
+    frame = pd.read_parquet(path)
+    for c, values in zip(columns, centroids[labels].T):
+        frame[c] = values
+    order = np.random.default_rng(seed).permutation(len(frame))
+    frame.iloc[order].reset_index(drop=True).to_parquet(target, index=False)
+    return len(frame)
+
+
+# ---------------------------------------------------------------- the cut (on the client)
+
+
+def _bracket(samples, below_rank: int, above_rank: int):
+    """(lo, hi) such that fewer than ``below_rank`` + 1 values are < lo and more than
+    ``above_rank`` values are < hi (or -inf / +inf), from every partition's (count, stride,
+    sorted values one in stride): the count of a partition's values below v is between
+    (c - 1) stride + 1 and min(c stride, count) when c of its samples are below v."""
+    candidates = np.unique(np.concatenate([s for _, _, s in samples]))
+    upper = np.zeros(candidates.size, np.int64)
+    lower = np.zeros(candidates.size, np.int64)
+    for count, stride, s in samples:
+        c = np.searchsorted(s, candidates, "left")
+        upper += np.minimum(c * stride, count)
+        lower += np.where(c > 0, (c - 1) * stride + 1, 0)
+    ok_lo = np.flatnonzero(upper <= below_rank)
+    ok_hi = np.flatnonzero(lower >= above_rank + 1)
+    lo = candidates[ok_lo[-1]] if ok_lo.size else -np.inf
+    hi = candidates[ok_hi[0]] if ok_hi.size else np.inf
+    return lo, hi
+
+
+def _cut_in_window(window, start: int, m: int, k: int, target: int):
+    """What :func:`.microagg.blocks._cut_position` returns on all m sorted projections s, given
+    only s[start .. start + len(window)): ("cut", L, s[L-1], s[L]), ("none",) (no valid cut in
+    the whole node) or ("wider",) when positions outside the window could still win."""
+    end = start + window.size  # s[start:end] known
+    if start == 0 and end == m:
+        L = _cut_position(window, k, target)
+        return ("none",) if L is None else ("cut", L, window[L - 1], window[L])
+    gaps = np.flatnonzero(window[:-1] < window[1:]) + 1 + start  # L with s[L-1] < s[L], both known
+    gaps = gaps[(gaps >= k) & (gaps <= m - k)]
+    multiples = gaps[gaps % k == 0]
+    if multiples.size:  # the answer is a multiple of k: it is this one if no unknown L is nearer
+        L = int(multiples[np.argmin(np.abs(multiples - target))])
+        d = abs(L - target)
+        if start + 1 <= max(target - d, k) and min(target + d, m - k) <= end - 1:
+            i = L - start
+            return "cut", L, window[i - 1], window[i]
+    return ("wider",)  # no multiple in sight (one may lie outside), or one nearer may lie outside
+
+
+def _numbered(splits, sizes):
+    """The tree in the numbering of :func:`.microagg.blocks.cut_tree` (depth first, left before
+    right): (nodes with {"axis", "threshold", "left", "right"} or {"block": j}, leaves {our node:
+    block}, block sizes)."""
+    nodes, leaves, block_sizes = [None], {}, []
+    stack = [(0, 0)]
+    while stack:
+        i, ours = stack.pop()
+        if ours not in splits:
+            nodes[i] = {"block": len(block_sizes)}
+            leaves[ours] = len(block_sizes)
+            block_sizes.append(sizes[ours])
+            continue
+        axis, t, left, right = splits[ours]
+        a = len(nodes)
+        nodes += [None, None]
+        nodes[i] = {"axis": axis, "threshold": t, "left": a, "right": a + 1}
+        stack += [(a + 1, right), (a, left)]
+    return nodes, leaves, np.array(block_sizes)
+
+
+class _Partitions:
+    """The z-scored partitions (futures) and the rounds of queries on them."""
+
+    def __init__(self, client, zparts):
+        self.client, self.zparts = client, zparts
+
+    def ask(self, splits, queries):
+        """[answer of each partition] for the queries (one round trip)."""
+        futures = [self.client.submit(_query, z, splits, queries, pure=False) for z in self.zparts]
+        return self.client.gather(futures)
+
+
+def _cut_level(parts, splits, open_nodes, sizes, k, axis):
+    """Cut every node of ``open_nodes`` (module docstring, step 2); returns {node: cut or None}."""
+    moments = parts.ask(splits, {node: ("moments",) for node in open_nodes})
+    state = {}
+    for node in open_nodes:
+        total = moments[0][node]
+        for answer in moments[1:]:
+            count, sums, products = answer[node]
+            total = (total[0] + count, total[1] + sums, total[2] + products)
+        m = sizes[node]
+        state[node] = {"dirs": directions(total, axis), "dir": 0, "half": WINDOW_K * k, "samples": None,
+                       "target": k * round(m / 2 / k)}
+    cuts = {}
+    while state:
+        queries = {}
+        for node, st in state.items():
+            v = st["dirs"][st["dir"]]
+            if st["samples"] is None:
+                queries[node] = ("sample", v)
+            else:
+                lo, hi = _bracket(st["samples"], st["target"] - st["half"], st["target"] + st["half"])
+                queries[node] = ("window", v, lo, hi)
+        answers = parts.ask(splits, queries)
+        for node in list(state):
+            st = state[node]
+            if queries[node][0] == "sample":
+                st["samples"] = [a[node] for a in answers]
+                continue
+            start = sum(a[node][0] for a in answers)
+            window = np.sort(np.concatenate([a[node][1] for a in answers]))
+            found = _cut_in_window(window, start, sizes[node], k, st["target"])
+            if found[0] == "cut":
+                _, L, a, b = found
+                t = a + 0.5 * (b - a)  # as in _cut
+                cuts[node] = (st["dirs"][st["dir"]], float(t if t < b else a), L)
+            elif found[0] == "none":
+                st["dir"] += 1
+                st["samples"], st["half"] = None, WINDOW_K * k
+                if st["dir"] == len(st["dirs"]):
+                    cuts[node] = None
+            else:
+                st["half"] *= 8
+            if node in cuts:
+                del state[node]
+    return cuts
+
+
+def _cut_tree(parts, n, k, B, axis, progress):
+    """The cut tree of all the rows (as :func:`.microagg.blocks.cut_tree`): (splits, sizes)."""
+    splits, sizes, next_id = {}, {0: n}, 1
+    open_nodes = [0] if n > B else []
+    level, levels = 0, max(1, int(np.ceil(np.log2(n / B))))
+    while open_nodes:
+        progress("cut", level, levels)
+        cuts = _cut_level(parts, splits, open_nodes, sizes, k, axis)
+        following = []
+        for node in open_nodes:
+            if cuts[node] is None:
+                continue
+            v, t, L = cuts[node]
+            left, right = next_id, next_id + 1
+            next_id += 2
+            splits[node] = (v, t, left, right)
+            sizes[left], sizes[right] = L, sizes[node] - L
+            following += [c for c in (left, right) if sizes[c] > B]
+        open_nodes, level = following, level + 1
+    progress("cut", levels, levels)
+    return splits, sizes
+
+
+# ---------------------------------------------------------------- the fit
+
+
+def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bool = True, axis: str = "principal",
+                random_state_output=None, progress=None):
+    """Fit ``estimator`` (MDAV, VMDAV or PCL, blocked: ``block_size`` an integer, or None with at
+    least 200,000 rows) on the Parquet files of ``source`` (a directory, files in name order, or
+    a list of paths every worker can read) with the data kept on ``client``'s workers (module
+    docstring). ``keys``: the key columns (default: every numeric column). With ``output`` (a
+    directory that must not exist), the release is written there, one file per input file, rows
+    in an order drawn from ``random_state_output`` (default: the estimator's ``random_state``,
+    else fresh entropy). Returns the fitted estimator: the attributes of ``estimator.fit`` on
+    the concatenated rows (``labels_`` only with ``labels=True``), same seed, same values."""
+    from distributed import as_completed
+
+    say = progress or (lambda *a: None)
+    if "block_size" not in estimator._param_names:
+        raise ParameterError(f"fit_parquet fits MDAV, V-MDAV or PCL in blocks, not {type(estimator).__name__}")
+    if output is not None and os.path.exists(output):
+        raise InputError(f"{output}: already exists; give a new directory for the release")
+    files = parquet_files(source)
+    say("read", 0, len(files))
+    loaded = [client.submit(_load, f, keys, pure=False) for f in files]
+    names = client.gather([client.submit(_columns_of, part) for part in loaded])
+    columns = names[0]
+    for f, other in zip(files, names):
+        if other != columns:
+            raise InputError(f"{f}: its key columns {other} differ from those of {files[0]} ({columns})")
+    xparts = [client.submit(_matrix_of, part, pure=False) for part in loaded]
+    del loaded
+    first = client.gather([client.submit(_first_moments, x) for x in xparts])
+    say("read", len(files), len(files))
+    n = sum(f[0] for f in first)
+    k = estimator.k_ = check_k(estimator.k, n)
+    estimator._check_params()
+    B = check_block_size(estimator.block_size, k, n, estimator._default_block_size)
+    if B == 0:
+        raise ParameterError(f"fit_parquet fits in blocks: {n:,} rows need block_size (an integer < n), or at least "
+                             "200,000 rows for the automatic blocks")
+    total = first[0][1]
+    for f in first[1:]:
+        total = total + f[1]
+    mean = total.values() / n
+    low = np.min([f[2] for f in first if f[0]], axis=0)
+    high = np.max([f[3] for f in first if f[0]], axis=0)
+    unit = Standardizer.unit(mean, low, high)
+    squares = client.gather([client.submit(_square_sums, x, mean, unit) for x in xparts])
+    square = squares[0]
+    for s in squares[1:]:
+        square = square + s
+    standardizer = Standardizer.from_moments(mean, unit, square.values() / n)
+    zparts = [client.submit(_zscores, x, standardizer, pure=False) for x in xparts]
+
+    splits, sizes = _cut_tree(_Partitions(client, zparts), n, k, B, axis, say)
+    nodes, leaves, block_sizes = _numbered(splits, sizes)
+    count = len(block_sizes)
+
+    split_parts = [client.submit(_split, x, z, splits, leaves, pure=False) for x, z in zip(xparts, zparts)]
+    pieces = [[client.submit(_piece, s, j, pure=False) for s in split_parts] for j in range(count)]
+    piece_sizes = np.array(client.gather([[client.submit(len, p) for p in row] for row in pieces]))  # blocks x parts
+    params = dict(estimator.get_params(), block_size=0, n_jobs=1)
+    seeds = _seeds(params.get("random_state"), count)
+    fits = [client.submit(_fit_pieces, type(estimator), params, k, seeds[j], standardizer, *pieces[j], pure=False)
+            for j in range(count)]
+    del split_parts, pieces
+    say("blocks", 0, count)
+    summaries = [None] * count
+    summary_futures = [client.submit(_summary, f) for f in fits]
+    index = {f.key: j for j, f in enumerate(summary_futures)}
+    for done, (future, summary) in enumerate(as_completed(summary_futures, with_results=True, loop=client.loop), 1):
+        summaries[index[future.key]] = summary
+        say("blocks", done, count)
+    offsets, offset = np.zeros(count, np.int64), 0
+    for j, (kind, rule, _, _, _) in enumerate(summaries):
+        offsets[j] = offset
+        nodes[[i for i, node in enumerate(nodes) if node.get("block") == j][0]] = {"kind": kind, "rule": rule,
+                                                                                    "offset": offset}
+        offset += _rule_cells(kind, rule)
+    block_labels = [client.submit(_labels, f) for f in fits]
+    starts = np.zeros_like(piece_sizes)
+    starts[:, 1:] = np.cumsum(piece_sizes, axis=1)[:, :-1]  # block j's first row of partition p
+    part_labels = [client.submit(_partition_labels, z, splits, leaves, offsets, starts[:, p], *block_labels,
+                                 pure=False) for p, z in enumerate(zparts)]
+    del fits, block_labels
+
+    centroids = np.concatenate([s[3] for s in summaries])
+    estimator.k_, estimator.n_features_in_, estimator.standardizer_ = k, len(columns), standardizer
+    estimator.feature_names_in_ = list(columns)
+    for stale in ("strata_", "strata_merged_", "missing_merged_", "missing_patterns_", "partition_"):
+        estimator.__dict__.pop(stale, None)
+    estimator.block_size_, estimator.n_blocks_, estimator.block_sizes_ = B, count, block_sizes
+    estimator.blocks_ = blocks_note(count, B, block_sizes)
+    estimator.__dict__.update({a: combine([s[2][a] for s in summaries]) for a, combine in BLOCK_ATTRIBUTES.items()
+                               if a in summaries[0][2]})
+    estimator.centroids_ = centroids
+    estimator.sizes_ = np.concatenate([s[4] for s in summaries])
+    estimator.function_ = MicroaggregationFunction(
+        kind="blocked", standardizer=standardizer, centroids=centroids, sizes=estimator.sizes_,
+        rule={"nodes": nodes}, columns=list(columns),
+        meta={"method": type(estimator).__name__, "k": k, "n_records": int(n), "weighted": False,
+              "blocks": count, "block_size": B})
+    if labels:
+        estimator.labels_ = np.concatenate(client.gather(part_labels))
+    else:
+        estimator.__dict__.pop("labels_", None)
+    if output is not None:
+        _write_all(client, files, output, columns, part_labels, centroids,
+                   params.get("random_state") if random_state_output is None else random_state_output, say)
+    return estimator
+
+
+def _write_all(client, files, output, columns, part_labels, centroids, seed, say):
+    """Write the release (module docstring, step 4), all files or none."""
+    output = Path(output)
+    tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir(parents=True)
+    try:
+        if isinstance(seed, np.random.Generator):
+            seed = int(seed.integers(2**63))
+        seeds = np.random.SeedSequence(seed).spawn(len(files) + 1)[1:]  # [0]: reserved, as shuffle_stream
+        [cents] = client.scatter([centroids], broadcast=True, hash=False)
+        writes = [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents, seeds[p],
+                                pure=False) for p, (f, labels) in enumerate(zip(files, part_labels))]
+        say("write", 0, len(files))
+        client.gather(writes)
+        say("write", len(files), len(files))
+        os.replace(tmp, output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+__all__ = ["fit_parquet", "parquet_files"]
