@@ -3,11 +3,12 @@
     PYTHONPATH=. flock /tmp/bench.lock .venv/bin/python benchmarks/distributed.py --part blocks [--records N]
 
 ``blocks``  blocked MDAV (or ``--method pcl``) on a 10-D Gaussian of ``--records`` records (default
-            10,000,000), k = 5, automatic blocks: first in this machine's own worker processes
-            (``n_jobs = 2``, the single-machine blocked path), then through a 2-worker
-            ``LocalCluster`` (``on_dask``). Printed: time, IL (100 SSE/SST, computed here), the
-            peak memory of the client process (VmHWM) and of each Dask worker process (its
-            maximum resident set, from the worker), and whether the two releases are identical.
+            10,000,000, k = 5, automatic blocks) written as 32 Parquet files: first through a
+            2-worker ``LocalCluster`` with the files read by the workers and the release written
+            by them (``fit_parquet``), then in this machine's own worker processes (``n_jobs =
+            2``, the single-machine blocked path) on the rows read here. Printed: time, IL (100
+            SSE/SST, computed here), the peak memory (VmHWM) of the client process (measured
+            before it reads the data) and of each Dask worker, and whether the fits are identical.
 
 The single-process run's peak is that of this process plus its worker processes (sampled every
 0.2 s, :class:`scale_blocks.PeakMemory`).
@@ -32,7 +33,7 @@ scale_blocks = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(scale_blocks)
 K, PeakMemory, gaussian, il = scale_blocks.K, scale_blocks.PeakMemory, scale_blocks.gaussian, scale_blocks.il
 
-from probanon.distributed import dask_client, describe, on_dask  # noqa: E402
+from probanon.distributed import dask_client, describe  # noqa: E402
 from probanon.microagg import MDAV, PCL  # noqa: E402
 
 
@@ -46,34 +47,62 @@ def _own_peak() -> int:
         return next(int(line.split()[1]) * 1024 for line in fh if line.startswith("VmHWM:"))
 
 
-def part_blocks(n: int, method: str, block_size=None) -> None:
+def _write_partitions(folder: Path, n: int, files: int) -> None:
+    """A 10-D Gaussian of n records as ``files`` Parquet files, generated one file at a time
+    (file p from SeedSequence(0).spawn(files)[p]): this process never holds all of it."""
+    import pandas as pd
+
+    seeds = np.random.SeedSequence(0).spawn(files)
+    for p in range(files):
+        rows = n * (p + 1) // files - n * p // files
+        X = np.random.default_rng(seeds[p]).normal(size=(rows, 10))
+        pd.DataFrame(X, columns=[f"x{j}" for j in range(10)]).to_parquet(folder / f"part{p:03d}.parquet", index=False)
+
+
+def part_blocks(n: int, method: str, block_size=None, files: int = 32) -> None:
+    """Parquet directory in and out on Dask (:func:`probanon.distributed.partitioned.fit_parquet`,
+    the data read by the workers), then the single-machine blocked fit of the same rows read
+    here, in this machine's worker processes; the two must be identical."""
+    import tempfile
+
+    import pandas as pd
+
+    from probanon.distributed.partitioned import fit_parquet
+
     cls = {"mdav": MDAV, "pcl": PCL}[method]
     params = {"random_state": 1, "block_size": block_size} if cls is PCL else {"block_size": block_size}
-    X = gaussian(n)
-    print(f"Blocked {method.upper()} on a 10-D Gaussian of {n:,} records, k = {K}, "
-          + (f"blocks of <= {block_size:,}" if block_size else "automatic blocks"))
+    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+        folder = Path(tmp) / "in"
+        folder.mkdir()
+        _write_partitions(folder, n, files)
+        print(f"Blocked {method.upper()} on a 10-D Gaussian of {n:,} records in {files} Parquet files "
+              f"({sum(f.stat().st_size for f in folder.iterdir()) / 1e9:.2f} GB), k = {K}, "
+              + (f"blocks of <= {block_size:,}" if block_size else "automatic blocks"), flush=True)
+        with dask_client(workers=2) as client:
+            print(f"  {describe(client)}", flush=True)
+            start = time.perf_counter()
+            remote = fit_parquet(client, cls(k=K, **params), folder, output=Path(tmp) / "out")
+            t_dask = time.perf_counter() - start
+            peaks = client.run(_own_peak)
+        client_peak = _own_peak()
+        written = sum(len(pd.read_parquet(f, columns=["x0"])) for f in (Path(tmp) / "out").iterdir())
+        print(f"  Dask, 2-worker LocalCluster, Parquet in and out: {remote.n_blocks_} blocks of <= "
+              f"{remote.block_size_:,}, {t_dask:.1f} s, client peak {client_peak / 1e9:.2f} GB, per worker "
+              + ", ".join(f"{p / 1e9:.2f}" for p in peaks.values()) + f" GB; {written:,} records written", flush=True)
+        frame = pd.concat([pd.read_parquet(f) for f in sorted(folder.iterdir())], ignore_index=True)
+    X = frame.to_numpy()
+    il_dask = il(X, remote.labels_)
     local = cls(k=K, n_jobs=2, **params)
     start = time.perf_counter()
     with PeakMemory() as memory:
-        local.fit(X)
+        local.fit(frame)  # by column name, as the Parquet fit
     t_local = time.perf_counter() - start
     il_local = il(X, local.labels_)
-    print(f"  single machine, 2 worker processes: {local.n_blocks_} blocks of <= {local.block_size_:,}, "
-          f"IL {il_local:.4f}, {t_local:.1f} s, peak {memory.peak / 1e9:.2f} GB (process + workers)", flush=True)
-    with dask_client(workers=2) as client:
-        print(f"  {describe(client)}", flush=True)
-        start = time.perf_counter()
-        with on_dask(client):
-            remote = cls(k=K, **params).fit(X)
-        t_dask = time.perf_counter() - start
-        peaks = client.run(_worker_peak)
-    il_dask = il(X, remote.labels_)
     same = np.array_equal(remote.labels_, local.labels_) and remote.function_.to_json() == local.function_.to_json()
-    print(f"  Dask, 2-worker LocalCluster:        {remote.n_blocks_} blocks of <= {remote.block_size_:,}, "
-          f"IL {il_dask:.4f}, {t_dask:.1f} s, client peak {_own_peak() / 1e9:.2f} GB, per worker "
-          + ", ".join(f"{p / 1e9:.2f}" for p in peaks.values()) + " GB")
-    print(f"  same release as the single-machine blocked run: {'yes' if same else 'NO'}; "
-          f"Dask / single machine time {t_dask / t_local:.2f}")
+    print(f"  single machine, 2 worker processes:              {local.n_blocks_} blocks of <= {local.block_size_:,}, "
+          f"{t_local:.1f} s, peak {memory.peak / 1e9:.2f} GB (process + workers, the data read in one array)")
+    print(f"  IL: Dask {il_dask:.4f}, single machine {il_local:.4f}; same labels and function: "
+          f"{'yes' if same else 'NO'}; Dask / single machine time {t_dask / t_local:.2f}")
 
 
 def part_km(users: int, m: int, runs: int) -> None:
