@@ -86,7 +86,64 @@ def _blocks_on_cluster(args, model):
 METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual ranking", "pcl": "PCL"}
 
 
+def _microaggregate_folder(args) -> int:
+    """``microaggregate`` of a directory of Parquet files: on Dask, the files read and the
+    release written by the workers, one ``-o`` file per input file (``-o`` names the new
+    directory); :func:`probanon.distributed.partitioned.fit_parquet`."""
+    from .distributed.cluster import cluster_from_args
+    from .distributed.partitioned import audit_files, fit_parquet, parquet_files
+    from .outputs import table_format
+
+    if args.scheduler is None and args.workers is None:
+        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
+                         "(a local cluster) or --scheduler ADDRESS")
+    unsupported = [name for name, given in (("--nominal", args.nominal), ("--ordinal", args.ordinal),
+                                            ("--missing pattern", args.missing == "pattern"),
+                                            ("--weights", args.weights), ("--strata", args.strata),
+                                            ("--link", args.link)) if given]
+    if unsupported:
+        raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files")
+    if table_format(args.output, "output") != "parquet":
+        raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
+    files = parquet_files(args.input)
+    import pyarrow.parquet as pq
+
+    roles = assign_roles(pq.read_schema(files[0]).names, args.keys, args.confidential, args.drop, args.keep_other)
+    keys, drop = columns_with(roles, "key"), columns_with(roles, "drop")
+    published = [c for c, role in roles.items() if role in ("confidential", "other")]
+    model = _method(args)
+    if "block_size" not in model._param_names:
+        raise InputError(f"a directory of Parquet files is microaggregated in blocks by mdav, vmdav or pcl, "
+                         f"not {args.method}")
+    name = METHOD_NAMES[args.method]
+    with cluster_from_args(args) as client:
+        findings = audit_files(client, files, keys, published) if published else []
+        if findings:
+            where, result = findings[0]
+            text = f"the pre-release audit found in {where} that {result.findings[0].text}"
+            if not args.accept_risk:
+                raise InputError(f"{text}: whoever knows the keys finds the rows through the released columns; "
+                                 f"{result.advice()}")
+            print(f"probanon: warning: --accept-risk: publishing although {text}", file=sys.stderr)
+        with Progress(f"{name}: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}", quiet=args.quiet,
+                      desc=args.method) as progress:
+            fitted = fit_parquet(client, model, files, keys=keys, output=args.output, labels=False, drop=drop,
+                                 keep_order=args.keep_order, random_state_output=shuffle_stream(args.seed),
+                                 progress=progress)
+    if args.function:
+        args.outputs.write({args.function: fitted.function_.to_json(indent=1)})
+    n = int(fitted.sizes_.sum())
+    print(f"wrote {args.output} ({len(files)} Parquet files, {n} records, "
+          f"{'input order kept' if args.keep_order else 'records in random order within each file'})", file=sys.stderr)
+    print(f"{args.method}: {n} records, {len(keys)} quasi-identifiers, k = {fitted.k_}, smallest group "
+          f"{int(fitted.sizes_.min())}, information loss = {fitted.information_loss_:.2f}%, {fitted.blocks_}",
+          file=sys.stderr)
+    return 0
+
+
 def cmd_microaggregate(args) -> int:
+    if Path(args.input).is_dir():
+        return _microaggregate_folder(args)
     frame = read_table(args.input)
     nominal, ordinal = column_list(args.nominal), ordinal_keys(args.ordinal)
     categorical = nominal + list(ordinal)

@@ -92,6 +92,12 @@ def test_bad_input_is_one_error_and_writes_nothing(client, folder, tmp_path):
     frame.iloc[100:200].assign(c=frame["town"].iloc[100:200]).to_parquet(odd / "2.parquet", index=False)
     with pytest.raises(InputError, match="'c' is not numeric"):
         fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
+    (odd / "2.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="2.parquet: cannot be read as Parquet"):
+        fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
+    frame.iloc[100:200].drop(columns="c").to_parquet(odd / "2.parquet", index=False)
+    with pytest.raises(InputError, match="^\\S*2.parquet: key column 'c' is not in the file$"):
+        fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
     with pytest.raises(ParameterError, match="block_size"):
         fit_parquet(client, MDAV(k=3), path, keys=KEYS, output=out)
     (tmp_path / "taken").mkdir()
@@ -122,3 +128,39 @@ def test_a_worker_killed_in_the_middle_is_survived(client, folder):
     assert not thread.is_alive() and not errors, errors
     np.testing.assert_array_equal(result["fit"].labels_, expected.labels_)
     assert result["fit"].function_.to_json() == expected.function_.to_json()
+
+
+def _sorted_rows(A):
+    return A[np.lexsort(A.T[::-1])]
+
+
+def test_cli_folder_in_folder_out(folder, tmp_path, capsys):
+    from probanon.cli import main
+    from probanon.metrics import information_loss
+
+    path, frame, sizes = folder
+    out, func = tmp_path / "out.parquet", tmp_path / "f.json"
+    base = ["microaggregate", str(path), "-o", str(out), "-k", "4", "--keys", "a,b,c", "--confidential", "town",
+            "--drop", "id", "--block-size", "400", "--seed", "3", "--quiet"]
+    assert main(base) != 0
+    err = capsys.readouterr().err.strip()
+    assert "give --workers N" in err and len(err.splitlines()) == 1 and not out.exists()
+    assert main(base + ["--workers", "2", "--function", str(func)]) == 0
+    err = capsys.readouterr().err
+    local = MDAV(k=4, block_size=400).fit(frame[KEYS])
+    assert func.read_text() == local.function_.to_json(indent=1)
+    released = [pd.read_parquet(f) for f in sorted(out.iterdir())]
+    assert [len(r) for r in released] == list(sizes) and list(released[0].columns) == KEYS + ["town"]
+    want = local.centroids_[local.labels_]
+    bounds = np.concatenate([[0], np.cumsum(sizes)])
+    for r, a, b in zip(released, bounds, bounds[1:]):  # each file holds its own rows' group means
+        np.testing.assert_array_equal(_sorted_rows(r[KEYS].to_numpy()), _sorted_rows(want[a:b]))
+    il = information_loss(frame[KEYS].to_numpy(), want)
+    assert f"information loss = {il:.2f}%" in err and "Dask: 2 workers" in err
+    relation = tmp_path / "rel"
+    relation.mkdir()
+    frame.assign(total=frame["a"] + frame["b"]).to_parquet(relation / "1.parquet", index=False)
+    out2 = tmp_path / "out2.parquet"
+    assert main(["microaggregate", str(relation), "-o", str(out2), "-k", "4", "--keys", "a,b,c", "--confidential",
+                 "total", "--keep-other", "--block-size", "400", "--workers", "2", "--quiet"]) != 0
+    assert "pre-release audit found in" in capsys.readouterr().err and not out2.exists()

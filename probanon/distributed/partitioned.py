@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import check_k, check_matrix
-from ..data import Standardizer
+from ..data import Standardizer, is_constant
 from ..errors import InputError, ParameterError
 from ..exactsum import ExactSum
 from ..microagg.base import group_means
@@ -89,10 +89,16 @@ def _load(path: str, keys):
 
     from ..data import select_columns
 
+    import pyarrow.parquet as pq
+
     try:
-        frame = pd.read_parquet(path, columns=list(keys) if keys else None)
-    except (OSError, ValueError, KeyError) as exc:
-        raise InputError(f"{path}: cannot read the keys ({str(exc).splitlines()[0]})") from None
+        names = pq.read_schema(path).names
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot be read as Parquet ({str(exc).splitlines()[0]})") from None
+    lacking = [c for c in keys or () if c not in names]
+    if lacking:
+        raise InputError(f"{path}: key column {lacking[0]!r} is not in the file")
+    frame = pd.read_parquet(path, columns=list(keys) if keys else None)
     columns = select_columns(frame, list(keys) if keys else None)
     X = check_matrix(frame[columns], name=path) if len(frame) else np.empty((0, len(columns)))
     return columns, np.ascontiguousarray(X, dtype=np.float64)
@@ -175,11 +181,15 @@ def _piece(split, j):
 
 def _fit_pieces(cls, params, k, seed, standardizer, *pieces):
     """One block: its rows gathered in partition order, z-scored, partitioned by the method
-    (:func:`.microagg.blocks._fit_block`); (labels, kind, rule, attributes, group means, sizes)."""
+    (:func:`.microagg.blocks._fit_block`); (labels, kind, rule, attributes, group means, sizes,
+    the exact SSE of the z-scores against their group means')."""
     X = np.concatenate(pieces)
-    labels, kind, rule, attributes = _fit_block(cls, params, k, _zscores(X, standardizer), seed)
+    Z = _zscores(X, standardizer)
+    labels, kind, rule, attributes = _fit_block(cls, params, k, Z, seed)
     cells = _rule_cells(kind, rule)
-    return labels, kind, rule, attributes, group_means(X, labels, cells), np.bincount(labels, minlength=cells)
+    means = group_means(X, labels, cells)
+    sse = ExactSum.of(((Z - standardizer.transform(means)[labels]) ** 2).ravel())
+    return labels, kind, rule, attributes, means, np.bincount(labels, minlength=cells), sse
 
 
 def _labels(result):
@@ -201,17 +211,37 @@ def _partition_labels(Z, splits, leaves, offsets, starts, *block_labels):
     return out
 
 
-def _write(path, target, columns, labels, centroids, seed):
-    """The release of one file: its rows with the keys replaced by their group means, in the
-    order of a permutation drawn from ``seed``, written to ``target`` (Parquet)."""
+def _write(path, target, columns, labels, centroids, seed, drop):
+    """The release of one file: its rows without the columns ``drop``, the keys replaced by
+    their group means, in the order of a permutation drawn from ``seed`` (None: file order),
+    written to ``target`` (Parquet)."""
     import pandas as pd
 
-    frame = pd.read_parquet(path)
+    frame = pd.read_parquet(path).drop(columns=list(drop))
     for c, values in zip(columns, centroids[labels].T):
         frame[c] = values
-    order = np.random.default_rng(seed).permutation(len(frame))
-    frame.iloc[order].reset_index(drop=True).to_parquet(target, index=False)
+    if seed is not None:
+        frame = frame.iloc[np.random.default_rng(seed).permutation(len(frame))].reset_index(drop=True)
+    frame.to_parquet(target, index=False)
     return len(frame)
+
+
+def _audit(path, keys, published):
+    import pandas as pd
+
+    from ..attacks.audit import audit
+
+    return audit(pd.read_parquet(path, columns=list(keys) + list(published)), keys, published)
+
+
+def audit_files(client, files, keys, published) -> list:
+    """The pre-release audit (:func:`probanon.attacks.audit.audit`) of every file, each on a
+    worker: [(file, result)] for the files with a finding. A relation that holds on a share s of
+    all the rows holds on at least that share of some file, so no relation of the whole is missed
+    this way; regressions are judged file by file (a file may show a finding the whole would not:
+    the side of caution)."""
+    results = client.gather([client.submit(_audit, f, keys, published, pure=False) for f in files])
+    return [(f, r) for f, r in zip(files, results) if not r.passed]
 
 
 # ---------------------------------------------------------------- the cut (on the client)
@@ -363,15 +393,17 @@ def _cut_tree(parts, n, k, B, axis, progress):
 
 
 def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bool = True, axis: str = "principal",
-                random_state_output=None, progress=None):
+                random_state_output=None, drop=(), keep_order: bool = False, progress=None):
     """Fit ``estimator`` (MDAV, VMDAV or PCL, blocked: ``block_size`` an integer, or None with at
     least 200,000 rows) on the Parquet files of ``source`` (a directory, files in name order, or
     a list of paths every worker can read) with the data kept on ``client``'s workers (module
     docstring). ``keys``: the key columns (default: every numeric column). With ``output`` (a
-    directory that must not exist), the release is written there, one file per input file, rows
-    in an order drawn from ``random_state_output`` (default: the estimator's ``random_state``,
-    else fresh entropy). Returns the fitted estimator: the attributes of ``estimator.fit`` on
-    the concatenated rows (``labels_`` only with ``labels=True``), same seed, same values."""
+    directory that must not exist), the release is written there, one file per input file,
+    without the columns ``drop``, rows in an order drawn from ``random_state_output`` (default:
+    the estimator's ``random_state``, else fresh entropy) unless ``keep_order``. Returns the
+    fitted estimator: the attributes of ``estimator.fit`` on the concatenated rows (``labels_``
+    only with ``labels=True``), same seed, same values, and ``information_loss_``: 100 SSE/SST
+    of :func:`probanon.metrics.information_loss` (z-scores, SST = n per non-constant column)."""
     from distributed import as_completed
 
     say = progress or (lambda *a: None)
@@ -432,7 +464,7 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         summaries[index[future.key]] = summary
         say("blocks", done, count)
     offsets, offset = np.zeros(count, np.int64), 0
-    for j, (kind, rule, _, _, _) in enumerate(summaries):
+    for j, (kind, rule, *_) in enumerate(summaries):
         offsets[j] = offset
         nodes[[i for i, node in enumerate(nodes) if node.get("block") == j][0]] = {"kind": kind, "rule": rule,
                                                                                     "offset": offset}
@@ -455,6 +487,11 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
                                if a in summaries[0][2]})
     estimator.centroids_ = centroids
     estimator.sizes_ = np.concatenate([s[4] for s in summaries])
+    sse = summaries[0][5]
+    for s in summaries[1:]:
+        sse = sse + s[5]
+    varying = int(np.sum(~is_constant(mean, unit * np.sqrt(square.values() / n))))
+    estimator.information_loss_ = 100 * float(sse.values()[0]) / (n * varying) if varying else 0.0
     estimator.function_ = MicroaggregationFunction(
         kind="blocked", standardizer=standardizer, centroids=centroids, sizes=estimator.sizes_,
         rule={"nodes": nodes}, columns=list(columns),
@@ -466,11 +503,12 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         estimator.__dict__.pop("labels_", None)
     if output is not None:
         _write_all(client, files, output, columns, part_labels, centroids,
-                   params.get("random_state") if random_state_output is None else random_state_output, say)
+                   params.get("random_state") if random_state_output is None else random_state_output, drop,
+                   keep_order, say)
     return estimator
 
 
-def _write_all(client, files, output, columns, part_labels, centroids, seed, say):
+def _write_all(client, files, output, columns, part_labels, centroids, seed, drop, keep_order, say):
     """Write the release (module docstring, step 4), all files or none."""
     output = Path(output)
     tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
@@ -480,8 +518,9 @@ def _write_all(client, files, output, columns, part_labels, centroids, seed, say
             seed = int(seed.integers(2**63))
         seeds = np.random.SeedSequence(seed).spawn(len(files) + 1)[1:]  # [0]: reserved, as shuffle_stream
         [cents] = client.scatter([centroids], broadcast=True, hash=False)
-        writes = [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents, seeds[p],
-                                pure=False) for p, (f, labels) in enumerate(zip(files, part_labels))]
+        writes = [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents,
+                                None if keep_order else seeds[p], list(drop), pure=False)
+                  for p, (f, labels) in enumerate(zip(files, part_labels))]
         say("write", 0, len(files))
         client.gather(writes)
         say("write", len(files), len(files))
@@ -491,4 +530,4 @@ def _write_all(client, files, output, columns, part_labels, centroids, seed, say
         raise
 
 
-__all__ = ["fit_parquet", "parquet_files"]
+__all__ = ["audit_files", "fit_parquet", "parquet_files"]
