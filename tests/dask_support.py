@@ -2,6 +2,8 @@
 module, and killing one of its workers in the middle of a run."""
 
 import os
+import threading
+import time
 
 import pytest
 
@@ -23,3 +25,29 @@ def kill_worker(client, address: str) -> None:
         client.run(os._exit, 1, workers=[address])
     except Exception:  # noqa: BLE001 - the worker dies before it answers
         pass
+
+
+def survive_a_killed_worker(client, run, timeout: float = 240):
+    """``run()`` in a thread while one worker busy with its tasks is killed; its result (the
+    thread's error, if any, raised here; a run not done within ``timeout`` s fails the test)."""
+    out, errors = {}, []
+
+    def target():
+        try:
+            out["result"] = run()
+        except Exception as exc:  # noqa: BLE001 - raised below
+            errors.append(exc)
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not any(client.processing().values()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    busy = [worker for worker, tasks in client.processing().items() if tasks]
+    assert busy, "no task started within 60 s"
+    kill_worker(client, busy[0])
+    thread.join(timeout=timeout)
+    assert not thread.is_alive(), f"not done {timeout} s after a worker was killed"
+    if errors:
+        raise errors[0]
+    return out["result"]

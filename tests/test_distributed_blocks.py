@@ -2,7 +2,6 @@
 single-machine blocked result for the same seed, survives a worker killed in the middle of a run,
 and an unreachable scheduler is a one-line error within seconds."""
 
-import threading
 import time
 
 import numpy as np
@@ -14,7 +13,7 @@ pytest.importorskip("distributed")
 from probanon.cli import main  # noqa: E402
 from probanon.distributed import ClusterError, dask_client, describe, on_dask  # noqa: E402
 from probanon.microagg import MDAV, PCL, VMDAV  # noqa: E402
-from dask_support import client, kill_worker  # noqa: E402,F401 (client: a fixture)
+from dask_support import client, survive_a_killed_worker  # noqa: E402,F401 (client: a fixture)
 
 
 @pytest.fixture(scope="module")
@@ -42,24 +41,12 @@ def test_describe_names_the_workers(client):
 def test_a_worker_killed_in_the_middle_is_survived(client, data):
     X = np.vstack([data, data[:, ::-1] + 0.1])  # 12,000 records: 16 PCL blocks of 750
     expected = PCL(k=5, block_size=750, n_jobs=1, random_state=3).fit(X)
-    result, errors = {}, []
 
     def fit():
-        try:
-            with on_dask(client):
-                result["fit"] = PCL(k=5, block_size=750, random_state=3).fit(X)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        with on_dask(client):
+            return PCL(k=5, block_size=750, random_state=3).fit(X)
 
-    thread = threading.Thread(target=fit)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not any(client.processing().values()) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    victim = next(worker for worker, tasks in client.processing().items() if tasks)
-    kill_worker(client, victim)
-    thread.join(timeout=240)
-    assert not thread.is_alive() and not errors, errors
+    result = {"fit": survive_a_killed_worker(client, fit)}
     np.testing.assert_array_equal(result["fit"].labels_, expected.labels_)
     assert result["fit"].function_.to_json() == expected.function_.to_json()
 

@@ -3,9 +3,6 @@ probanon.distributed.partitioned): the data stay on a 2-worker LocalCluster, and
 one-process blocked fit of the concatenated files, bit for bit; the release is written one file
 per input file, all or nothing."""
 
-import threading
-import time
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +13,7 @@ from probanon.distributed.partitioned import _cut_in_window, fit_parquet  # noqa
 from probanon.errors import InputError, ParameterError  # noqa: E402
 from probanon.microagg import MDAV, PCL  # noqa: E402
 from probanon.microagg.blocks import _cut_position  # noqa: E402
-from dask_support import client, kill_worker  # noqa: E402,F401 (client: a fixture)
+from dask_support import client, survive_a_killed_worker  # noqa: E402,F401 (client: a fixture)
 
 KEYS = ["a", "b", "c"]
 
@@ -109,23 +106,8 @@ def test_bad_input_is_one_error_and_writes_nothing(client, folder, tmp_path):
 def test_a_worker_killed_in_the_middle_is_survived(client, folder):
     path, frame, _ = folder
     expected = PCL(k=4, block_size=200, random_state=3).fit(frame[KEYS])
-    result, errors = {}, []
-
-    def fit():
-        try:
-            result["fit"] = fit_parquet(client, PCL(k=4, block_size=200, random_state=3), path, keys=KEYS)
-        except Exception as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-
-    thread = threading.Thread(target=fit)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not any(client.processing().values()) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    victim = next(worker for worker, tasks in client.processing().items() if tasks)
-    kill_worker(client, victim)
-    thread.join(timeout=240)
-    assert not thread.is_alive() and not errors, errors
+    result = {"fit": survive_a_killed_worker(
+        client, lambda: fit_parquet(client, PCL(k=4, block_size=200, random_state=3), path, keys=KEYS))}
     np.testing.assert_array_equal(result["fit"].labels_, expected.labels_)
     assert result["fit"].function_.to_json() == expected.function_.to_json()
 
