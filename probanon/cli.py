@@ -91,7 +91,8 @@ def _microaggregate_folder(args) -> int:
     release written by the workers, one ``-o`` file per input file (``-o`` names the new
     directory); :func:`probanon.distributed.partitioned.fit_parquet`."""
     from .distributed.cluster import cluster_from_args
-    from .distributed.partitioned import audit_files, fit_parquet, parquet_files
+    from .cliargs import audit_verdict
+    from .distributed.partitioned import audit_files, fit_parquet, parquet_files, parquet_schema
     from .outputs import table_format
 
     if args.scheduler is None and args.workers is None:
@@ -106,25 +107,18 @@ def _microaggregate_folder(args) -> int:
     if table_format(args.output, "output") != "parquet":
         raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
     files = parquet_files(args.input)
-    import pyarrow.parquet as pq
-
-    roles = assign_roles(pq.read_schema(files[0]).names, args.keys, args.confidential, args.drop, args.keep_other)
-    keys, drop = columns_with(roles, "key"), columns_with(roles, "drop")
-    published = [c for c, role in roles.items() if role in ("confidential", "other")]
     model = _method(args)
     if "block_size" not in model._param_names:
         raise InputError(f"a directory of Parquet files is microaggregated in blocks by mdav, vmdav or pcl, "
                          f"not {args.method}")
     name = METHOD_NAMES[args.method]
     with cluster_from_args(args) as client:
-        findings = audit_files(client, files, keys, published) if published else []
-        if findings:
-            where, result = findings[0]
-            text = f"the pre-release audit found in {where} that {result.findings[0].text}"
-            if not args.accept_risk:
-                raise InputError(f"{text}: whoever knows the keys finds the rows through the released columns; "
-                                 f"{result.advice()}")
-            print(f"probanon: warning: --accept-risk: publishing although {text}", file=sys.stderr)
+        roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
+                             args.keep_other)
+        keys, drop = columns_with(roles, "key"), columns_with(roles, "drop")
+        published = [c for c, role in roles.items() if role in ("confidential", "other")]
+        for where, result in audit_files(client, files, keys, published) if published else []:
+            audit_verdict(args, result, where)
         with Progress(f"{name}: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}", quiet=args.quiet,
                       desc=args.method) as progress:
             fitted = fit_parquet(client, model, files, keys=keys, output=args.output, labels=False, drop=drop,

@@ -122,7 +122,6 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     keys against the columns released per record (confidential and passed-through ones): a finding
     stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
     from .attacks.audit import audit as run_audit
-    from .errors import InputError
     from .labelled import check_names
     from .release import assign_roles, columns_with
 
@@ -134,14 +133,20 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
         return roles
     published = [c for c, role in roles.items() if role in ("confidential", "other", "weight", "stratum")]
     result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
-    if result.passed:
-        return roles
-    more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""
-    if not args.accept_risk:
-        raise InputError(f"the pre-release audit found that {result.findings[0].text}{more}: whoever knows the keys "
-                         f"finds the rows through the released columns; {result.advice()}")
-    print(f"probanon: warning: --accept-risk: publishing although {result.summary()}", file=sys.stderr)
+    if not result.passed:
+        audit_verdict(args, result)
     return roles
+
+
+def audit_verdict(args, result, where: str = "") -> None:
+    """A pre-release audit with a finding (``where``: on what, e.g. a file): an
+    :class:`InputError` unless ``--accept-risk``, then a warning."""
+    more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""
+    on = f" in {where}" if where else ""
+    if not args.accept_risk:
+        raise InputError(f"the pre-release audit found{on} that {result.findings[0].text}{more}: whoever knows the keys "
+                         f"finds the rows through the released columns; {result.advice()}")
+    print(f"probanon: warning: --accept-risk: publishing although{on} {result.summary()}", file=sys.stderr)
 
 
 def seed(text: str) -> int:

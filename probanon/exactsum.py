@@ -1,11 +1,12 @@
 """Exactly rounded sums that can be accumulated in pieces (issue 19.2).
 
 A float64 x = (-1)^s * M * 2^(e - 1075) with M < 2^53 an integer (e the biased exponent; e = 0
-for subnormals, read as e = 1). An :class:`ExactSum` keeps, per column and per exponent e, the
-integer sums of the high and low 26 bits of the signed M (int64: exact for up to 2^36 values per
-column). Those integers are additive, so the sums of a column's pieces, added in any order on any
-number of machines, give the same state, and :meth:`ExactSum.values` rounds the exact total once
-(to nearest, like ``math.fsum``). Same data, same bits, however the rows were split: the property
+for subnormals, read as e = 1). A numba kernel sums, per column and per exponent e, the high and
+low 26 bits of the signed M in int64 (exact for up to 2^36 values per call), and the column's
+exact sum is kept as one Python integer, a multiple of 2^-1074 (:class:`ExactSum`, a few hundred
+bytes per column). Integers add exactly, so the sums of a column's pieces, added in any order on
+any number of machines, give the same total, and :meth:`ExactSum.values` rounds it once (to
+nearest, like ``math.fsum``; NaN and infinity are refused). Same data, same bits, however the rows were split: the property
 :class:`probanon.data.Standardizer` and the cut tree of blocked microaggregation
 (:mod:`probanon.microagg.blocks`) rely on, so a fit on a Dask cluster reproduces the fit in one
 process exactly.
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 import numba
 import numpy as np
+
+from .errors import InputError
 
 #: float64 biased exponents (0..2047; 2047 is inf/NaN, never summed)
 EXPONENTS = 2048
@@ -72,6 +75,11 @@ def _integers(hi, lo) -> list[int]:
     return out
 
 
+def _finite(values) -> None:
+    if not np.isfinite(values).all():
+        raise InputError("exact sums of values that are not all finite (NaN or infinity)")
+
+
 @dataclass(frozen=True)
 class ExactSum:
     """The exact sums of some columns, as integer multiples of 2^-1074 (module docstring): what
@@ -88,6 +96,7 @@ class ExactSum:
         """The column sums of ``values`` (n x c, or n values: one column), all finite."""
         values = np.asarray(values, dtype=np.float64)
         values = values.reshape(-1, 1) if values.ndim == 1 else values
+        _finite(values)
         hi, lo = np.zeros((2, values.shape[1], EXPONENTS), np.int64)
         _accumulate(np.ascontiguousarray(values).view(np.int64), hi, lo)
         return cls(tuple(_integers(hi, lo)))
@@ -96,6 +105,7 @@ class ExactSum:
     def of_products(cls, Z, rows) -> "ExactSum":
         """The sums over the rows ``rows`` of Z of z_a z_b for a <= b (d (d + 1) / 2 columns,
         row-major), each product rounded once as ``Z[:, a] * Z[:, b]`` rounds it."""
+        _finite(Z)
         d = Z.shape[1]
         hi, lo = np.zeros((2, d * (d + 1) // 2, EXPONENTS), np.int64)
         _accumulate_products(np.ascontiguousarray(Z, dtype=np.float64), np.ascontiguousarray(rows, dtype=np.int64),

@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("distributed")
 
-from probanon.distributed.partitioned import _cut_in_window, fit_parquet  # noqa: E402
+from probanon.distributed.partitioned import _cut_in_window, audit_files, fit_parquet, parquet_files  # noqa: E402
 from probanon.errors import InputError, ParameterError  # noqa: E402
 from probanon.microagg import MDAV, PCL  # noqa: E402
 from probanon.microagg.blocks import _cut_position  # noqa: E402
@@ -27,7 +27,7 @@ def test_a_window_decides_only_what_the_whole_decides():
         target = k * round(m / 2 / k)
         start = int(rng.integers(0, m))
         stop = int(rng.integers(start + 1, m + 1))
-        found = _cut_in_window(s[start:stop], start, m, k, target)
+        found = _cut_in_window(*np.unique(s[start:stop], return_counts=True), start, m, k, target)
         whole = _cut_position(s, k, target)
         if found[0] == "cut":
             decided += 1
@@ -93,7 +93,16 @@ def test_bad_input_is_one_error_and_writes_nothing(client, folder, tmp_path):
     with pytest.raises(InputError, match="2.parquet: cannot be read as Parquet"):
         fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
     frame.iloc[100:200].drop(columns="c").to_parquet(odd / "2.parquet", index=False)
-    with pytest.raises(InputError, match="^\\S*2.parquet: key column 'c' is not in the file$"):
+    with pytest.raises(InputError, match="2.parquet: its columns differ"):
+        fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
+    (odd / "2.parquet").write_bytes(b"not parquet")
+    with pytest.raises(InputError, match="2.parquet: cannot be read as Parquet"):
+        fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
+    frame.iloc[100:200].to_parquet(odd / "2.parquet", index=False)
+    with pytest.raises(InputError, match="key column 'q' is not in the files$"):
+        fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=["a", "q"], output=out)
+    frame.iloc[100:200].assign(ssn=1).to_parquet(odd / "2.parquet", index=False)
+    with pytest.raises(InputError, match="2.parquet: its columns differ from those of .*1.parquet \\(column 'ssn'\\)$"):
         fit_parquet(client, MDAV(k=3, block_size=50), odd, keys=KEYS, output=out)
     with pytest.raises(ParameterError, match="block_size"):
         fit_parquet(client, MDAV(k=3), path, keys=KEYS, output=out)
@@ -110,6 +119,27 @@ def test_a_worker_killed_in_the_middle_is_survived(client, folder):
         client, lambda: fit_parquet(client, PCL(k=4, block_size=200, random_state=3), path, keys=KEYS))}
     np.testing.assert_array_equal(result["fit"].labels_, expected.labels_)
     assert result["fit"].function_.to_json() == expected.function_.to_json()
+
+
+def test_audit_sees_a_regression_that_no_file_shows(client, tmp_path):
+    rng = np.random.default_rng(5)
+    a = np.sort(rng.uniform(0, 100, 4000))  # files cut along the key: within a file R^2 ~ 0.93
+    frame = pd.DataFrame({"a": a, "b": rng.normal(size=4000), "inc": 3 * a + rng.normal(0, 3, 4000)})
+    for p in range(8):
+        frame.iloc[p * 500:(p + 1) * 500].to_parquet(tmp_path / f"{p}.parquet", index=False)
+    frame.iloc[:0].to_parquet(tmp_path / "9-empty.parquet", index=False)
+    files = parquet_files(tmp_path)
+    findings = audit_files(client, files, ["a", "b"], ["inc"])
+    assert [where for where, _ in findings] == ["all the files"]
+    assert {f.column for f in findings[0][1].findings} <= {"a", "inc"}
+
+
+def test_ties_travel_once_with_their_count():
+    from probanon.distributed.partitioned import _query
+
+    Z = np.repeat([[0.0, 1.0], [2.0, 1.0], [5.0, 0.0]], [700, 200, 100], axis=0)
+    start, values, counts = _query(Z, {}, {0: ("window", np.array([1.0, 0.0]), -np.inf, np.inf)})[0]
+    assert start == 0 and list(values) == [0.0, 2.0, 5.0] and list(counts) == [700, 200, 100]
 
 
 def _sorted_rows(A):

@@ -57,3 +57,15 @@ def test_standardizer_is_the_fsum_formula():
         s = Standardizer.fit(X, weights=weights)
         np.testing.assert_array_equal(s.mean_, mean)
         np.testing.assert_array_equal(s.scale_, scale)
+
+
+def test_nan_and_infinity_are_refused():
+    import pytest
+
+    from probanon.errors import InputError
+
+    for bad in (np.inf, -np.inf, np.nan):
+        with pytest.raises(InputError, match="not all finite"):
+            exact_sums(np.array([1.0, bad]))
+        with pytest.raises(InputError, match="not all finite"):
+            ExactSum.of_products(np.array([[1.0, bad]]), np.array([0]))

@@ -50,7 +50,6 @@ from ..exactsum import ExactSum
 from ..microagg.base import group_means
 from ..microagg.blocks import (
     BLOCK_ATTRIBUTES,
-    _cut_position,
     _fit_block,
     _seeds,
     blocks_note,
@@ -70,17 +69,41 @@ WINDOW_K = 8
 
 def parquet_files(source) -> list[str]:
     """The partitions of ``source``: its ``*.parquet`` files in name order (a directory), or the
-    given list of files."""
+    given list of files; as absolute paths (the workers' working folder is not ours)."""
     if isinstance(source, (list, tuple)):
-        files = [str(p) for p in source]
+        files = [str(Path(p).resolve()) for p in source]
     else:
         folder = Path(source)
         if not folder.is_dir():
             raise InputError(f"{source}: not a directory of Parquet files")
-        files = sorted(str(p) for p in folder.glob("*.parquet"))
+        files = sorted(str(p.resolve()) for p in folder.glob("*.parquet") if p.is_file())
     if not files:
         raise InputError(f"{source}: no .parquet file")
     return files
+
+
+def _schema(path: str):
+    """(column names, rows) of one file, from its Parquet footer."""
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.read_metadata(path)
+        return meta.schema.to_arrow_schema().names, meta.num_rows
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: cannot be read as Parquet ({str(exc).splitlines()[0]})") from None
+
+
+def parquet_schema(client, files):
+    """(column names, rows of each file): every file read by a worker, and every file must have
+    the first file's columns, in the same order."""
+    schemas = client.gather([client.submit(_schema, f, pure=False) for f in files])
+    names = schemas[0][0]
+    for f, (other, _) in zip(files, schemas):
+        if other != names:
+            extra = [c for c in other if c not in names] or [c for c in names if c not in other]
+            raise InputError(f"{f}: its columns differ from those of {files[0]}"
+                             + (f" (column {extra[0]!r})" if extra else " (their order)"))
+    return names, [rows for _, rows in schemas]
 
 
 def _load(path: str, keys):
@@ -89,15 +112,6 @@ def _load(path: str, keys):
 
     from ..data import select_columns
 
-    import pyarrow.parquet as pq
-
-    try:
-        names = pq.read_schema(path).names
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path}: cannot be read as Parquet ({str(exc).splitlines()[0]})") from None
-    lacking = [c for c in keys or () if c not in names]
-    if lacking:
-        raise InputError(f"{path}: key column {lacking[0]!r} is not in the file")
     frame = pd.read_parquet(path, columns=list(keys) if keys else None)
     columns = select_columns(frame, list(keys) if keys else None)
     X = check_matrix(frame[columns], name=path) if len(frame) else np.empty((0, len(columns)))
@@ -128,20 +142,18 @@ def _zscores(X, standardizer):
 
 
 def _route(Z, splits):
-    """The open node (key of ``splits`` or a leaf) of every row: down the splits made so far
-    ({node: (axis, threshold, left, right)}, from node 0)."""
-    at = np.zeros(Z.shape[0], np.int64)
-    todo = [0]
+    """{open node (not in ``splits``): its rows, increasing} for the rows of Z, down the splits
+    made so far ({node: (axis, threshold, left, right)}, from node 0)."""
+    out, todo = {}, [(0, np.arange(Z.shape[0]))]
     while todo:
-        i = todo.pop()
+        i, rows = todo.pop()
         if i not in splits:
+            out[i] = rows
             continue
-        rows = np.flatnonzero(at == i)
         axis, t, left, right = splits[i]
         yes = project_rows(Z, rows, axis) <= t
-        at[rows[yes]], at[rows[~yes]] = left, right
-        todo += [left, right]
-    return at
+        todo += [(left, rows[yes]), (right, rows[~yes])]
+    return out
 
 
 def _query(Z, splits, queries):
@@ -150,7 +162,7 @@ def _query(Z, splits, queries):
     at = _route(Z, splits)
     out = {}
     for node, query in queries.items():
-        rows = np.flatnonzero(at == node)
+        rows = at.get(node, np.empty(0, np.int64))
         if query[0] == "moments":
             out[node] = node_moments(Z, rows)
             continue
@@ -161,22 +173,25 @@ def _query(Z, splits, queries):
         else:
             lo, hi = query[2], query[3]
             a, b = np.searchsorted(p, lo, "left"), np.searchsorted(p, hi, "right")
-            out[node] = (int(a), p[a:b])
+            out[node] = (int(a), *np.unique(p[a:b], return_counts=True))  # ties sent once, with their count
     return out
 
 
 def _split(X, Z, splits, leaves):
     """The rows of one partition by block: [X rows of block j] (``leaves``: node -> block)."""
-    lookup = np.full(max(leaves) + 1, -1, np.int64)
-    lookup[list(leaves)] = list(leaves.values())
-    block = lookup[_route(Z, splits)]
-    order = np.argsort(block, kind="stable")
-    bounds = np.searchsorted(block[order], np.arange(len(leaves) + 1))
-    return [X[order[bounds[j]:bounds[j + 1]]] for j in range(len(leaves))]
+    at = _route(Z, splits)
+    pieces = [None] * len(leaves)
+    for node, j in leaves.items():
+        pieces[j] = X[at.get(node, np.empty(0, np.int64))]
+    return pieces
 
 
 def _piece(split, j):
     return split[j]
+
+
+def _piece_sizes(split):
+    return np.array([len(piece) for piece in split], np.int64)
 
 
 def _fit_pieces(cls, params, k, seed, standardizer, *pieces):
@@ -189,35 +204,36 @@ def _fit_pieces(cls, params, k, seed, standardizer, *pieces):
     cells = _rule_cells(kind, rule)
     means = group_means(X, labels, cells)
     sse = ExactSum.of(((Z - standardizer.transform(means)[labels]) ** 2).ravel())
-    return labels, kind, rule, attributes, means, np.bincount(labels, minlength=cells), sse
+    by_piece = np.split(labels, np.cumsum([len(piece) for piece in pieces])[:-1])  # the labels of each partition
+    return by_piece, kind, rule, attributes, means, np.bincount(labels, minlength=cells), sse
 
 
-def _labels(result):
-    return result[0]
+def _piece_labels(result, p):
+    return result[0][p]
 
 
 def _summary(result):
     return result[1:]
 
 
-def _partition_labels(Z, splits, leaves, offsets, starts, *block_labels):
-    """The global labels of one partition's rows (in file order): block j's labels from
-    ``starts[j]`` on, plus the block's first cell ``offsets[j]``."""
+def _partition_labels(Z, splits, leaves, offsets, *piece_labels):
+    """The global labels of one partition's rows (in file order): its rows of block j take
+    ``piece_labels[j]`` (their labels in the block) plus the block's first cell ``offsets[j]``."""
     at = _route(Z, splits)
     out = np.empty(Z.shape[0], np.int64)
     for node, j in leaves.items():
-        rows = np.flatnonzero(at == node)
-        out[rows] = block_labels[j][starts[j]:starts[j] + rows.size] + offsets[j]
+        if node in at:
+            out[at[node]] = piece_labels[j] + offsets[j]
     return out
 
 
-def _write(path, target, columns, labels, centroids, seed, drop):
-    """The release of one file: its rows without the columns ``drop``, the keys replaced by
-    their group means, in the order of a permutation drawn from ``seed`` (None: file order),
+def _write(path, target, columns, labels, centroids, seed, keep):
+    """The release of one file: its columns ``keep``, the keys (``columns``) replaced by their
+    group means, rows in the order of a permutation drawn from ``seed`` (None: file order),
     written to ``target`` (Parquet)."""
     import pandas as pd
 
-    frame = pd.read_parquet(path).drop(columns=list(drop))
+    frame = pd.read_parquet(path, columns=list(keep))
     for c, values in zip(columns, centroids[labels].T):
         frame[c] = values
     if seed is not None:
@@ -226,64 +242,93 @@ def _write(path, target, columns, labels, centroids, seed, drop):
     return len(frame)
 
 
-def _audit(path, keys, published):
+#: rows of all the files drawn for the pre-release audit of the whole
+AUDIT_SAMPLE = 200_000
+
+
+def _audit(path, keys, published, take, seed):
+    """(the audit of one file, or None when it is empty; ``take`` of its rows drawn without
+    replacement from ``seed``)."""
     import pandas as pd
 
     from ..attacks.audit import audit
 
-    return audit(pd.read_parquet(path, columns=list(keys) + list(published)), keys, published)
+    frame = pd.read_parquet(path, columns=list(keys) + list(published))
+    result = audit(frame, keys, published) if len(frame) else None
+    rows = np.sort(np.random.default_rng(seed).choice(len(frame), size=min(take, len(frame)), replace=False))
+    return result, frame.iloc[rows]
 
 
 def audit_files(client, files, keys, published) -> list:
     """The pre-release audit (:func:`probanon.attacks.audit.audit`) of every file, each on a
-    worker: [(file, result)] for the files with a finding. A relation that holds on a share s of
-    all the rows holds on at least that share of some file, so no relation of the whole is missed
-    this way; regressions are judged file by file (a file may show a finding the whole would not:
-    the side of caution)."""
-    results = client.gather([client.submit(_audit, f, keys, published, pure=False) for f in files])
-    return [(f, r) for f, r in zip(files, results) if not r.passed]
+    worker, and of a sample of ``AUDIT_SAMPLE`` rows of all the files (each file's share in
+    proportion to its rows; every row when there are fewer), in this process: [(where, result)]
+    for those with a finding. A relation that holds on a share s of all the rows holds on at least
+    that share of some file, so no relation of the whole is missed; a regression over all the
+    rows shows in the sample (files cut along a key can each hide it)."""
+    import pandas as pd
+
+    from ..attacks.audit import audit
+
+    _, rows = parquet_schema(client, files)
+    n = sum(rows)
+    take = [r if n <= AUDIT_SAMPLE else -(-r * AUDIT_SAMPLE // n) for r in rows]
+    seeds = np.random.SeedSequence(0).spawn(len(files))
+    results = client.gather([client.submit(_audit, f, keys, published, t, s, pure=False)
+                             for f, t, s in zip(files, take, seeds)])
+    found = [(f, r) for f, (r, _) in zip(files, results) if r is not None and not r.passed]
+    sample = pd.concat([frame for _, frame in results], ignore_index=True)
+    whole = audit(sample, keys, published)
+    where = "all the files" if n <= AUDIT_SAMPLE else f"a sample of {len(sample):,} rows of all the files"
+    return ([(where, whole)] if not whole.passed else []) + found
 
 
 # ---------------------------------------------------------------- the cut (on the client)
 
 
 def _bracket(samples, below_rank: int, above_rank: int):
-    """(lo, hi) such that fewer than ``below_rank`` + 1 values are < lo and more than
-    ``above_rank`` values are < hi (or -inf / +inf), from every partition's (count, stride,
-    sorted values one in stride): the count of a partition's values below v is between
-    (c - 1) stride + 1 and min(c stride, count) when c of its samples are below v."""
-    candidates = np.unique(np.concatenate([s for _, _, s in samples]))
-    upper = np.zeros(candidates.size, np.int64)
-    lower = np.zeros(candidates.size, np.int64)
-    for count, stride, s in samples:
-        c = np.searchsorted(s, candidates, "left")
-        upper += np.minimum(c * stride, count)
-        lower += np.where(c > 0, (c - 1) * stride + 1, 0)
-    ok_lo = np.flatnonzero(upper <= below_rank)
-    ok_hi = np.flatnonzero(lower >= above_rank + 1)
+    """(lo, hi) such that at most ``below_rank`` values are < lo and more than ``above_rank``
+    values are < hi (or -inf / +inf), from every partition's (count, stride, sorted values one in
+    stride). When c of a partition's samples are below v, its count below v is between
+    (c - 1) stride + 1 (0 if c = 0) and min(c stride, count): each sample passed adds to the two
+    bounds, so one sort of all the samples and cumulative sums give them for every candidate."""
+    values = np.concatenate([s for _, _, s in samples])
+    up = np.concatenate([np.diff(np.minimum(np.arange(len(s) + 1) * stride, count)) for count, stride, s in samples])
+    low = np.concatenate([np.where(np.arange(len(s)) == 0, 1, stride) for _, stride, s in samples])
+    order = np.argsort(values, kind="stable")
+    values = values[order]
+    upper = np.concatenate([[0], np.cumsum(up[order])])
+    lower = np.concatenate([[0], np.cumsum(low[order])])
+    candidates = np.unique(values)
+    below = np.searchsorted(values, candidates, "left")  # samples < candidate
+    ok_lo = np.flatnonzero(upper[below] <= below_rank)
+    ok_hi = np.flatnonzero(lower[below] >= above_rank + 1)
     lo = candidates[ok_lo[-1]] if ok_lo.size else -np.inf
     hi = candidates[ok_hi[0]] if ok_hi.size else np.inf
     return lo, hi
 
 
-def _cut_in_window(window, start: int, m: int, k: int, target: int):
+def _cut_in_window(values, counts, start: int, m: int, k: int, target: int):
     """What :func:`.microagg.blocks._cut_position` returns on all m sorted projections s, given
-    only s[start .. start + len(window)): ("cut", L, s[L-1], s[L]), ("none",) (no valid cut in
-    the whole node) or ("wider",) when positions outside the window could still win."""
-    end = start + window.size  # s[start:end] known
-    if start == 0 and end == m:
-        L = _cut_position(window, k, target)
-        return ("none",) if L is None else ("cut", L, window[L - 1], window[L])
-    gaps = np.flatnonzero(window[:-1] < window[1:]) + 1 + start  # L with s[L-1] < s[L], both known
-    gaps = gaps[(gaps >= k) & (gaps <= m - k)]
-    multiples = gaps[gaps % k == 0]
-    if multiples.size:  # the answer is a multiple of k: it is this one if no unknown L is nearer
-        L = int(multiples[np.argmin(np.abs(multiples - target))])
-        d = abs(L - target)
-        if start + 1 <= max(target - d, k) and min(target + d, m - k) <= end - 1:
-            i = L - start
-            return "cut", L, window[i - 1], window[i]
-    return ("wider",)  # no multiple in sight (one may lie outside), or one nearer may lie outside
+    s[start .. start + sum(counts)) as its distinct ``values`` (increasing) and their ``counts``:
+    ("cut", L, s[L-1], s[L]), ("none",) (no valid cut in the whole node) or ("wider",) when
+    positions outside the window could still win. The known gaps (s[L-1] < s[L]) are the ends of
+    the runs of equal values but the last; positions outside [start + 1, end - 1] are unknown."""
+    ends = start + np.cumsum(counts)
+    end = int(ends[-1])
+    whole = start == 0 and end == m
+    gaps = ends[:-1]
+    valid = np.flatnonzero((gaps >= k) & (gaps <= m - k))
+    multiples = valid[gaps[valid] % k == 0]
+    pool = multiples if multiples.size or not whole else valid  # a multiple of k if there is one
+    if pool.size == 0:
+        return ("none",) if whole else ("wider",)
+    i = int(pool[np.argmin(np.abs(gaps[pool] - target))])
+    L = int(gaps[i])
+    d = abs(L - target)
+    if whole or start + 1 <= max(target - d, k) and min(target + d, m - k) <= end - 1:
+        return "cut", L, values[i], values[i + 1]
+    return ("wider",)  # a multiple nearer to the target may lie outside
 
 
 def _numbered(splits, sizes):
@@ -348,8 +393,10 @@ def _cut_level(parts, splits, open_nodes, sizes, k, axis):
                 st["samples"] = [a[node] for a in answers]
                 continue
             start = sum(a[node][0] for a in answers)
-            window = np.sort(np.concatenate([a[node][1] for a in answers]))
-            found = _cut_in_window(window, start, sizes[node], k, st["target"])
+            values, where = np.unique(np.concatenate([a[node][1] for a in answers]), return_inverse=True)
+            counts = np.zeros(values.size, np.int64)
+            np.add.at(counts, where, np.concatenate([a[node][2] for a in answers]))
+            found = _cut_in_window(values, counts, start, sizes[node], k, st["target"])
             if found[0] == "cut":
                 _, L, a, b = found
                 t = a + 0.5 * (b - a)  # as in _cut
@@ -406,13 +453,20 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     of :func:`probanon.metrics.information_loss` (z-scores, SST = n per non-constant column)."""
     from distributed import as_completed
 
+    from ..release import shuffle_stream
+
     say = progress or (lambda *a: None)
     if "block_size" not in estimator._param_names:
         raise ParameterError(f"fit_parquet fits MDAV, V-MDAV or PCL in blocks, not {type(estimator).__name__}")
     if output is not None and os.path.exists(output):
-        raise InputError(f"{output}: already exists; give a new directory for the release")
+        raise InputError(f"{output}: already exists (a directory release is never overwritten: remove it first)")
     files = parquet_files(source)
     say("read", 0, len(files))
+    every, _ = parquet_schema(client, files)
+    lacking = [c for c in keys or () if c not in every]
+    if lacking:
+        raise InputError(f"{files[0]}: key column {lacking[0]!r} is not in the files")
+    drop = list(drop)
     loaded = [client.submit(_load, f, keys, pure=False) for f in files]
     names = client.gather([client.submit(_columns_of, part) for part in loaded])
     columns = names[0]
@@ -449,8 +503,8 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     count = len(block_sizes)
 
     split_parts = [client.submit(_split, x, z, splits, leaves, pure=False) for x, z in zip(xparts, zparts)]
+    del xparts  # the blocks' rows are in split_parts now
     pieces = [[client.submit(_piece, s, j, pure=False) for s in split_parts] for j in range(count)]
-    piece_sizes = np.array(client.gather([[client.submit(len, p) for p in row] for row in pieces]))  # blocks x parts
     params = dict(estimator.get_params(), block_size=0, n_jobs=1)
     seeds = _seeds(params.get("random_state"), count)
     fits = [client.submit(_fit_pieces, type(estimator), params, k, seeds[j], standardizer, *pieces[j], pure=False)
@@ -469,12 +523,10 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         nodes[[i for i, node in enumerate(nodes) if node.get("block") == j][0]] = {"kind": kind, "rule": rule,
                                                                                     "offset": offset}
         offset += _rule_cells(kind, rule)
-    block_labels = [client.submit(_labels, f) for f in fits]
-    starts = np.zeros_like(piece_sizes)
-    starts[:, 1:] = np.cumsum(piece_sizes, axis=1)[:, :-1]  # block j's first row of partition p
-    part_labels = [client.submit(_partition_labels, z, splits, leaves, offsets, starts[:, p], *block_labels,
-                                 pure=False) for p, z in enumerate(zparts)]
-    del fits, block_labels
+    part_labels = [client.submit(_partition_labels, z, splits, leaves, offsets,
+                                 *[client.submit(_piece_labels, f, p) for f in fits], pure=False)
+                   for p, z in enumerate(zparts)]  # each partition receives only its rows' labels
+    del fits
 
     centroids = np.concatenate([s[3] for s in summaries])
     estimator.k_, estimator.n_features_in_, estimator.standardizer_ = k, len(columns), standardizer
@@ -502,27 +554,34 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     else:
         estimator.__dict__.pop("labels_", None)
     if output is not None:
-        _write_all(client, files, output, columns, part_labels, centroids,
-                   params.get("random_state") if random_state_output is None else random_state_output, drop,
-                   keep_order, say)
+        seed = shuffle_stream(params.get("random_state")) if random_state_output is None else random_state_output
+        _write_all(client, files, output, columns, part_labels, centroids, seed,
+                   [c for c in every if c not in drop], keep_order, say)
     return estimator
 
 
-def _write_all(client, files, output, columns, part_labels, centroids, seed, drop, keep_order, say):
+def _write_all(client, files, output, columns, part_labels, centroids, seed, keep, keep_order, say):
     """Write the release (module docstring, step 4), all files or none."""
+    from distributed import wait
+
     output = Path(output)
     tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
         if isinstance(seed, np.random.Generator):
             seed = int(seed.integers(2**63))
-        seeds = np.random.SeedSequence(seed).spawn(len(files) + 1)[1:]  # [0]: reserved, as shuffle_stream
+        seeds = np.random.SeedSequence(seed).spawn(len(files))
         [cents] = client.scatter([centroids], broadcast=True, hash=False)
         writes = [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents,
-                                None if keep_order else seeds[p], list(drop), pure=False)
+                                None if keep_order else seeds[p], keep, pure=False)
                   for p, (f, labels) in enumerate(zip(files, part_labels))]
         say("write", 0, len(files))
-        client.gather(writes)
+        try:
+            client.gather(writes)
+        except BaseException:
+            client.cancel(writes)  # no task writes into the folder after it is removed
+            wait(writes, timeout=60)
+            raise
         say("write", len(files), len(files))
         os.replace(tmp, output)
     except BaseException:
