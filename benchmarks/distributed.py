@@ -38,8 +38,16 @@ from probanon.microagg import MDAV, PCL  # noqa: E402
 
 
 def _worker_peak() -> int:
-    """This worker process's maximum resident set (bytes)."""
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    """The peak resident set (bytes) of the process it runs in (a Dask worker): VmHWM, per address
+    space and reset by exec. (Not ru_maxrss: Linux keeps it across fork + exec, so a spawned worker
+    reported its parent's peak at the time it was started.)"""
+    return _own_peak()
+
+
+def _reset_peak() -> None:
+    """Start this process's VmHWM afresh at its current resident set (Linux >= 4.0)."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
 
 
 def _own_peak() -> int:
@@ -71,7 +79,7 @@ def part_blocks(n: int, method: str, block_size=None, files: int = 32) -> None:
 
     cls = {"mdav": MDAV, "pcl": PCL}[method]
     params = {"random_state": 1, "block_size": block_size} if cls is PCL else {"block_size": block_size}
-    with tempfile.TemporaryDirectory(dir=Path.cwd()) as tmp:
+    with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "in"
         folder.mkdir()
         _write_partitions(folder, n, files)
@@ -105,15 +113,24 @@ def part_blocks(n: int, method: str, block_size=None, files: int = 32) -> None:
           f"{'yes' if same else 'NO'}; Dask / single machine time {t_dask / t_local:.2f}")
 
 
-def part_km(users: int, m: int, runs: int) -> None:
-    """k^m (k = 20, sigma = .99, coordinate constraints) on a synthetic CDR of ``users`` users written
-    as a FIMI file: in this process (the file read here) and sharded over a 2-worker LocalCluster
-    (:class:`probanon.distributed.km.ShardedRecords`: the workers read their byte ranges)."""
+def part_km(users: int, m: int, runs: int, mode: str = "sharded", local: bool = True, n_jobs: int = 1) -> None:
+    """k^m (k = 20, sigma = .99, coordinate constraints) on a synthetic CDR of ``users`` users
+    written as a FIMI file: on this machine (the file read here, ``n_jobs`` run processes), then
+    through a 2-worker LocalCluster started afresh for each ``mode``: ``runs`` (the r runs as
+    tasks, :func:`probanon.distributed.km.runs_on_dask`: the data read here and sent to every
+    worker) and ``sharded`` (:class:`probanon.distributed.km.ShardedRecords`: each worker reads
+    its half of the file; the runs one after the other over both shards).
+
+    Times include reading the file. Memory is the peak resident set (VmHWM) of each process over
+    its phase: on this machine, of this process or of one forked run process (shared pages counted
+    in each: ``ru_maxrss`` of the waited-for children, read before any Dask worker has ended); on
+    Dask, of the client (reset before the phase, /proc/self/clear_refs) and of each worker
+    process (started for the phase: VmHWM is per address space and reset by exec)."""
     import tempfile
 
     import pandas as pd
 
-    from probanon.distributed.km import ShardedRecords
+    from probanon.distributed.km import ShardedRecords, runs_on_dask
     from probanon.setvalued import anonymize, read_fimi
     from probanon.setvalued.cdr import generate_cdr, write_fimi
     from probanon.setvalued.constraints import constraints_from_coordinates
@@ -121,30 +138,47 @@ def part_km(users: int, m: int, runs: int) -> None:
     cdr = generate_cdr(users, random_state=0)
     towers = pd.DataFrame({"item": np.arange(cdr.n_towers), "x": cdr.towers[:, 0], "y": cdr.towers[:, 1]})
     bounds = cdr.bounds
+
+    def constraints():
+        return constraints_from_coordinates(towers, bounds=bounds)
+
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "cdr.txt"
         write_fimi(cdr.indptr, cdr.indices, path)
         del cdr
         print(f"k^m on a synthetic CDR of {users:,} users (FIMI {path.stat().st_size / 1e6:.0f} MB), k = 20, m = {m}, "
-              f"sigma = 0.99, r = {runs}, coordinate constraints")
-        start = time.perf_counter()
-        local = anonymize(read_fimi(path), 20, m, 0.99, constraints_from_coordinates(towers, bounds=bounds),
-                          runs=runs, random_state=1, n_jobs=1)
-        t_local = time.perf_counter() - start
-        print(f"  one process:                   {local.n_parts} parts, err {local.err:.1f}, {t_local:.1f} s, "
-              f"peak {_own_peak() / 1e9:.2f} GB", flush=True)
-        with dask_client(workers=2) as client:
-            print(f"  {describe(client)}", flush=True)
+              f"sigma = 0.99, r = {runs}, coordinate constraints", flush=True)
+        reference = None
+        if local:
+            _reset_peak()
             start = time.perf_counter()
-            with ShardedRecords(client, path) as records:
-                sharded = records.anonymize(20, m, 0.99, constraints_from_coordinates(towers, bounds=bounds),
-                                            runs=runs, random_state=1)
-            t_dask = time.perf_counter() - start
-            peaks = client.run(_worker_peak)
-    same = np.array_equal(sharded.partition, local.partition) and sharded.err == local.err
-    print(f"  sharded, 2-worker LocalCluster: {sharded.n_parts} parts, err {sharded.err:.1f}, {t_dask:.1f} s, per worker "
-          + ", ".join(f"{p / 1e9:.2f}" for p in peaks.values()) + " GB")
-    print(f"  same partition as one process: {'yes' if same else 'NO'}; sharded / one process time {t_dask / t_local:.2f}")
+            reference = anonymize(read_fimi(path), 20, m, 0.99, constraints(), runs=runs, random_state=1,
+                                  n_jobs=n_jobs)
+            t_local = time.perf_counter() - start
+            peak = max(_own_peak(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+            print(f"  this machine, n_jobs = {n_jobs}:      {reference.n_parts} parts, err {reference.err:.1f}, "
+                  f"{t_local:.1f} s, peak {peak / 1e9:.2f} GB (this process or one run process)", flush=True)
+        for how in ("runs", "sharded") if mode == "both" else (mode,):
+            with dask_client(workers=2) as client:
+                print(f"  {describe(client)}", flush=True)
+                _reset_peak()
+                start = time.perf_counter()
+                if how == "runs":
+                    with runs_on_dask(client):
+                        result = anonymize(read_fimi(path), 20, m, 0.99, constraints(), runs=runs, random_state=1)
+                else:
+                    with ShardedRecords(client, path) as records:
+                        result = records.anonymize(20, m, 0.99, constraints(), runs=runs, random_state=1)
+                t_dask = time.perf_counter() - start
+                peaks = client.run(_worker_peak)
+            label = "runs as tasks" if how == "runs" else "sharded"
+            print(f"  {label}, 2-worker LocalCluster: {result.n_parts} parts, err {result.err:.1f}, {t_dask:.1f} s, "
+                  f"client peak {_own_peak() / 1e9:.2f} GB, per worker "
+                  + ", ".join(f"{p / 1e9:.2f}" for p in peaks.values()) + " GB", flush=True)
+            if reference is not None:
+                same = np.array_equal(result.partition, reference.partition) and result.err == reference.err
+                print(f"  same partition as this machine: {'yes' if same else 'NO'}; {label} / this machine time "
+                      f"{t_dask / t_local:.2f}", flush=True)
 
 
 def main() -> None:
@@ -153,12 +187,16 @@ def main() -> None:
     ap.add_argument("--users", type=int, default=100_000, help="km: users of the synthetic CDR")
     ap.add_argument("--m", type=int, default=5, help="km: m")
     ap.add_argument("--runs", type=int, default=2, help="km: r")
+    ap.add_argument("--mode", choices=("runs", "sharded", "both"), default="sharded",
+                    help="km: the r runs as tasks (data in every worker), the records sharded, or both")
+    ap.add_argument("--n-jobs", type=int, default=1, help="km: run processes of the run on this machine")
+    ap.add_argument("--skip-local", action="store_true", help="km: no run on this machine (no comparison)")
     ap.add_argument("--records", type=int, default=10_000_000)
     ap.add_argument("--method", choices=("mdav", "pcl"), default="mdav")
     ap.add_argument("--block-size", type=int, default=None, help="default: the automatic blocks")
     args = ap.parse_args()
     if args.part == "km":
-        part_km(args.users, args.m, args.runs)
+        part_km(args.users, args.m, args.runs, args.mode, not args.skip_local, args.n_jobs)
     else:
         part_blocks(args.records, args.method, args.block_size)
 

@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from probanon.cli import main  # noqa: E402
-from probanon.distributed.km import ShardedRecords, runs_on_dask  # noqa: E402
+from probanon.distributed.km import ShardedRecords, _range_lines, _ShardedState, runs_on_dask  # noqa: E402
 from probanon.errors import InputError, ParameterError  # noqa: E402
 from probanon.setvalued import anonymize, read_fimi, release_records  # noqa: E402
 from probanon.setvalued.constraints import constraints_from_coordinates  # noqa: E402
@@ -77,14 +77,40 @@ def test_sharded_records_give_the_local_release(client, files, case):
     assert text.decode("ascii") == expected
 
 
+def test_small_windows_give_the_local_release(client, files, monkeypatch):
+    """Windows of 7 rows: the samples of a level span many round trips, fixes land on window
+    boundaries and the rows tested after a merge run past the window of the first failure."""
+    path, coords = files
+    local = anonymize(read_fimi(path), 5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=5,
+                      n_jobs=1)
+    monkeypatch.setattr(_ShardedState, "WINDOW", 7)
+    with ShardedRecords(client, path) as records:
+        sharded = records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=5,
+                                    at_once=1)  # the runs one after the other
+    _same(sharded, local)
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5])
+def test_byte_ranges_split_the_lines(tmp_path, count):
+    """Every line lies in exactly one range, whole, in order, whatever the read size (down to 1 byte)."""
+    path = tmp_path / "lines.txt"
+    path.write_bytes(b"1 2 3\n44\n\n5 66 7\n8\n999 1\n2")  # a blank line, no final newline
+    expected = path.read_bytes().split(b"\n")
+    for chunk in (1, 2, 3, 5, 8, 1 << 20):
+        got = [line for j in range(count) for lines in _range_lines(path, j, count, chunk) for line in lines]
+        assert got == expected, (chunk, got)
+
+
 def test_a_worker_killed_in_a_sharded_run_is_survived(client, files):
     path, coords = files
-    expected = anonymize(read_fimi(path), 5, 3, 0.9, constraints_from_coordinates(coords), random_state=11)
+    expected = anonymize(read_fimi(path), 5, 3, 0.9, constraints_from_coordinates(coords), runs=3, random_state=11,
+                         n_jobs=1)
     result, errors = {}, []
     with ShardedRecords(client, path) as records:
         def run():
             try:
-                result["g"] = records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), random_state=11)
+                result["g"] = records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), runs=3,
+                                                random_state=11)  # two runs at once: both replayed
             except Exception as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
 

@@ -17,15 +17,22 @@ same seed.
     r's shard, and it is accepted iff no shard has a record below r holding it; its support is
     the sum of the shard supports (each capped at k);
   - supp({R(i) : i in s}) >= k (line 10) is decided by the sum over the shards of
-    |∩_P R_j(P)| (each shard's count stopped at k), for a window of samples at a time (one
-    round trip); a generalized itemset found k-anonymous stays so (merges only enlarge parts),
-    so only the samples not yet known to pass are re-tested after a merge;
+    |∩_P R_j(P)| (each shard's count stopped at k), for the distinct generalized itemsets of a
+    window of samples at a time (one round trip). What can be decided here is: a sample of
+    support >= k, or whose generalized itemset passed before (merges only enlarge parts, so a
+    sample that passed stays passed: a status per sample row and a pass cache by part ids);
+    a sample whose items are each alone in their part fails (its support is known); a sample
+    that failed after merge v fails still if none of its parts has grown since merge v. After a
+    merge, the re-test of the sample being fixed carries the next window: a fix costs one round
+    trip per merge;
   - the merges (lines 13-14) are chosen here (they need only the item counts and the
     constraints) and sent to the shards with the next query, numbered, so that a query that is
-    retried never applies a merge twice.
+    retried never applies a merge twice;
+  - up to ``at_once`` runs are made at the same time (threads here; each shard keeps the record
+    lists of each run): one run's work here overlaps another's on the shards.
 
   A shard whose worker dies is read again from its byte range by an actor on another worker,
-  and the merges of the current run are replayed on it; the query then runs again.
+  and the merges of the runs in progress are replayed on it; the queries then run again.
 
 The deterministic phase (``exact_upto``), hierarchies (their level cuts are certified on the
 whole data) and the MCMC sampler are not distributed: use the runs as tasks for them.
@@ -35,6 +42,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 
 import numba
 import numpy as np
@@ -43,6 +53,7 @@ from .._validation import check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError, ProbanonError
 from ..setvalued.cdr import _fimi_bytes
 from ..setvalued.data import _sorted_labels, by_decreasing_size, from_pairs, size_limits
+from ..setvalued.gencheck import parts_of
 from ..setvalued.generalize import (
     RUNS_RUNNER,
     _best,
@@ -63,6 +74,9 @@ from ..setvalued.pairs import (
     count_unless_below,
     no_pair_index,
 )
+from ..setvalued.passcache import PassCache
+from ..setvalued.passcache import contains as cache_contains
+from ..setvalued.passcache import insert as cache_insert
 from ..setvalued.sample_size import sample_size_plan
 from ..setvalued.sampling import (
     _distinct_items,
@@ -109,8 +123,9 @@ def runs_on_dask(client):
 # ---------------------------------------------------------------- one shard, on a worker
 
 
-def _chunk_lines(path, j: int, count: int) -> list[bytes]:
-    """The lines of ``path`` that start in the j-th of ``count`` equal byte ranges."""
+def _range_lines(path, j: int, count: int, chunk: int = 1 << 25):
+    """The lines of ``path`` that start in the j-th of ``count`` equal byte ranges, in lists of
+    the lines of about ``chunk`` bytes at a time."""
     size = os.path.getsize(path)
     a, b = j * size // count, (j + 1) * size // count
     with open(path, "rb") as fh:
@@ -118,14 +133,14 @@ def _chunk_lines(path, j: int, count: int) -> list[bytes]:
             fh.seek(a - 1)
             if fh.read(1) != b"\n":
                 fh.readline()  # the line that started before a belongs to the previous range
-        start = fh.tell()
-        if start >= b:
-            return []
-        text = fh.read(b - start)
-        if not text.endswith(b"\n"):
-            text += fh.readline()
-    lines = text.split(b"\n")
-    return lines[:-1] if lines[-1] == b"" else lines
+        pos = fh.tell()
+        while pos < b:
+            text = fh.read(min(chunk, b - pos))
+            if not text.endswith(b"\n"):
+                text += fh.readline()  # the line that starts before b is this range's
+            pos += len(text)
+            lines = text.split(b"\n")
+            yield lines[:-1] if lines[-1] == b"" else lines
 
 
 @numba.njit(cache=True, nogil=True)
@@ -159,28 +174,35 @@ class Shard:
 
     def __init__(self, path, j: int, count: int):
         self.path = str(path)
-        lines = _chunk_lines(self.path, j, count)
-        diag = {"lines": len(lines), "first_blank": -1, "last_record": -1, "comma": -1, "utf8": True}
-        codes, rec, items, u = {}, [], [], 0
-        for t, line in enumerate(lines):
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError:
-                diag["utf8"] = False
+        diag = {"lines": 0, "first_blank": -1, "last_record": -1, "comma": -1, "utf8": True}
+        codes, rec, items, u, t = {}, [], [], 0, 0
+        for lines in _range_lines(self.path, j, count):
+            sizes, chunk = [], []
+            for line in lines:
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    diag["utf8"] = False
+                    break
+                tokens = text.split()
+                if not tokens:
+                    if diag["first_blank"] < 0:
+                        diag["first_blank"] = t
+                elif "," in text and diag["comma"] < 0:
+                    diag["comma"] = t
+                if tokens:
+                    diag["last_record"] = t
+                    sizes.append(len(tokens))
+                    chunk.extend(codes.setdefault(x, len(codes)) for x in tokens)
+                t += 1
+            rec.append(np.repeat(np.arange(u, u + len(sizes), dtype=np.int32), sizes))
+            items.append(np.asarray(chunk, dtype=np.int32))
+            u += len(sizes)
+            if not diag["utf8"]:
                 break
-            tokens = text.split()
-            if not tokens:
-                if diag["first_blank"] < 0:
-                    diag["first_blank"] = t
-                continue
-            if "," in text and diag["comma"] < 0:
-                diag["comma"] = t
-            diag["last_record"] = t
-            items.extend(codes.setdefault(x, len(codes)) for x in tokens)
-            rec.extend([u] * len(tokens))
-            u += 1
+        diag["lines"] = t
         self.diag, self.tokens = diag, list(codes)
-        self.pairs_in = (np.asarray(rec, dtype=np.int64), np.asarray(items, dtype=np.int64))
+        self.pairs_in = (np.concatenate(rec), np.concatenate(items)) if rec else None
         self.data = None
         self.runs = {}
 
@@ -202,10 +224,13 @@ class Shard:
             self.data = None
             return np.zeros(n_items, np.int64), (np.zeros((n_items, n_items), np.int32) if pair_counts else None)
         rec, items = self.pairs_in
-        data = from_pairs(rec, np.asarray(codes, dtype=np.int64)[items], np.arange(n_items))
+        self.pairs_in = None  # built once (a lost shard is read again by a new actor)
+        data = from_pairs(rec, np.asarray(codes, dtype=np.int32)[items], np.arange(n_items))
+        del rec, items
         sizes = data.record_sizes
         self.order = np.argsort(-sizes, kind="stable")
         self.data = by_decreasing_size(data)
+        del data
         ss = sizes[self.order]
         self.gid = np.asarray(first_of_size, dtype=np.int64)[ss] + np.arange(len(ss)) - np.searchsorted(-ss, -ss)
         self.limits = size_limits(self.data)
@@ -301,9 +326,11 @@ class ShardedRecords:
         self.futures, self.actors = [None] * count, [None] * count
         self.builds = [None] * count
         self.runs = {}  # run id -> its state (for a lost shard's replay)
+        self.generation = [0] * count  # times each shard was revived
+        self._lock = threading.Lock()
         try:
             for j in range(count):
-                self._place(j, [workers[j % len(workers)]])
+                self.futures[j], self.actors[j] = self._place(j, [workers[j % len(workers)]])
             self._index(self._call(lambda j: self.actors[j].summary(), rebuild=False))
         except BaseException:
             self.close()
@@ -350,9 +377,9 @@ class ShardedRecords:
         self.item_counts, self.pair_counts = None, None
         self._proposals = {}
 
-    def _build(self, j, pairs: bool):
+    def _build(self, actor, j, pairs: bool):
         codes, n_items, first = self.builds[j]
-        return self.actors[j].build(codes, n_items, first, self.pair_budget // self.count, pairs)
+        return actor.build(codes, n_items, first, self.pair_budget // self.count, pairs)
 
     def _prepare(self):
         """Build the shards (once): the item counts and, when the sampler of one machine would
@@ -360,7 +387,7 @@ class ShardedRecords:
         if self.item_counts is not None:
             return
         pairs = self.pair_budget > 0 and 2 <= self.n_items <= MAX_ITEMS
-        built = self._call(lambda j: self._build(j, pairs), rebuild=False)
+        built = self._call(lambda j: self._build(self.actors[j], j, pairs), rebuild=False)
         self.item_counts = np.sum([c for c, _ in built], axis=0)
         if pairs:
             total = np.sum([p for _, p in built], axis=0)
@@ -370,57 +397,59 @@ class ShardedRecords:
 
     def _call(self, task, rebuild=True, shards=None):
         """[task(j)] for the shards j (all by default), each ``task(j)`` an actor call; a shard
-        whose worker is lost is read again elsewhere (and its runs replayed) and the call retried."""
+        whose worker is lost is read again elsewhere (and its runs replayed) and the call retried.
+        Safe from concurrent runs: a shard lost under several of them is revived once."""
         shards = range(self.count) if shards is None else shards
         results = {}
         for _ in range(4):
             calls, lost = {}, []
             for j in shards:
                 if j not in results:
+                    generation = self.generation[j]
                     try:
-                        calls[j] = task(j)
+                        calls[j] = task(j), generation
                     except Exception as exc:  # noqa: BLE001 - "Worker holding Actor was lost"
-                        lost.append(self._check_lost(j, exc))
-            for j, call in calls.items():
+                        lost.append((j, generation, exc))
+            for j, (call, generation) in calls.items():
                 try:
                     results[j] = call.result()
                 except ProbanonError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - a lost worker shows as various errors
-                    lost.append(self._check_lost(j, exc))
+                    lost.append((j, generation, exc))
             if not lost:
                 return [results[j] for j in shards]
-            for j, _ in lost:
-                self._revive(j, rebuild)
-        raise ClusterError(f"shard {lost[0][0]} of {self.path} was lost 4 times ({lost[0][1]})")
+            for j, generation, exc in lost:
+                self._revive(j, generation, exc, rebuild)
+        raise ClusterError(f"shard {lost[0][0]} of {self.path} was lost 4 times ({lost[0][2]})")
 
-    def _check_lost(self, j, exc):
-        """(j, exc) if shard j's actor is gone (its worker died); else ``exc`` is raised."""
-        if self.futures[j].status == "finished":
-            try:
-                self.actors[j].end_run(-1).result(timeout=10)
-            except Exception:  # noqa: BLE001 - no answer: lost
-                return j, exc
-            raise exc
-        return j, exc
-
-    def _revive(self, j, rebuild=True):
-        """Shard j read again by an actor on a live worker, built and its runs replayed."""
-        self._place(j, None)
-        if rebuild and self.item_counts is not None:
-            self._build(j, False).result()
-            for run, state in self.runs.items():
-                self.actors[j].start_run(run, state.align, state.c.n_items).result()
-                self.actors[j].part_counts(run, 0, state.log, np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
+    def _revive(self, j, generation, exc, rebuild=True):
+        """Shard j (whose call failed with ``exc`` while it was at ``generation``) read again by an
+        actor on another live worker, built and its runs replayed, unless another run did it
+        meanwhile; ``exc`` is raised if the actor still answers (an error, not a lost worker)."""
+        with self._lock:
+            if self.generation[j] != generation:
+                return
+            old = self.actors[j]._address
+            if self.futures[j].status == "finished" and _answers(self.actors[j]):
+                raise exc
+            others = [w for w in self.client.scheduler_info()["workers"] if w != old]
+            future, actor = self._place(j, others or None)
+            if rebuild and self.item_counts is not None:
+                self._build(actor, j, False).result()
+                for run, state in list(self.runs.items()):
+                    actor.start_run(run, state.align, state.c.n_items).result()
+                    actor.part_counts(run, 0, list(state.log), np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
+            self.futures[j].release()
+            self.futures[j], self.actors[j] = future, actor
+            self.generation[j] += 1
 
     def _place(self, j, workers):
-        """A new actor reads shard j (on one of ``workers``, else anywhere); the old one is released."""
-        if self.futures[j] is not None:
-            self.futures[j].release()
+        """(future, actor): a new actor reading shard j, on one of ``workers`` (else anywhere)."""
         where = {} if workers is None else {"workers": workers, "allow_other_workers": True}
-        self.futures[j] = self.client.submit(Shard, self.path, j, self.count, actor=True, pure=False, **where)
+        future = self.client.submit(Shard, self.path, j, self.count, actor=True, pure=False, **where)
         with self.client.as_current():  # binds the actor's calls to this client (not necessarily the default)
-            self.actors[j] = self.futures[j].result()
+            return future, future.result()
 
     def close(self):
         """Release the actors (and the shards they hold)."""
@@ -439,7 +468,10 @@ class ShardedRecords:
 
     def proposal(self, l):
         if l not in self._proposals:
-            self._proposals[l] = proposal_of_sizes(self.sizes, l)
+            prop = proposal_of_sizes(self.sizes, l)
+            if self._proposals:  # the same records by size at every l: held once
+                prop = replace(prop, by_size=next(iter(self._proposals.values())).by_size)
+            self._proposals[l] = prop
         return self._proposals[l]
 
     def sample(self, l, n, rng, cap, pairs, prop):
@@ -451,33 +483,52 @@ class ShardedRecords:
         out_items = np.empty((n, l), dtype=np.int32)
         out_supp = np.empty(n, dtype=np.int64)
 
+        seen = [0, 0]  # proposals tested, accepted
+
         def kernel(U, done):
-            records, positions = _positions(prop.arrays(), l, U)
-            owner = self.owner[records]
-            cands = np.empty((len(U), l), dtype=np.int32)
-            mine = [np.flatnonzero(owner == j) for j in range(self.count)]
-            have = [j for j in range(self.count) if len(mine[j])]
-            found = self._call(lambda j: self.actors[j].items_at(records[mine[j]], positions[mine[j]]), shards=have)
-            for j, items in zip(have, found):
-                cands[mine[j]] = items
-            counts = np.array(self._call(lambda j: self.actors[j].unless_below(cands, records, cap)))
-            ok = (counts >= 0).all(axis=0)
-            supp = counts.sum(axis=0) if cap <= 0 else np.minimum(counts.sum(axis=0), cap)
-            take = np.flatnonzero(ok)[:n - done]
-            out_items[done:done + len(take)] = cands[take]
-            out_supp[done:done + len(take)] = supp[take]
-            used = int(take[-1]) + 1 if done + len(take) == n else len(U)
-            return done + len(take), used
+            """The proposals of U, tested by the shards in pieces of about the expected need (U
+            holds twice that; the rows past the n-th acceptance are never used)."""
+            pos = used = 0
+            while pos < len(U) and done < n:
+                rate = seen[1] / seen[0] if seen[1] else self.n_records / max(prop.total, 1.0)
+                size = min(len(U) - pos, int(1.25 * (n - done) / max(rate, 1e-9)) + 256)
+                cands, supp = self._proposed(prop, l, U[pos:pos + size], cap)
+                take = np.flatnonzero(supp >= 0)[:n - done]
+                out_items[done:done + len(take)] = cands[take]
+                out_supp[done:done + len(take)] = supp[take]
+                seen[0], seen[1] = seen[0] + size, seen[1] + int((supp >= 0).sum())
+                done += len(take)
+                used = pos + (int(take[-1]) + 1 if done == n else size)
+                pos += size
+            return done, used
 
         return rejection_draws(kernel, out_items, out_supp, self.n_records, prop.total, rng)
+
+    def _proposed(self, prop, l, U, cap):
+        """(items, support) of the proposals of the rows of U: support -1 if a record before the
+        proposing one holds the items (rejected), else the sum of the shard supports (capped)."""
+        records, positions = _positions(prop.arrays(), l, U)
+        owner = self.owner[records]
+        cands = np.empty((len(U), l), dtype=np.int32)
+        mine = [np.flatnonzero(owner == j) for j in range(self.count)]
+        have = [j for j in range(self.count) if len(mine[j])]
+        found = self._call(lambda j: self.actors[j].items_at(records[mine[j]], positions[mine[j]]), shards=have)
+        for j, items in zip(have, found):
+            cands[mine[j]] = items
+        counts = np.array(self._call(lambda j: self.actors[j].unless_below(cands, records, cap)))
+        rejected = (counts < 0).any(axis=0)
+        supp = counts.sum(axis=0) if cap <= 0 else np.minimum(counts.sum(axis=0), cap)
+        supp[rejected] = -1
+        return cands, supp
 
     # -- Algorithm 2 / A^(r)
 
     def anonymize(self, k, m, sigma, constraints=None, runs: int = 1, random_state=None, progress=None,
-                  bound: str = "two-sided"):
+                  bound: str = "two-sided", at_once: int = 2):
         """:func:`probanon.setvalued.anonymize` (rejection sampling, exact_upto = 0, no
         hierarchy) on the sharded records: the same :class:`.setvalued.Generalization` for the same
-        seed. The r runs are made one after the other (each uses every shard)."""
+        seed. Up to ``at_once`` of the r runs are made at the same time (each uses every shard and
+        holds its record lists there): while one waits for the shards, another works here."""
         m = _check_m(m)
         plan = sample_size_plan(sigma, k, m, bound)
         for k_l in plan.k:
@@ -486,6 +537,8 @@ class ShardedRecords:
             raise ParameterError("sigma = 1 (the deterministic phase) is not distributed: run the r runs as tasks "
                                  "on records loaded here")
         runs = check_runs(runs)
+        if isinstance(at_once, bool) or not isinstance(at_once, int) or at_once < 1:
+            raise ParameterError(f"at_once must be a positive integer, got {at_once!r}")
         if constraints is None:
             constraints = complete_constraints(self.item_labels)
         if constraints.kind == "hierarchy":
@@ -496,12 +549,23 @@ class ShardedRecords:
         seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
         self._prepare()
         pairs = self.pair_counts
-        results = [self._run(j, seed, constraints, align, plan, pairs, progress)[m] for j, seed in enumerate(seeds)]
+        if progress is not None:  # called from the runs' threads
+            lock, report = threading.Lock(), progress
+
+            def progress(n):
+                with lock:
+                    report(n)
+
+        def run(j):
+            return self._run(j, seeds[j], constraints, align, plan, pairs, progress)[m]
+
+        with ThreadPoolExecutor(min(at_once, runs)) as pool:
+            results = list(pool.map(run, range(runs)))
         return _best(constraints, align, plan, m, results, seeds)
 
     def _run(self, run, seed, constraints, align, plan, pairs, progress):
         """One run of Algorithm 2 (:func:`.setvalued.generalize.run_levels`) on the shards."""
-        state = _ShardedState(self, run, constraints, align, int(plan.k[0]))
+        state = _ShardedState(self, run, constraints, align, int(plan.k[0]), len(plan.levels))
         self.runs[run] = state
         try:
             self._call(lambda j: self.actors[j].start_run(run, align, constraints.n_items))
@@ -514,6 +578,15 @@ class ShardedRecords:
         """<R, D> as FIMI text (part ids), records in file order: what
         ``_fimi_bytes`` of :func:`.setvalued.release_data` writes on one machine."""
         return b"".join(self._call(lambda j: self.actors[j].released(result.data_partition, result.n_parts)))
+
+
+def _answers(actor) -> bool:
+    """Whether a shard's actor still answers (within 10 s)."""
+    try:
+        actor.end_run(-1).result(timeout=10)
+    except Exception:  # noqa: BLE001 - no answer: its worker is lost
+        return False
+    return True
 
 
 def _positions(prop, l, U):
@@ -538,18 +611,82 @@ class _MergeLog(list):
         self.append((list(parts), np.asarray(items, dtype=np.int64)))
 
 
+PASSED = -2  # a row's status: known to pass (for good: merges only enlarge parts)
+
+
+@numba.njit(cache=True, nogil=True)
+def _to_test(part_of_item, n_data, grown, itemsets, supports, k, lo, hi, status, version, keys, lens, out_parts,
+             out_lens, out_rows):
+    """Rows lo..hi-1 of a sample whose test needs the shards: (their generalized itemsets into
+    out_parts/out_lens (padded with -1), their rows into out_rows; returns how many). The others
+    are decided here: status[s] = PASSED when supports[s] >= k (merges never lower a support)
+    or the generalized itemset is in the pass cache ``keys``/``lens``; status[s] = ``version``
+    (fails under the current partition) when every item is alone in its part (the generalized
+    itemset is s itself, of support supports[s] < k: :mod:`.setvalued.gencheck`, way 1), or when
+    s failed after merge v = status[s] and none of its parts has grown since (grown[P]: the
+    number of the last merge into part P): the same parts, the same records."""
+    buf = np.empty(itemsets.shape[1], dtype=np.int32)
+    t = 0
+    for s in range(lo, hi):
+        if status[s] == PASSED or status[s] == version:
+            continue
+        if supports[s] >= k:
+            status[s] = PASSED
+            continue
+        n = parts_of(part_of_item, itemsets[s], buf)
+        if cache_contains(keys, lens, buf, n):
+            status[s] = PASSED
+            continue
+        same = status[s] >= 0
+        for j in range(n):
+            same = same and grown[buf[j]] <= status[s]
+        if same:
+            status[s] = version
+            continue
+        alone = n == itemsets.shape[1]
+        for j in range(n):
+            alone = alone and n_data[buf[j]] == 1
+        if alone:
+            status[s] = version
+            continue
+        out_parts[t, :n] = buf[:n]
+        out_parts[t, n:] = -1
+        out_lens[t] = n
+        out_rows[t] = s
+        t += 1
+    return t
+
+
+@numba.njit(cache=True, nogil=True)
+def _remember(keys, lens, parts, plens, ok):
+    """Add the generalized itemsets found to pass to the pass cache; returns how many were new."""
+    added = 0
+    for b in range(parts.shape[0]):
+        if ok[b]:
+            added += cache_insert(keys, lens, parts[b], plens[b])
+    return added
+
+
 class _ShardedState(_State):
     """Algorithm 2's state (:class:`.setvalued.generalize._State`) with the records on the
-    shards: the partition and the merge choice here, the supports summed over the shards."""
+    shards: the partition and the merge choice here, the supports summed over the shards.
 
-    WINDOW = 4096  # samples tested per round trip
+    The rows of the current sample carry a status: known to pass (for good), failing under the
+    partition after v merges (v), or unknown. One round trip tests the unknown rows of a window
+    (their distinct generalized itemsets); after a merge, the test of the itemset being fixed
+    carries the next window too, so that a fix costs one round trip per merge and the rows
+    found to pass are never tested again."""
 
-    def __init__(self, records, run, constraints, align, k):
+    WINDOW = 4096  # sample rows looked at per round trip
+
+    def __init__(self, records, run, constraints, align, k, m):
         self.records, self.run = records, run
+        self.cache = PassCache(m)
         self.start(constraints, align, records.item_counts, k, False)
         self.log = self.index = _MergeLog()  # the shards apply the merges with the next query
         self.sent = [0] * records.count  # merges each shard has been sent
-        self.passed = set()
+        self.grown = np.zeros(constraints.n_items, dtype=np.int64)  # part id -> number of its last merge
+        self._sample, self._status, self._row, self._at = None, None, -1, -1
 
     def proposal(self, l):
         return self.records.proposal(l)
@@ -557,10 +694,9 @@ class _ShardedState(_State):
     def sample(self, l, n, rng, method, pairs, prop):
         return self.records.sample(l, n, rng, self.k, pairs, prop)
 
-    def set_k(self, k):
-        if k != self.k:
-            self.k = k
-            self.passed.clear()
+    def merge(self, parts, node) -> None:
+        super().merge(parts, node)
+        self.grown[parts[0]] = len(self.log)
 
     def counts(self, parts, lens, k):
         """sum over the shards of min(|∩ R_j(P)|, k) for every generalized itemset (row)."""
@@ -570,6 +706,62 @@ class _ShardedState(_State):
                                                                           parts, lens, k))
         self.sent = [len(self.log)] * records.count
         return np.sum(counts, axis=0)
+
+    def _parts_of_items(self):
+        """(part of each data item, data items per part) under the current partition."""
+        if self._at != len(self.log):
+            self._at = len(self.log)
+            self._pof = self.part[self.align].astype(np.int32)
+            self._n_data = np.bincount(self._pof, minlength=self.c.n_items).astype(np.int32)
+        return self._pof, self._n_data
+
+    def _use(self, itemsets, supports):
+        """Make ``itemsets`` the current sample (its rows' statuses start unknown)."""
+        if itemsets is not self._sample or self._sample_k != self.k:
+            self._sample, self._supports, self._sample_k = itemsets, np.asarray(supports), self.k
+            self._status = np.full(len(itemsets), -1, dtype=np.int64)
+
+    def _test(self, lo, hi):
+        """Decide rows lo..hi-1 of the current sample (at most one round trip)."""
+        pof, n_data = self._parts_of_items()
+        l = self._sample.shape[1]
+        parts = np.empty((hi - lo, l), dtype=np.int32)
+        lens, rows = np.empty(hi - lo, dtype=np.int64), np.empty(hi - lo, dtype=np.int64)
+        t = _to_test(pof, n_data, self.grown, self._sample, self._supports, self.k, lo, hi, self._status, len(self.log),
+                     self.cache.keys, self.cache.lens, parts, lens, rows)
+        if t == 0:
+            return
+        distinct, inverse = np.unique(parts[:t], axis=0, return_inverse=True)
+        plens = (distinct >= 0).sum(axis=1)
+        ok = self.counts(distinct, plens, self.k) >= self.k
+        self._status[rows[:t]] = np.where(ok[inverse.ravel()], PASSED, len(self.log))
+        self.cache.reserve(int(ok.sum()))
+        self.cache.size += int(_remember(self.cache.keys, self.cache.lens, distinct, plens, ok))
+
+    def first_failure(self, itemsets, supports, start: int) -> int:
+        """The first row from ``start`` that is not k-anonymous (or len(itemsets))."""
+        self._use(itemsets, supports)
+        pos, n = start, len(itemsets)
+        while pos < n:
+            end = min(pos + self.WINDOW, n)
+            self._test(pos, end)
+            failing = np.flatnonzero(self._status[pos:end] == len(self.log))
+            if len(failing):
+                self._row = pos + int(failing[0])
+                return self._row
+            pos = end
+        return n
+
+    def anonymous(self, items) -> bool:
+        """Line 10 for ``items``; for the row being fixed (:meth:`first_failure` just returned
+        it) the test also covers the next window of the sample."""
+        row = self._row
+        if self._sample is None or not 0 <= row < len(self._sample) or not np.array_equal(items, self._sample[row]):
+            parts, lens = self._generalized(np.asarray(items)[None, :])
+            return bool(self.counts(parts, lens, self.k)[0] >= self.k)
+        if self._status[row] != len(self.log):  # not already known to fail: test it and the rows after it
+            self._test(row, min(row + 1 + self.WINDOW, len(self._sample)))
+        return bool(self._status[row] == PASSED)
 
     def _generalized(self, itemsets):
         """Rows of distinct sorted part ids (padded with -1) and their lengths."""
@@ -581,35 +773,6 @@ class _ShardedState(_State):
         lens = (~repeat).sum(axis=1)
         parts[parts == np.iinfo(np.int64).max] = -1
         return parts.astype(np.int32), lens
-
-    def anonymous(self, items) -> bool:
-        parts, lens = self._generalized(np.asarray(items)[None, :])
-        return bool(self.counts(parts, lens, self.k)[0] >= self.k)
-
-    def first_failure(self, itemsets, supports, start: int) -> int:
-        """The first itemset from ``start`` that is not k-anonymous (or len(itemsets)), testing
-        the samples not known to pass a window at a time (one round trip each)."""
-        k, pos = self.k, start
-        while pos < len(itemsets):
-            rows = pos + np.flatnonzero(supports[pos:pos + self.WINDOW] < k)
-            end = min(pos + self.WINDOW, len(itemsets))
-            if len(rows):
-                parts, lens = self._generalized(itemsets[rows])
-                keys = [p[:n].tobytes() for p, n in zip(parts, lens)]
-                todo = {}
-                for b, key in enumerate(keys):
-                    if key not in self.passed and key not in todo:
-                        todo[key] = b
-                if todo:
-                    chosen = np.fromiter(todo.values(), dtype=np.int64)
-                    ok = dict(zip(todo, self.counts(parts[chosen], lens[chosen], k) >= k))
-                    for b, key in enumerate(keys):
-                        if key in ok:
-                            if not ok[key]:
-                                return int(rows[b])
-                            self.passed.add(key)
-            pos = end
-        return len(itemsets)
 
     def count_anonymous(self, itemsets, supports, k) -> int:
         low = np.flatnonzero(np.asarray(supports) < k)
