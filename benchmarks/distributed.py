@@ -119,7 +119,8 @@ def part_km(users: int, m: int, runs: int, mode: str = "sharded", local: bool = 
     through a 2-worker LocalCluster started afresh for each ``mode``: ``runs`` (the r runs as
     tasks, :func:`probanon.distributed.km.runs_on_dask`: the data read here and sent to every
     worker) and ``sharded`` (:class:`probanon.distributed.km.ShardedRecords`: each worker reads
-    its half of the file; the runs one after the other over both shards).
+    its half of the file; two runs at a time over both shards, ``at_once = 2``: the worker peaks
+    hold two runs' record lists).
 
     Times include reading the file. Memory is the peak resident set (VmHWM) of each process over
     its phase: on this machine, of this process or of one forked run process (shared pages counted

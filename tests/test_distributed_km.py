@@ -128,6 +128,54 @@ def test_a_worker_killed_in_a_sharded_run_is_survived(client, files):
     _same(result["g"], expected)
 
 
+def test_a_shard_behind_the_merges_sent_gets_the_rest(client, files, monkeypatch):
+    """A revived shard may have applied fewer merges than the client counts as sent (the replay
+    took a snapshot of the log while the run went on): it answers with how many it has and gets
+    the rest. Here the client always believes shard 0 up to date, so every query takes that path."""
+    path, coords = files
+    local = anonymize(read_fimi(path), 5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=6,
+                      n_jobs=1)
+    counts, behind = _ShardedState.counts, []
+
+    def believed_up_to_date(self, parts, lens, k):
+        behind.append(len(self.log) - self.sent[0])
+        self.sent[0] = len(self.log)
+        return counts(self, parts, lens, k)
+
+    monkeypatch.setattr(_ShardedState, "counts", believed_up_to_date)
+    with ShardedRecords(client, path) as records:
+        sharded = records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=6)
+    assert max(behind) > 0  # merges were withheld from shard 0, and sent when it said so
+    _same(sharded, local)
+
+
+def test_a_failing_run_stops_the_others(client, files, monkeypatch):
+    """The first run to fail ends the call with its own error; the runs in progress stop at their
+    next query and the queued ones never start (before, every other run went on to its end)."""
+    path, coords = files
+    first_failure, finished = _ShardedState.first_failure, []
+
+    def fails_in_run_1(self, itemsets, supports, start):
+        if self.run == 1:
+            raise ValueError("run 1 broke")
+        return first_failure(self, itemsets, supports, start)
+
+    run = ShardedRecords._run
+
+    def counted(self, j, *args):
+        result = run(self, j, *args)
+        finished.append(j)
+        return result
+
+    monkeypatch.setattr(_ShardedState, "first_failure", fails_in_run_1)
+    monkeypatch.setattr(ShardedRecords, "_run", counted)
+    with ShardedRecords(client, path) as records:
+        with pytest.raises(ValueError, match="run 1 broke"):
+            records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), runs=6, random_state=6)
+        assert not records.runs  # every run that started has ended on the shards
+    assert len(finished) <= 1, finished  # run 0 at most (it may end before run 1 fails); 2..5 stopped
+
+
 def test_sharded_input_errors_are_those_of_one_machine(client, tmp_path):
     blank = tmp_path / "blank.txt"
     blank.write_text("1 2\n3\n\n" + "4 5\n" * 40)

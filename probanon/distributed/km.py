@@ -43,7 +43,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 
 import numba
@@ -136,6 +136,8 @@ def _range_lines(path, j: int, count: int, chunk: int = 1 << 25):
         pos = fh.tell()
         while pos < b:
             text = fh.read(min(chunk, b - pos))
+            if not text:  # the file shrank since its size was read
+                return
             if not text.endswith(b"\n"):
                 text += fh.readline()  # the line that starts before b is this range's
             pos += len(text)
@@ -272,10 +274,14 @@ class Shard:
 
     def part_counts(self, run, first: int, merges, parts, lens, k: int):
         """Apply the merges numbered first, first + 1, ... not yet applied, then the capped
-        supports here of the generalized itemsets ``parts`` (rows of part ids, lens[b] of them)."""
+        supports here of the generalized itemsets ``parts`` (rows of part ids, lens[b] of them).
+        A shard that has applied fewer than ``first`` merges (an actor revived while the merges of
+        this run were being sent) answers with that number instead: send it the merges from there."""
         if self.data is None:
             return np.zeros(len(lens), np.int64)
         index, live, applied = self.runs[run]
+        if applied < first:
+            return applied
         for parts_q, items in merges[applied - first:]:
             index.merge(parts_q, items, live)
             live.difference_update(parts_q[1:])
@@ -327,7 +333,7 @@ class ShardedRecords:
         self.builds = [None] * count
         self.runs = {}  # run id -> its state (for a lost shard's replay)
         self.generation = [0] * count  # times each shard was revived
-        self._lock = threading.Lock()
+        self._lock, self._proposal_lock, self._stop = threading.Lock(), threading.Lock(), threading.Event()
         try:
             for j in range(count):
                 self.futures[j], self.actors[j] = self._place(j, [workers[j % len(workers)]])
@@ -435,11 +441,15 @@ class ShardedRecords:
                 raise exc
             others = [w for w in self.client.scheduler_info()["workers"] if w != old]
             future, actor = self._place(j, others or None)
-            if rebuild and self.item_counts is not None:
-                self._build(actor, j, False).result()
-                for run, state in list(self.runs.items()):
-                    actor.start_run(run, state.align, state.c.n_items).result()
-                    actor.part_counts(run, 0, list(state.log), np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
+            try:
+                if rebuild and self.item_counts is not None:
+                    self._build(actor, j, False).result()
+                    for run, state in list(self.runs.items()):  # a run that ends meanwhile ends there too
+                        actor.start_run(run, state.align, state.c.n_items).result()
+                        actor.part_counts(run, 0, list(state.log), np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
+            except BaseException:
+                future.release()
+                raise
             self.futures[j].release()
             self.futures[j], self.actors[j] = future, actor
             self.generation[j] += 1
@@ -467,12 +477,18 @@ class ShardedRecords:
     # -- sampling (Algorithm 1's proposal, rejection: :func:`.setvalued.sampling.sample_itemsets`)
 
     def proposal(self, l):
-        if l not in self._proposals:
-            prop = proposal_of_sizes(self.sizes, l)
-            if self._proposals:  # the same records by size at every l: held once
-                prop = replace(prop, by_size=next(iter(self._proposals.values())).by_size)
-            self._proposals[l] = prop
-        return self._proposals[l]
+        with self._proposal_lock:  # the runs in progress share them
+            if l not in self._proposals:
+                prop = proposal_of_sizes(self.sizes, l)
+                if self._proposals:  # the same records by size at every l: held once
+                    prop = replace(prop, by_size=next(iter(self._proposals.values())).by_size)
+                self._proposals[l] = prop
+            return self._proposals[l]
+
+    def check_stop(self):
+        """Raised in a run when another run has failed (or the wait for them was interrupted)."""
+        if self._stop.is_set():
+            raise _Stopped
 
     def sample(self, l, n, rng, cap, pairs, prop):
         """What :func:`.setvalued.sampling.sample_itemsets` (rejection) draws from the whole data."""
@@ -507,6 +523,7 @@ class ShardedRecords:
     def _proposed(self, prop, l, U, cap):
         """(items, support) of the proposals of the rows of U: support -1 if a record before the
         proposing one holds the items (rejected), else the sum of the shard supports (capped)."""
+        self.check_stop()
         records, positions = _positions(prop.arrays(), l, U)
         owner = self.owner[records]
         cands = np.empty((len(U), l), dtype=np.int32)
@@ -559,8 +576,20 @@ class ShardedRecords:
         def run(j):
             return self._run(j, seeds[j], constraints, align, plan, pairs, progress)[m]
 
+        self._stop.clear()
         with ThreadPoolExecutor(min(at_once, runs)) as pool:
-            results = list(pool.map(run, range(runs)))
+            futures = [pool.submit(run, j) for j in range(runs)]
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+                for f in futures:
+                    if f.done() and f.exception() is not None:
+                        raise f.exception()
+                results = [f.result() for f in futures]
+            except BaseException:  # the first failure (or Ctrl-C) stops the other runs at their next query
+                self._stop.set()
+                for f in futures:
+                    f.cancel()
+                raise
         return _best(constraints, align, plan, m, results, seeds)
 
     def _run(self, run, seed, constraints, align, plan, pairs, progress):
@@ -578,6 +607,10 @@ class ShardedRecords:
         """<R, D> as FIMI text (part ids), records in file order: what
         ``_fimi_bytes`` of :func:`.setvalued.release_data` writes on one machine."""
         return b"".join(self._call(lambda j: self.actors[j].released(result.data_partition, result.n_parts)))
+
+
+class _Stopped(Exception):
+    """A run stopped because another one failed (never seen outside :meth:`ShardedRecords.anonymize`)."""
 
 
 def _answers(actor) -> bool:
@@ -701,11 +734,20 @@ class _ShardedState(_State):
     def counts(self, parts, lens, k):
         """sum over the shards of min(|∩ R_j(P)|, k) for every generalized itemset (row)."""
         records, run = self.records, self.run
-        first = {j: self.sent[j] for j in range(records.count)}
-        counts = records._call(lambda j: records.actors[j].part_counts(run, first[j], self.log[first[j]:],
-                                                                          parts, lens, k))
+        records.check_stop()
+        first, found, todo = list(self.sent), {}, list(range(records.count))
+        while todo:
+            got = records._call(lambda j: records.actors[j].part_counts(run, first[j], self.log[first[j]:], parts,
+                                                                           lens, k), shards=todo)
+            behind = [j for j, c in zip(todo, got) if isinstance(c, int)]  # a revived shard: send it the rest
+            for j, c in zip(todo, got):
+                if isinstance(c, int):
+                    first[j] = c
+                else:
+                    found[j] = c
+            todo = behind
         self.sent = [len(self.log)] * records.count
-        return np.sum(counts, axis=0)
+        return np.sum([found[j] for j in range(records.count)], axis=0)
 
     def _parts_of_items(self):
         """(part of each data item, data items per part) under the current partition."""
