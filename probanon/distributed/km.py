@@ -739,10 +739,11 @@ class _ShardedState(_State):
         while todo:
             got = records._call(lambda j: records.actors[j].part_counts(run, first[j], self.log[first[j]:], parts,
                                                                            lens, k), shards=todo)
-            behind = [j for j, c in zip(todo, got) if isinstance(c, int)]  # a revived shard: send it the rest
+            behind = []
             for j, c in zip(todo, got):
-                if isinstance(c, int):
+                if isinstance(c, int):  # a revived shard with c merges: send it the rest
                     first[j] = c
+                    behind.append(j)
                 else:
                     found[j] = c
             todo = behind
