@@ -444,7 +444,7 @@ class ShardedRecords:
             try:
                 if rebuild and self.item_counts is not None:
                     self._build(actor, j, False).result()
-                    for run, state in list(self.runs.items()):  # a run that ends meanwhile ends there too
+                    for run, state in list(self.runs.items()):  # a run that ends meanwhile leaves its index there until close()
                         actor.start_run(run, state.align, state.c.n_items).result()
                         actor.part_counts(run, 0, list(state.log), np.zeros((0, 1), np.int32), np.zeros(0), 1).result()
             except BaseException:
