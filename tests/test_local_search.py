@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from probanon.errors import ParameterError
-from probanon.microagg.local_search import (_dissolve, _improve, _Search, _split, _swap_delta,
+from probanon.microagg import local_search as ls_module
+from probanon.microagg.local_search import (CellLists, _dissolve, _improve, _Search, _split, _swap_delta,
                                             iterated_local_search, local_search)
 from probanon.microagg.mdav import mdav_partition
 
@@ -47,11 +48,52 @@ def test_gain_formulas_match_recomputed_sse(seed):
 
     before = state_sse(s)
     gain, _ = _improve(s.Z, np.arange(60), s.nbr, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, 5, 3,
-                       0.0, 5, log(), 0)
+                       0.0, 5, log(), 0, s.clock, s.changed, s.seen_at)
     assert before - state_sse(s) == pytest.approx(gain, abs=1e-9)
     # the incrementally kept sums and centroids are those of the labels
     for q in np.flatnonzero(s.counts):
         np.testing.assert_allclose(s.cent[q], Z[s.labels == q].mean(0), atol=1e-12)
+
+
+def test_improve_skips_only_records_whose_cells_did_not_change():
+    # after the first sweep _improve re-evaluates a record only if its cell or a cell of its
+    # list changed; marking every cell as changed forces every evaluation: same moves, bit for
+    # bit (short lists on elongated data: leaving out either cell's mark changes 1-3 of these)
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        Z = rng.normal(size=(600, 2)) * [5, 1]
+        start = rng.permutation(np.arange(600) % 100)  # 100 random cells of 6: many sweeps of moves
+        runs = []
+        for force in (False, True):
+            s = _Search(Z, start, 5, 3)
+            changed = np.full_like(s.changed, 2**62) if force else s.changed
+            gain, _ = _improve(s.Z, np.arange(600), s.nbr, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent,
+                               5, 3, s.tol, 100, np.empty((0, 3), np.int64), 0, s.clock, changed, s.seen_at)
+            runs.append((s.labels.copy(), gain, s.clock[0]))
+        np.testing.assert_array_equal(runs[0][0], runs[1][0])
+        assert runs[0][1] == runs[1][1] > 0
+        assert runs[0][2] > 300  # moves in several sweeps (one sweep evaluates 600 records)
+
+
+def test_candidate_lists_are_carried_between_searches_on_the_same_cells(monkeypatch):
+    Z = np.random.default_rng(4).normal(size=(500, 3))
+    start = mdav_partition(Z, 5).labels
+    lists = CellLists()
+    first = local_search(Z, start, 5, lists=lists)
+    assert lists.nbr is not None and lists.nbr.shape == (100, ls_module.LIST)
+    live = lists.nbr[lists.nbr >= 0]
+    assert live.max() < 100 and not (lists.nbr == np.arange(100)[:, None]).any()
+
+    def no_tree(*args):
+        raise AssertionError("the carried lists should have been used")
+
+    monkeypatch.setattr(ls_module, "_neighbour_lists", no_tree)
+    second = iterated_local_search(Z, first, 5, 300, np.random.default_rng(1), lists=lists)
+    assert np.bincount(second).min() >= 5 and sse(Z, second) <= sse(Z, first) + 1e-9
+    monkeypatch.undo()
+    # free sizes that dissolve cells renumber them: the lists are not handed on
+    free = iterated_local_search(Z, second, 5, 300, np.random.default_rng(1), free_sizes=True, lists=lists)
+    assert free.max() + 1 < 100 and lists.nbr is None
 
 
 @pytest.mark.parametrize("free", [False, True])

@@ -107,6 +107,26 @@ def test_power_assign_and_improving_cells_follow_the_published_rule():
         assert (around[count == 0] == -1).all()
 
 
+def test_pooled_cells_are_the_candidates_of_the_cells_members_by_brute_force():
+    from probanon.microagg.candidates import pooled_cells
+
+    rng = np.random.default_rng(12)
+    n, Q, L = 2500, 60, 4
+    Z = np.round(rng.normal(size=(n, 2)), 1)  # ties in cost: the order within a pool matters
+    C = np.round(rng.normal(size=(Q, 2)), 1)
+    c = np.round(rng.uniform(-0.3, 0.0, Q), 2)
+    labels = rng.integers(0, Q, n)
+    near = np.where(rng.random((n, 5)) < 0.8, rng.integers(0, Q, (n, 5)), -1)
+    got = pooled_cells(Z, C, c, labels, near, L)
+    cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c[None, :]
+    for a in range(Q):
+        pool = sorted({a} | set(near[labels == a][near[labels == a] >= 0].tolist()))
+        for i in np.flatnonzero(labels == a):
+            keys = [(-np.inf if q == a else cost[i, q], rank) for rank, q in enumerate(pool)]
+            want = [pool[r] for _, r in sorted(keys)[:L]]  # stable: the lower cell id first on ties
+            assert got[i, :len(want)].tolist() == want and (got[i, len(want):] == -1).all()
+
+
 def test_pcl_memory_stays_linear_under_an_address_space_limit(tmp_path):
     # n = 60,000, k = 3: a dense n x |Q| float64 matrix would need 9.6 GB; the fit runs in a
     # subprocess whose address space is limited to 3 GB more than it holds after imports

@@ -313,6 +313,40 @@ def _pool_parallel(Z, centers, offsets, labels, start, pool, idx, nchunks):
         _pool_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, start, pool, idx)
 
 
+@njit(cache=True)
+def _pools(labels, near, Q):
+    """The pool of each cell a: a and every cell in a row of ``near`` of a record labelled a
+    (-1 pads skipped), ascending, as (start, pool): cell a's pool is pool[start[a]:start[a + 1]]."""
+    size = np.zeros(Q + 1, np.int64)
+    for i in range(labels.size):  # members of each cell, in record order (a counting sort)
+        size[labels[i] + 1] += 1
+    first = np.cumsum(size)
+    members = np.empty(labels.size, np.int64)
+    fill = first[:-1].copy()
+    for i in range(labels.size):
+        members[fill[labels[i]]] = i
+        fill[labels[i]] += 1
+    mark = np.full(Q, -1, np.int64)
+    pool = np.empty(labels.size * near.shape[1] + Q, np.int64)
+    start = np.zeros(Q + 1, np.int64)
+    m = 0
+    for a in range(Q):
+        mark[a] = a
+        pool[m] = a
+        m += 1
+        for s in range(first[a], first[a + 1]):
+            i = members[s]
+            for t in range(near.shape[1]):
+                q = near[i, t]
+                if q >= 0 and mark[q] != a:
+                    mark[q] = a
+                    pool[m] = q
+                    m += 1
+        pool[start[a]:m].sort()
+        start[a + 1] = m
+    return start, pool[:m]
+
+
 def pooled_cells(Z, centers, offsets, labels, near, L: int):
     """Candidates without a scan over all cells: the pool of cell a is every cell that is a
     candidate (row of ``near``, -1 pads) of some record labelled a, and a itself; each record
@@ -321,10 +355,7 @@ def pooled_cells(Z, centers, offsets, labels, near, L: int):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     Q = centers.shape[0]
     labels = np.ascontiguousarray(labels, dtype=np.int64)
-    valid = near >= 0
-    keys = np.unique(np.r_[labels[np.nonzero(valid)[0]] * Q + near[valid], np.arange(Q) * (Q + 1)])
-    owner, pool = np.divmod(keys, Q)
-    start = np.searchsorted(owner, np.arange(Q + 1))
+    start, pool = _pools(labels, np.ascontiguousarray(near, dtype=np.int64), Q)
     idx = np.empty((Z.shape[0], L), np.int64)
     args = (Z, np.ascontiguousarray(centers, dtype=np.float64), np.ascontiguousarray(offsets, dtype=np.float64),
             labels, start, pool, idx)
