@@ -188,6 +188,11 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
     return strict[0], best_centers, strict[1]
 
 
+#: most kicks per round by default (50 per cell below). 10-D Gaussians, k = 5, four samples of
+#: 10,000-20,000 records, one thread: SSE/n 1.5977 / 1.5896 / 1.5825 on average with at most
+#: 10,000 / 15,000 / 20,000, for 5.3 / 5.3 / 6.7 s at 20,000 records
+KICKS_MAX = 20_000
+
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
 STARTS = ("mdav", "pca")
 
@@ -213,7 +218,7 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
         if smooth is not None:
             return smooth
     speed = 1.0 if speed is None else min(1.0, speed)
-    kicks = min(50 * Q, 10_000) if kicks is None else kicks
+    kicks = min(50 * Q, KICKS_MAX) if kicks is None else kicks
     labels, near = _lloyd(Z, start, k, Q, max_iter, speed, _first_candidates(Z, start, Q), progress)
     lists = CellLists()
     labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
@@ -247,7 +252,7 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     principal-direction bisection (:mod:`.bisection`) into MDAV's group sizes (|Q| = floor(n/k)
     cells, all of k records but the last); then the steps of the module docstring (small
     cells: steps 2 and 3, ``kicks`` rounds of iterated local search, default
-    min(50 |Q|, 10000), seeded by ``random_state``, and steps 3 and 4 again). The result of
+    min(50 |Q|, 20000), seeded by ``random_state``, and steps 3 and 4 again). The result of
     lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
     partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
     "optimal univariate"), with strict offsets. ``free_sizes`` (cells of < 256 records): the
@@ -298,7 +303,7 @@ class PCL(Microaggregator):
     "mdav" for smaller ones); ``speed`` is the centroid speed factor s in (0, 2) (None: 1 for
     small cells, 1.8 for cells of >= 256 records; the paper damps with s = 1/2); ``kicks`` is
     the number of iterated-local-search kicks for cells of < 256 records (None:
-    min(50 |Q|, 10000); 0 turns it off); ``random_state`` seeds those kicks (the large-cell
+    min(50 |Q|, 20000) per round; 0 turns it off); ``random_state`` seeds those kicks (the large-cell
     path is deterministic). Fitted ``start_``: the start that gave the result.
 
     ``fit(X, progress=None)``: ``progress(stage, done, total)`` follows the run (see
