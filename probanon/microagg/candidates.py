@@ -247,8 +247,7 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, n
     offsets = np.ascontiguousarray(offsets, dtype=np.float64)
     labels = np.ascontiguousarray(labels, dtype=np.int64)
     n, Q = Z.shape[0], centers.shape[0]
-    order = np.argsort(labels, kind="stable")
-    start = np.searchsorted(labels[order], np.arange(Q + 1))
+    order, start = _by_cell(labels, Q)
     out = np.full((n, P), -1, np.int64)
     count = np.zeros(n, np.int64)
     args = (Z, centers, offsets, order, start, float(tol), out, count)
@@ -313,21 +312,19 @@ def _pool_parallel(Z, centers, offsets, labels, start, pool, idx, nchunks):
         _pool_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, start, pool, idx)
 
 
+def _by_cell(labels, Q):
+    """(order, start): the records of cell a, in record order, are order[start[a]:start[a + 1]]."""
+    order = np.argsort(labels, kind="stable")
+    return order, np.searchsorted(labels[order], np.arange(Q + 1))
+
+
 @njit(cache=True)
-def _pools(labels, near, Q):
-    """The pool of each cell a: a and every cell in a row of ``near`` of a record labelled a
-    (-1 pads skipped), ascending, as (start, pool): cell a's pool is pool[start[a]:start[a + 1]]."""
-    size = np.zeros(Q + 1, np.int64)
-    for i in range(labels.size):  # members of each cell, in record order (a counting sort)
-        size[labels[i] + 1] += 1
-    first = np.cumsum(size)
-    members = np.empty(labels.size, np.int64)
-    fill = first[:-1].copy()
-    for i in range(labels.size):
-        members[fill[labels[i]]] = i
-        fill[labels[i]] += 1
+def _pools(members, first, near, Q):
+    """The pool of each cell a: a and every cell in a row of ``near`` of a record of a
+    (``members[first[a]:first[a + 1]]``, :func:`_by_cell`; -1 pads skipped), ascending, as
+    (start, pool): cell a's pool is pool[start[a]:start[a + 1]]."""
     mark = np.full(Q, -1, np.int64)
-    pool = np.empty(labels.size * near.shape[1] + Q, np.int64)
+    pool = np.empty(members.size * near.shape[1] + Q, np.int64)
     start = np.zeros(Q + 1, np.int64)
     m = 0
     for a in range(Q):
@@ -355,7 +352,7 @@ def pooled_cells(Z, centers, offsets, labels, near, L: int):
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     Q = centers.shape[0]
     labels = np.ascontiguousarray(labels, dtype=np.int64)
-    start, pool = _pools(labels, np.ascontiguousarray(near, dtype=np.int64), Q)
+    start, pool = _pools(*_by_cell(labels, Q), np.ascontiguousarray(near, dtype=np.int64), Q)
     idx = np.empty((Z.shape[0], L), np.int64)
     args = (Z, np.ascontiguousarray(centers, dtype=np.float64), np.ascontiguousarray(offsets, dtype=np.float64),
             labels, start, pool, idx)
