@@ -27,13 +27,14 @@ def brute_best(Z, C, k):
     return best
 
 
-def highs_best(Z, C, m):
-    """The full transportation LP (every point-cell pair, dense) solved by HiGHS: optimal cost."""
+def highs_best(Z, C, m, D=None):
+    """The full transportation LP (every point-cell pair, dense; costs ``D``, default the
+    squared distances) solved by HiGHS: optimal cost."""
     from scipy.optimize import linprog
     from scipy.sparse import csr_matrix, kron, identity
 
     n, Q = len(Z), len(C)
-    D = ((Z[:, None, :] - C[None, :, :]) ** 2).sum(-1)
+    D = ((Z[:, None, :] - C[None, :, :]) ** 2).sum(-1) if D is None else D
     A_eq = kron(identity(n), np.ones((1, Q)), format="csr")  # y[i, q] at i * Q + q
     A_ub = -kron(np.ones((1, n)), identity(Q), format="csr")
     res = linprog(D.ravel(), A_ub=csr_matrix(A_ub), b_ub=-np.broadcast_to(m, Q), A_eq=A_eq, b_eq=np.ones(n),
@@ -73,6 +74,75 @@ def test_candidate_restricted_assignment_equals_the_dense_optimum(seed):
     assert r.columns <= n * Q / 2  # not the dense problem
     D = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + r.offsets[None, :]
     assert (D[np.arange(n), r.labels] <= D.min(1) + 1e-7).all()  # the potentials are duals
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_cancelling_cycles_reaches_the_flow_optimum_over_the_added_pairs(seed):
+    # the optimum over 6 candidates per point (half of the points without their nearest cell),
+    # then the nearest cell and 2 random ones added for every point: cancelling the
+    # negative cycles they close must reach the cost of HiGHS on the dense LP restricted to
+    # these pairs (huge costs elsewhere), with sizes >= m and potentials certifying every pair
+    from probanon.microagg.candidates import _pair_costs, nearest_cells
+    from probanon.microagg.potentials import cancel_cycles, feasible_potentials
+    from probanon.microagg.transport import _min_cost_flow
+
+    rng = np.random.default_rng(seed)
+    n, Q, d = 400, 50, 2 + seed % 3
+    Z, C = rng.normal(size=(n, d)), rng.normal(size=(Q, d))
+    m = rng.integers(3, 7, Q) if seed % 2 else np.full(Q, 5)
+    seven = nearest_cells(Z, C, np.zeros(Q), 7)[0]
+    near = np.where(rng.random(n)[:, None] < 0.5, seven[:, 1:], seven[:, :6])  # half lack their nearest cell
+    far = np.column_stack([near, seven[:, :1], rng.integers(0, Q, (n, 2))])
+    cost, grown = _pair_costs(Z, C, np.zeros(Q), near), _pair_costs(Z, C, np.zeros(Q), far)
+    tol = 1e-10 * cost.max()
+    labels = _min_cost_flow(near, cost, m)
+    labels, c0, _ = feasible_potentials(Z, C, labels, near, np.zeros(Q + 1), tol / 4, min_sizes=m)
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
+    allowed = np.zeros((n, Q), bool)
+    allowed[np.arange(n)[:, None], far] = True
+    before = D[np.arange(n), labels].sum()
+    best = highs_best(Z, C, m, np.where(allowed, D, 1e6))
+    assert best < before - 1e-6  # the added pairs do improve: cycles to cancel
+    labels, c = cancel_cycles(far, grown, labels, m, c0, tol / 4)
+    assert allowed[np.arange(n), labels].all() and (np.bincount(labels, minlength=Q) >= m).all()
+    assert D[np.arange(n), labels].sum() == pytest.approx(best, rel=1e-9)
+    power = D + c[None, :Q]
+    own = power[np.arange(n), labels]
+    assert (own[:, None] <= np.where(allowed, power, np.inf) + 1e-7).all()
+    surplus = np.bincount(labels, minlength=Q) > m
+    assert (np.abs(c[:Q][surplus] - c[Q]) <= 1e-7).all() and (c[:Q] <= c[Q] + 1e-7).all()
+
+
+def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
+    # after a full pricing, a round with a few offsets moved and a few records relabelled is
+    # priced incrementally: each record's improving cells must be those of a full pricing
+    from probanon.microagg.candidates import improving_cells
+    from probanon.microagg.transport import _price
+
+    rng = np.random.default_rng(5)
+    n, Q = 6000, 600
+    Z, C = rng.normal(size=(n, 4)), rng.normal(size=(Q, 4))
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
+    c = -rng.uniform(0, 0.5, Q)
+    labels = (D + c).argmin(1)
+    tol = 1e-10 * D.max()
+    priced = _price(Z, C, c, labels, tol, 4, None)[3]  # full: (offsets, labels) kept
+    c2, labels2 = c.copy(), labels.copy()
+    moved_cells = rng.choice(Q, 40, replace=False)
+    c2[moved_cells] += rng.normal(0, 0.3, 40)
+    c2[rng.choice(Q, 100)] += tol / 100  # below the drift threshold: not re-priced
+    relabelled = rng.choice(n, 30, replace=False)
+    labels2[relabelled] = rng.integers(0, Q, 30)
+    better, count, around, kept = _price(Z, C, c2, labels2, tol, 4, priced)
+    assert kept is priced  # incremental: the reference stays
+    full = improving_cells(Z, C, c2, labels2, 0.875 * tol, 4, near=True)
+    np.testing.assert_array_equal(count, full[1])
+    assert 0 < (count > 0).sum() < n
+    power = D + c2
+    gain = power < power[np.arange(n), labels2][:, None] - 0.875 * tol
+    np.testing.assert_array_equal(count, gain.sum(1))
+    for i in np.flatnonzero(count > 0)[:50]:
+        assert gain[i, better[i][better[i] >= 0]].all()
 
 
 def test_power_assign_and_improving_cells_follow_the_published_rule():

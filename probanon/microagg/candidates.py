@@ -159,9 +159,10 @@ def _scan(Z, centers, offsets, labels, rows, tol, P):
 
 
 @njit(cache=True)
-def _cell_pricing(Z, centers, CT, offsets, order, start, a, tol, out, count, acc):
-    """Improving cells of the members of cell a (``order[start[a]:start[a + 1]]``), by the
-    triangle inequality on the centres (see :func:`improving_cells`), then exact costs."""
+def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, count, acc):
+    """Improving cells among ``targets`` (``CT``: their centres, transposed) of the members of
+    cell a (``order[start[a]:start[a + 1]]``), by the triangle inequality on the centres (see
+    :func:`improving_cells`), then exact costs."""
     Q, d = centers.shape
     lo, hi = start[a], start[a + 1]
     m, L = hi - lo, out.shape[1] + 1
@@ -178,16 +179,18 @@ def _cell_pricing(Z, centers, CT, offsets, order, start, a, tol, out, count, acc
         insert_sorted(key[s], ids[s], own[s], a)
     R = R * (1.0 + 1e-7) + 1e-7  # padded for rounding: the filter may only keep too many cells
     R2 = R * R
-    for q in range(Q):  # squared distances of c_a to every centre, vectorised over q
-        acc[q] = 0.0
+    nt = targets.size
+    for j in range(nt):  # squared distances of c_a to the targets' centres, vectorised
+        acc[j] = 0.0
     for c in range(d):
         x = centers[a, c]
-        for q in range(Q):
-            t = CT[c, q] - x
-            acc[q] += t * t
-    for q in range(Q):
+        for j in range(nt):
+            t = CT[c, j] - x
+            acc[j] += t * t
+    for j in range(nt):
+        q = targets[j]
         h = R2 + offsets[a] - offsets[q] + 1e-9 * (1.0 + abs(offsets[a]) + abs(offsets[q]))
-        gap = acc[q] - R2 - h  # |c_q - c_a| <= R + sqrt(h)  <=>  gap <= 2 R sqrt(h)
+        gap = acc[j] - R2 - h  # |c_q - c_a| <= R + sqrt(h)  <=>  gap <= 2 R sqrt(h)
         if q == a or h < 0.0 or (gap > 0.0 and gap * gap > 4.0 * R2 * h):
             continue  # no member i can gain: (|c_q - c_a| - r_i)^2 + c_q > r_i^2 + c_a
         for s in range(m):
@@ -217,21 +220,20 @@ def _cell_pricing(Z, centers, CT, offsets, order, start, a, tol, out, count, acc
 
 
 @njit(cache=True, parallel=True)
-def _pricing_parallel(Z, centers, offsets, order, start, tol, out, count, nchunks):
+def _pricing_parallel(Z, centers, CT, targets, offsets, order, start, tol, out, count, nchunks):
     Q = centers.shape[0]
-    CT = np.ascontiguousarray(centers.T)
     for t in prange(nchunks):
-        acc = np.empty(Q)
+        acc = np.empty(targets.size)
         for a in range(t, Q, nchunks):  # interleaved: outer and inner cells in every chunk
-            _cell_pricing(Z, centers, CT, offsets, order, start, a, tol, out, count, acc)
+            _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, count, acc)
 
 
-def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False):
+def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False, targets=None):
     """(cells, count): up to P cells per record that beat its own cell by more than ``tol``
     (module docstring; -1 pads), the cheapest first, and how many there are (0 exactly when
     there is none); shapes (n, P) and (n,). With ``near``, also, for the records that have
     improving cells, the P + 1 cells of lowest cost (candidates around these offsets; -1 rows
-    elsewhere).
+    elsewhere). ``targets``: only these cells are tried (default all).
 
     Cell by cell, without a tree: a record i of cell a at r_i = |z_i - c_a| can only gain in
     cell q if (|c_q - c_a| - r_i)^2 + c_q < r_i^2 + c_a (triangle inequality), i.e. if
@@ -250,13 +252,15 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, n
     order, start = _by_cell(labels, Q)
     out = np.full((n, P), -1, np.int64)
     count = np.zeros(n, np.int64)
-    args = (Z, centers, offsets, order, start, float(tol), out, count)
+    targets = np.arange(Q) if targets is None else np.asarray(targets, dtype=np.int64)
+    CT = np.ascontiguousarray(centers[targets].T)
+    args = (Z, centers, CT, targets, offsets, order, start, float(tol), out, count)
     if n >= PARALLEL_MIN:
         _pricing_parallel(*args, _chunks())
     else:
-        CT, acc = np.ascontiguousarray(centers.T), np.empty(Q)
-        for a in range(Q):
-            _cell_pricing(Z, centers, CT, offsets, order, start, a, *args[5:], acc)
+        acc = np.empty(targets.size)
+        for a in np.unique(labels):
+            _cell_pricing(*args[:7], a, *args[7:], acc)
     if not near:
         return out, count
     around = np.full((n, min(P + 1, Q)), -1, np.int64)

@@ -112,8 +112,11 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress=_qui
     for step in range(max_iter):
         progress("local search", step, max_iter)
         moved = local_search(Z, best, k, neighbours=neighbours, lists=lists)
-        assigned, near = _reassign(Z, moved, k, Q, near)
-        sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
+        if step:  # the exact assignment after the first search: no change on 10^5 10-D records
+            sse, labels = _sse(Z, moved, Q), moved
+        else:
+            assigned, near = _reassign(Z, moved, k, Q, near)
+            sse, labels = min([(_sse(Z, moved, Q), moved), (_sse(Z, assigned, Q), assigned)], key=lambda t: t[0])
         better, go_on = _step(best_sse, sse)
         if better:
             best, best_sse = labels, sse

@@ -21,7 +21,10 @@ far cells that a record would still prefer and adds their edges.
 
 The same graph, with one more node (the sink s) and edges s -> q (c_q <= c_s = 0) and
 q -> s for cells above their minimum size (c_q >= c_s), gives the duals of the
-size-constrained assignment (:mod:`.transport`): :func:`feasible_potentials`.
+size-constrained assignment (:mod:`.transport`): :func:`feasible_potentials`. When a
+few pairs are added to an optimal assignment, :func:`cancel_cycles` goes on from its
+potentials instead: a queue-based Bellman-Ford with Tarjan's subtree disassembly, which finds
+each negative cycle as soon as it closes and cancels it at once.
 """
 
 from __future__ import annotations
@@ -185,3 +188,217 @@ def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_r
         grown[wrong, near.shape[1]:] = better[wrong]
         near = grown
     return None
+
+
+@njit(cache=True)
+def _parent(pred, esrc, v, sink):
+    """The node whose edge last lowered v (-1: none): a record edge's source cell, the sink
+    (code -2) or the cell of a cell -> sink edge (code -3 - cell)."""
+    p = pred[v]
+    if p >= 0:
+        return esrc[p]
+    if p == -2:
+        return sink
+    if p <= -3:
+        return -3 - p
+    return -1
+
+
+@njit(cache=True)
+def _flat(nxt, prv, depth, intree, pred):
+    """The search tree with every node a child of the root (the last index): thread in order."""
+    R = nxt.size - 1
+    for v in range(R):
+        nxt[v], prv[v], depth[v], intree[v], pred[v] = v + 1, v - 1, 1, True, -1
+    prv[0], nxt[R], prv[R], depth[R] = R, 0, R - 1, 0
+
+
+@njit(cache=True)
+def _graft(u, v, nxt, prv, depth, intree):
+    """Tarjan's subtree disassembly: take v's subtree out of the preorder thread (its nodes
+    leave the tree) and hang v under u. Returns True, leaving the thread broken, when u is in
+    v's subtree (the new edge u -> v closes a negative cycle)."""
+    if intree[v]:
+        y = nxt[v]
+        while depth[y] > depth[v]:
+            if y == u:
+                return True
+            intree[y] = False
+            y = nxt[y]
+        nxt[prv[v]], prv[y] = y, prv[v]
+    w = nxt[u]
+    nxt[u], prv[w], nxt[v], prv[v] = v, v, w, u
+    depth[v], intree[v] = depth[u] + 1, True
+    return False
+
+
+@njit(cache=True)
+def _enqueue(queue, inq, head, size, v):
+    if inq[v]:
+        return size
+    queue[(head + size) % queue.size] = v
+    inq[v] = True
+    return size + 1
+
+
+@njit(cache=True)
+def _cancel_cycles(near, D, labels, counts, m, c, tol, max_scans):
+    """Shortest-path potentials with immediate cycle detection (SPFA with Tarjan's subtree
+    disassembly) on the constraint graph of :func:`feasible_potentials`: record edges b -> a(i)
+    of weight D[i, t] - d(i, a(i)) + tol for b = near[i, t], sink edges of weight tol. Each
+    negative cycle found is cancelled at once (its records move one cell along it: sizes kept
+    or, through the sink, a surplus cell gives a record) and the search goes on from the
+    potentials reached. Modifies labels, counts and c in place. Returns the number of cycles
+    cancelled, or -1 when a record's cell is not among its candidates or more than
+    ``max_scans`` nodes were scanned."""
+    n, T = near.shape
+    Q = counts.size
+    sink = Q
+    start = np.zeros(Q + 2, np.int64)  # edges grouped by source cell (CSR)
+    for i in range(n):
+        for t in range(T):
+            if near[i, t] >= 0:
+                start[near[i, t] + 2] += 1
+    for q in range(Q):
+        start[q + 2] += start[q + 1]
+    E = start[Q + 1]
+    erec = np.empty(E, np.int64)
+    eslot = np.empty(E, np.int64)
+    esrc = np.empty(E, np.int64)
+    for i in range(n):
+        for t in range(T):
+            b = near[i, t]
+            if b >= 0:
+                e = start[b + 1]
+                erec[e], eslot[e], esrc[e] = i, t, b
+                start[b + 1] += 1
+    du = np.empty(n)  # each record's cost in its own cell
+    for i in range(n):
+        du[i] = np.inf
+        for t in range(T):
+            if near[i, t] == labels[i]:
+                du[i] = D[i, t]
+                break
+        if du[i] == np.inf:
+            return -1
+    queue = np.empty(Q + 1, np.int64)
+    inq = np.zeros(Q + 1, np.bool_)
+    nxt = np.empty(Q + 2, np.int64)
+    prv = np.empty(Q + 2, np.int64)
+    depth = np.empty(Q + 2, np.int64)
+    intree = np.empty(Q + 2, np.bool_)
+    pred = np.empty(Q + 1, np.int64)
+    _flat(nxt, prv, depth, intree, pred)
+    head, size = 0, 0
+    for v in range(Q + 1):
+        size = _enqueue(queue, inq, head, size, v)
+    cancelled, scans = 0, 0
+    while True:
+        while size > 0:
+            u = queue[head]
+            head = (head + 1) % (Q + 1)
+            size -= 1
+            inq[u] = False
+            if not intree[u]:  # an ancestor fell since u was queued: u falls again first
+                continue
+            scans += 1
+            if scans > max_scans:
+                return -1
+            cycle = -1
+            if u == sink:
+                v = c[sink] + tol
+                for q in range(Q):
+                    if v < c[q]:
+                        c[q], pred[q] = v, -2
+                        if _graft(u, q, nxt, prv, depth, intree):
+                            cycle = q
+                            break
+                        size = _enqueue(queue, inq, head, size, q)
+            else:
+                cu = c[u]
+                for e in range(start[u], start[u + 1]):
+                    i = erec[e]
+                    a = labels[i]
+                    if a == u:
+                        continue
+                    v = cu + D[i, eslot[e]] - du[i] + tol
+                    if v < c[a]:
+                        c[a], pred[a] = v, e
+                        if _graft(u, a, nxt, prv, depth, intree):
+                            cycle = a
+                            break
+                        size = _enqueue(queue, inq, head, size, a)
+                if cycle < 0 and counts[u] > m[u] and cu + tol < c[sink]:
+                    c[sink], pred[sink] = cu + tol, -3 - u
+                    if _graft(u, sink, nxt, prv, depth, intree):
+                        cycle = sink
+                    else:
+                        size = _enqueue(queue, inq, head, size, sink)
+            if cycle < 0:
+                continue
+            total, v = 0.0, cycle  # the cycle's weight with today's labels: cancel only a negative one
+            while True:
+                p = pred[v]
+                if p >= 0:
+                    total += D[erec[p], eslot[p]] - du[erec[p]] + tol
+                else:
+                    total += tol
+                v = _parent(pred, esrc, v, sink)
+                if v == cycle:
+                    break
+            if total < 0.0:
+                v = cycle
+                while True:
+                    p = pred[v]
+                    u = _parent(pred, esrc, v, sink)
+                    if p >= 0:  # record erec[p] moves from cell v to cell u
+                        i = erec[p]
+                        labels[i], du[i] = u, D[i, eslot[p]]
+                        counts[v] -= 1
+                        counts[u] += 1
+                        for t in range(T):  # its edges changed: rescan their sources
+                            if near[i, t] >= 0:
+                                size = _enqueue(queue, inq, head, size, near[i, t])
+                    v = u
+                    if v == cycle:
+                        break
+                cancelled += 1
+            for v in range(Q + 1):  # nodes that fell but were not scanned since: scan again
+                if not intree[v]:
+                    size = _enqueue(queue, inq, head, size, v)
+            size = _enqueue(queue, inq, head, size, sink)
+            _flat(nxt, prv, depth, intree, pred)
+        _flat(nxt, prv, depth, intree, pred)
+        for u in range(Q):  # the certificate: every edge holds, else search on
+            cu = c[u]
+            bad = counts[u] > m[u] and cu + tol < c[sink]
+            for e in range(start[u], start[u + 1]):
+                i = erec[e]
+                if labels[i] != u and cu + D[i, eslot[e]] - du[i] + tol < c[labels[i]]:
+                    bad = True
+                    break
+            if bad or c[sink] + tol < c[u]:
+                size = _enqueue(queue, inq, head, size, u)
+                size = _enqueue(queue, inq, head, size, sink)
+        if size == 0:
+            return cancelled
+
+
+def cancel_cycles(near, cost, labels, min_sizes, c0, tol, max_scans: int | None = None):
+    """Labels optimal over the candidate pairs ``near`` (n, T; -1 pads; ``cost`` their squared
+    distances) with at least ``min_sizes[q]`` records in cell q, and potentials c (Q + 1
+    entries, the sink last) certifying it as :func:`feasible_potentials` does, reached from
+    feasible ``labels`` (each among its candidates) and potentials ``c0`` by cancelling negative
+    exchange cycles (:func:`_cancel_cycles`). Cheaper than solving the flow again when the
+    labels are optimal over most of the pairs (pairs just added by pricing). Returns (labels,
+    c) or None (a record's cell not among its candidates, or the work bound, by default 200
+    scans per node, exceeded)."""
+    labels = np.array(labels, dtype=np.int64)
+    Q = len(c0) - 1
+    counts = np.bincount(labels, minlength=Q).astype(np.int64)
+    c = np.array(c0, dtype=np.float64)
+    max_scans = 200 * (Q + 1) if max_scans is None else max_scans
+    done = _cancel_cycles(np.ascontiguousarray(near, dtype=np.int64), np.ascontiguousarray(cost, dtype=np.float64),
+                          labels, counts, np.broadcast_to(np.asarray(min_sizes, dtype=np.int64), Q).copy(), c,
+                          float(tol), int(max_scans))
+    return None if done < 0 else (labels, c)

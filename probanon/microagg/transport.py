@@ -25,7 +25,10 @@ no n x |Q| matrix); afterwards every excluded pair is priced with the potentials
 (d_iq + lambda_q < d_ia + lambda_a - tol, a the point's cell, means it would improve; cell by
 cell with a triangle-inequality filter and early exit, O(n + |Q|) memory) and added, until
 none is (column generation): the result is optimal for the full problem to within
-tol = 1e-10 of the largest candidate cost per point.
+tol = 1e-10 of the largest candidate cost per point. Once few records gained pairs, the next
+round cancels the negative cycles those pairs close (:func:`.potentials.cancel_cycles`)
+instead of solving the flow again, and a round prices over all cells only the records whose
+cell's offset or label moved, the others against the cells whose offset moved (:func:`_price`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ import numpy as np
 
 from ..errors import ParameterError, ProbanonError
 from .candidates import _pair_costs, improving_cells, nearest_cells
-from .potentials import feasible_potentials
+from .potentials import cancel_cycles, feasible_potentials
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,41 @@ def _min_cost_flow(near, cost, m):
     return labels
 
 
+#: after a pricing round that found improving cells for at most CANCEL_MAX records, the next
+#: round cancels the negative cycles that the added pairs close (:func:`.potentials.cancel_cycles`,
+#: bounded by CANCEL_SWEEPS scans per cell, else the flow is solved again). PCL's last
+#: assignment at 10^5 records, 10-D: rounds with 69 / 21 / 5 improving records took 0.12 s each
+#: this way against 1.1-1.2 s for a new flow; at 541 records 1.2 s (51 scans per cell)
+CANCEL_MAX, CANCEL_SWEEPS = 200, 10
+
+
+def _price(Z, centers, c, labels, tol, P, priced):
+    """Pricing of the excluded pairs (:func:`.candidates.improving_cells` with ``near``, P
+    cells per record) at offsets c, and the (offsets, labels) that later rounds are priced
+    against. After a full pricing at offsets c' and labels a', a later round with at most
+    |Q| / 3 cells whose offset moved by more than tol / 16 (set S) prices the members of the
+    cells of S and of the cells that records joined since over all cells, and every other
+    record over the cells of S only: for any other pair the record stayed and the offsets of
+    its cell and of the other cell moved by at most tol / 16 each, so pricing at 7/8 tol
+    everywhere certifies optimality to within tol. PCL's last assignment at 10^5 records,
+    10-D: 0.07-0.5 s for such rounds against 1.5-1.8 s for a full pricing."""
+    n, Q = Z.shape[0], centers.shape[0]
+    moved = None if priced is None else np.flatnonzero(np.abs(c - priced[0]) > tol / 16)
+    if moved is None or moved.size > Q // 3:
+        return (*improving_cells(Z, centers, c, labels, 0.875 * tol, P, near=True), (c.copy(), labels.copy()))
+    dirty = np.zeros(Q, bool)
+    dirty[moved] = True
+    dirty[labels[labels != priced[1]]] = True
+    better = np.full((n, P), -1, np.int64)
+    count = np.zeros(n, np.int64)
+    around = np.full((n, min(P + 1, Q)), -1, np.int64)
+    for rows, targets in ((np.flatnonzero(dirty[labels]), None), (np.flatnonzero(~dirty[labels]), moved)):
+        if rows.size and (targets is None or targets.size):
+            better[rows], count[rows], around[rows] = improving_cells(Z[rows], centers, c, labels[rows], 0.875 * tol,
+                                                                      P, near=True, targets=targets)
+    return better, count, around, priced
+
+
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
                      exact: bool = True, pricing: int = 4) -> TransportAssignment:
     """Optimal assignment of the rows of ``Z`` to ``centers`` with at least ``min_sizes[q]``
@@ -109,27 +147,32 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
     L = min(Q, max(2, candidates))
     near = nearest_cells(Z, centers, start, L)[0] if near is None else np.asarray(near, dtype=np.int64)
     c0 = np.r_[start, 0.0]
-    c = None
+    c, few, priced = None, False, None
     for _ in range(max_rounds):
         cost = _pair_costs(Z, centers, np.zeros(Q), near)
-        labels = _min_cost_flow(near, cost, m)
-        if labels is None:  # infeasible with these candidates: widen them
-            if L == Q:
-                raise ProbanonError("size-constrained assignment is infeasible")
-            L = min(Q, 2 * L)
-            near = nearest_cells(Z, centers, start, L)[0]
-            continue
-        if not exact:
-            break
         tol = 1e-10 * float(cost[np.isfinite(cost)].max())
-        found = feasible_potentials(Z, centers, labels, near, c0, tol / 4, min_sizes=m)
+        found = None
+        if few:  # few records gained pairs: cancel the cycles they close instead of a new flow
+            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=CANCEL_SWEEPS * (Q + 1))
         if found is None:
-            raise ProbanonError("size-constrained assignment: rounding cycles do not end")
-        labels, c, _ = found
+            labels = _min_cost_flow(near, cost, m)
+            if labels is None:  # infeasible with these candidates: widen them
+                if L == Q:
+                    raise ProbanonError("size-constrained assignment is infeasible")
+                L = min(Q, 2 * L)
+                near = nearest_cells(Z, centers, start, L)[0]
+                continue
+            if not exact:
+                break
+            found = feasible_potentials(Z, centers, labels, near, c0, tol / 4, min_sizes=m)
+            if found is None:
+                raise ProbanonError("size-constrained assignment: rounding cycles do not end")
+        labels, c = found[:2]
         c = c[:Q] - c[Q]
-        better, count, around = improving_cells(Z, centers, c, labels, tol, pricing, near=True)  # price the excluded pairs
+        better, count, around, priced = _price(Z, centers, c, labels, tol, pricing, priced)  # the excluded pairs
         if not count.any():
             break
+        few = np.count_nonzero(count) <= CANCEL_MAX
         # add the improving cells and, for the records that have some, the other cells of lowest
         # cost at these duals (fewer rounds; repeated pairs are parallel arcs of equal cost)
         grown = np.column_stack([near, np.where(count[:, None] > 0, around, -1), better])
