@@ -134,7 +134,6 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     relabelled = rng.choice(n, 30, replace=False)
     labels2[relabelled] = rng.integers(0, Q, 30)
     better, count, around, kept = _price(Z, C, c2, labels2, tol, 4, priced)
-    assert kept is priced  # incremental: the reference stays
     full = improving_cells(Z, C, c2, labels2, 0.875 * tol, 4, near=True)
     np.testing.assert_array_equal(count, full[1])
     assert 0 < (count > 0).sum() < n
@@ -143,6 +142,11 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     np.testing.assert_array_equal(count, gain.sum(1))
     for i in np.flatnonzero(count > 0)[:50]:
         assert gain[i, better[i][better[i] >= 0]].all()
+    # the reference stays, unless a record has more improving cells than are added (P): then
+    # the next round prices everything
+    assert count.max() > 4 and kept is None
+    assert _price(Z, C, c2, labels2, tol, Q, priced)[3] is priced
+    assert _price(Z, C, c2, labels2, tol, 4, None)[3] is None
 
 
 def test_power_assign_and_improving_cells_follow_the_published_rule():

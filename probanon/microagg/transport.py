@@ -108,12 +108,15 @@ def _price(Z, centers, c, labels, tol, P, priced):
     cells of S and of the cells that records joined since over all cells, and every other
     record over the cells of S only: for any other pair the record stayed and the offsets of
     its cell and of the other cell moved by at most tol / 16 each, so pricing at 7/8 tol
-    everywhere certifies optimality to within tol. PCL's last assignment at 10^5 records,
+    everywhere certifies optimality to within tol. A round where a record has more than P
+    improving cells (not all of them added) is followed by a full pricing, which the argument
+    needs. PCL's last assignment at 10^5 records,
     10-D: 0.07-0.5 s for such rounds against 1.5-1.8 s for a full pricing."""
     n, Q = Z.shape[0], centers.shape[0]
     moved = None if priced is None else np.flatnonzero(np.abs(c - priced[0]) > tol / 16)
     if moved is None or moved.size > Q // 3:
-        return (*improving_cells(Z, centers, c, labels, 0.875 * tol, P, near=True), (c.copy(), labels.copy()))
+        better, count, around = improving_cells(Z, centers, c, labels, 0.875 * tol, P, near=True)
+        return better, count, around, (None if (count > P).any() else (c.copy(), labels.copy()))
     dirty = np.zeros(Q, bool)
     dirty[moved] = True
     dirty[labels[labels != priced[1]]] = True
@@ -124,7 +127,7 @@ def _price(Z, centers, c, labels, tol, P, priced):
         if rows.size and (targets is None or targets.size):
             better[rows], count[rows], around[rows] = improving_cells(Z[rows], centers, c, labels[rows], 0.875 * tol,
                                                                       P, near=True, targets=targets)
-    return better, count, around, priced
+    return better, count, around, (None if (count > P).any() else priced)
 
 
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
