@@ -62,7 +62,7 @@ from .candidates import improving_cells, nearest_cells, pooled_cells
 from .local_search import CellLists, iterated_local_search, local_search
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
-from .potentials import strict_offsets
+from .potentials import split_duplicates, strict_offsets
 from .transport import squared_distances, transport_assign
 from .univariate import optimal_univariate
 
@@ -157,7 +157,8 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
     """Large cells: offsets by LM for the MDAV sizes (to within 0.5% of a cell, at most
     ``lm_iter`` steps from the previous exact offsets), exact sizes by successive shortest
     paths, centroid updates with speed s until the SSE has not fallen by 0.02% for
-    ``patience`` iterations; then strict offsets. Returns (labels, centers, offsets) or None."""
+    ``patience`` iterations; then strict offsets. Returns (labels, centers, offsets, strict)
+    or None (``strict``: whether the offsets are strict, see :func:`_pcl`)."""
     Q = int(start.max()) + 1
     targets = np.bincount(start, minlength=Q)
     tolerance = max(1.0, 0.005 * targets.min())
@@ -187,8 +188,8 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
     strict = strict_offsets(Z, best_centers, best, best_offsets)
     progress("publish", 1, 1)
     if strict is None:  # ties that no margin separates: publish the potentials of fill_deficits
-        return best, best_centers, best_offsets
-    return strict[0], best_centers, strict[1]
+        return best, best_centers, best_offsets, False
+    return strict[0], best_centers, strict[1], True
 
 
 #: most kicks per round by default (50 per cell below). 10-D Gaussians, k = 5, four samples of
@@ -214,7 +215,7 @@ def _starts(init, k):
 
 
 def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_quiet, free_sizes=True):
-    """PCL from one starting partition: (labels, centers, offsets)."""
+    """PCL from one starting partition: (labels, centers, offsets, strict)."""
     Q = int(start.max()) + 1
     if k >= SMOOTH_MIN_K:
         smooth = _pcl_smooth(Z, start, OVER_RELAXED if speed is None else speed, max_iter, progress=progress)
@@ -244,7 +245,7 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
     r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES), pricing=8)
     strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
     progress("publish", 1, 1)
-    return (r.labels, centers, r.offsets) if strict is None else (strict[0], centers, strict[1])
+    return (r.labels, centers, r.offsets, False) if strict is None else (strict[0], centers, strict[1], True)
 
 
 def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None,
@@ -266,6 +267,14 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     start" or "pca start", before any numba compilation) and along each start's stages
     ("Lloyd", "local search", "kicks", "offsets", "publish"), with ``done`` of ``total``
     units of that stage; a stage that converges early ends with done == total."""
+    return _pcl(Z, k, max_iter, speed, neighbours, kicks, random_state, init, progress, free_sizes)[:4]
+
+
+def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None, init="auto",
+         progress=None, free_sizes: bool = True):
+    """:func:`pcl_partition`'s result and whether the offsets are strict: then the published
+    rule assigns every record its label but those with an identical twin in another cell
+    (:func:`.potentials.strict_offsets`)."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     names = _starts(init, k)
     progress = _quiet if progress is None else progress
@@ -273,7 +282,7 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     Q = n // k
     if Q == 1:
         progress("publish", 1, 1)
-        return np.zeros(n, dtype=np.int64), Z.mean(axis=0, keepdims=True), np.zeros(1), names[0]
+        return np.zeros(n, dtype=np.int64), Z.mean(axis=0, keepdims=True), np.zeros(1), names[0], True
     rng = check_random_state(random_state)
     if Z.shape[1] == 1:  # one column: the optimum itself, sizes free in k..2k-1 (Hansen & Mukherjee 2003)
         progress("optimal univariate", 0, 1)
@@ -281,7 +290,8 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
         centers = group_means(Z, labels, int(labels.max()) + 1)
         strict = strict_offsets(Z, centers, labels)
         progress("optimal univariate", 1, 1)
-        return labels, centers, (np.zeros(len(centers)) if strict is None else strict[1]), "optimal univariate"
+        offsets = np.zeros(len(centers)) if strict is None else strict[1]
+        return labels, centers, offsets, "optimal univariate", strict is not None
     best = None
     for number, name in enumerate(names):
         progress(f"{name} start", number, len(names))
@@ -292,7 +302,7 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
         result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes)
         sse = _sse(Z, result[0])
         if best is None or sse < best[0]:
-            best = (sse, *result, name)
+            best = (sse, *result[:3], name, result[3])
     return best[1:]
 
 
@@ -343,9 +353,12 @@ class PCL(Microaggregator):
         rng = check_random_state(self.random_state)
         memory.check_pcl_memory(Z.shape[0], self.k_)
         speed = None if self.speed is None else float(self.speed)
-        labels, centers, offsets, self.start_ = pcl_partition(Z, self.k_, speed=speed, kicks=self.kicks,
+        labels, centers, offsets, self.start_, strict = _pcl(Z, self.k_, speed=speed, kicks=self.kicks,
                                                              random_state=rng, init=self.init, progress=progress,
                                                              free_sizes=bool(self.free_sizes))
-        # records the published rule assigns elsewhere: those with a cell that beats theirs (ties: lower index)
-        self.function_mismatches_ = int((improving_cells(Z, centers, offsets, labels, 0.0, 1)[1] > 0).sum())
+        # records the published rule assigns elsewhere: those with a cell that beats theirs (ties:
+        # lower index); with strict offsets only records with a twin in another cell can be
+        rows = np.flatnonzero(split_duplicates(Z, labels)) if strict else np.arange(Z.shape[0])
+        found = improving_cells(Z[rows], centers, offsets, labels[rows], 0.0, 1)[1] if rows.size else rows
+        self.function_mismatches_ = int((found > 0).sum())
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}
