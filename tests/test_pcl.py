@@ -244,6 +244,32 @@ def test_pcl_beats_mdav_and_publishes_its_partition():
     np.testing.assert_allclose(p.fit_transform(Z), p.centroids_[p.labels_])
 
 
+def test_locality_groups_records_by_cell_in_spatial_order_and_pcl_maps_labels_back():
+    from scipy.spatial import cKDTree
+
+    from probanon.microagg.pcl import _locality
+
+    rng = np.random.default_rng(4)
+    Z = rng.normal(size=(600, 3))
+    labels = rng.permutation(np.repeat(np.arange(120), 5))
+    perm, renumbered = _locality(Z, labels)
+    assert sorted(perm.tolist()) == list(range(600))
+    assert (np.diff(renumbered) >= 0).all() and renumbered[0] == 0 and renumbered[-1] == 119  # cells in runs
+    # the same partition, cells renumbered in the leaf order of a k-d tree over the cell means
+    means = np.array([Z[labels == q].mean(0) for q in range(120)])
+    leaf = cKDTree(means, leafsize=8).indices
+    np.testing.assert_array_equal(labels[perm], leaf[renumbered])
+    for q in range(120):  # records of a cell keep their input order
+        rows = perm[renumbered == q]
+        assert (np.diff(rows) > 0).all() and (labels[rows] == leaf[q]).all()
+    # PCL works on the permuted records and returns labels in the input order: the published
+    # function assigns each input record its own label, every cell holds >= k records
+    X = rng.normal(size=(400, 4))
+    p = PCL(4, random_state=0, kicks=50).fit(X)
+    np.testing.assert_array_equal(p.function_.assign(X), p.labels_)
+    np.testing.assert_allclose(p.centroids_, np.array([X[p.labels_ == q].mean(0) for q in range(p.labels_.max() + 1)]))
+
+
 @pytest.mark.parametrize("d, expected", [(1, 1 - 2 / math.pi), (2, 1 - 1 / math.pi)])
 def test_two_cells_of_a_gaussian(d, expected):
     # NOTES.md §3: |Q| = 2 equal cells of a standard Gaussian have D = 1 - 2/pi (d = 1) and

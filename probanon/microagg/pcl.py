@@ -17,18 +17,19 @@ hold at least k points. This implementation alternates the two conditions exactl
    so an iteration costs O(n L d) and no n x |Q| matrix exists; the own cell is always a
    candidate, so the SSE never rises. Centroid update: cell means (speed factor s, paper:
    s = 1/2; s = 1 here by default, since the exact assignment needs no slowdown). Repeat
-   while the SSE decreases by at least 0.01% (``RTOL``) per iteration.
+   while the SSE decreases by at least 0.1% (``RTOL``) per iteration.
 3. Exact-gain moves and swaps between neighbouring cells (:mod:`.local_search`) escape the
    local minima of step 2; alternate with step 2 while the SSE decreases (by ``RTOL``). Then iterated
    local search (random kicks kept only when they lower the SSE, seeded by
    ``random_state``) and step 3 again. Free sizes (issue 16.4, default): right after the
-   first round, a second round of kicks that may also dissolve a cell or split one of >= 2k
-   records, so the number of cells and their sizes (>= k) are optimised too, then step 3
+   first round, a second round of kicks (``FREE_KICKS_PER_CELL``) that may also dissolve a
+   cell or split one of >= 2k records, so the number of cells and their sizes (>= k) are optimised too, then step 3
    (``free_sizes=False``: MDAV's floor(n/k) cells). The free-size kicks keep only what lowers
    the SSE, but step 3 is not run between the two rounds (it saved 4 s of 54 at 10^5
    records, 10-D; the SSE moved by under 0.15% either way on 10^4 - 10^5-record
    Gaussians), so the free-size result is not bound to be below the fixed-size one for the
-   same seed; it is on every CASC case of ``benchmarks/scale.py freesizes``.
+   same seed; it is on every CASC case of ``benchmarks/scale.py freesizes``. The records are
+   first put in cell order, the cells in spatial order (:func:`_locality`), for cache reuse.
 4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs cell by
    cell with a triangle-inequality bound, :func:`.candidates.improving_cells`), gives the
    labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`:
@@ -52,6 +53,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from scipy.spatial import cKDTree
 
 from .._validation import check_random_state
 from ..errors import ParameterError
@@ -94,9 +96,10 @@ def _reassign(Z, labels, k, Q, near, centers=None):
     return r.labels, r.candidates
 
 
-#: the alternations stop when an iteration lowered the SSE by less than this fraction (at 10^5
-#: records each further iteration costs seconds and gained at most 1e-5 of the SSE)
-RTOL = 1e-4
+#: the alternations stop when an iteration lowered the SSE by less than this fraction (10^5 x 10,
+#: k = 5: Lloyd's third and fourth iterations gained 1.8e-4 and 2e-5 of the SSE, a second local
+#: search 1e-4, for 1-2 s each; the kicks that follow gain 1-2%)
+RTOL = 1e-3
 
 
 def _step(best_sse, sse):
@@ -192,10 +195,14 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
     return strict[0], best_centers, strict[1], True
 
 
-#: most kicks per round by default (50 per cell below). 10-D Gaussians, k = 5, four samples of
-#: 10,000-20,000 records, one thread: SSE/n 1.5977 / 1.5896 / 1.5825 on average with at most
-#: 10,000 / 15,000 / 20,000, for 5.3 / 5.3 / 6.7 s at 20,000 records
-KICKS_MAX = 20_000
+#: default kicks per cell of the fixed-size and the free-size round, at most KICKS_MAX a round
+#: (10-D Gaussians, k = 5, four samples of 10,000-20,000 records, one thread: SSE/n 1.5977 /
+#: 1.5896 / 1.5825 on average with at most 10,000 / 15,000 / 20,000). A free-size kick
+#: (dissolves, splits) costs several fixed-size ones: on the CASC files (census, tarragona; k =
+#: 3, 5, 10; seeds 0-5) 75 + 12.5 kicks per cell gave the same mean IL as 50 + 50 (within
+#: 0.01-0.04, either way) in 65-85% of the time; where the cap binds (10^4 records and more),
+#: both rounds run KICKS_MAX (the free-size round then gains as much as the other)
+KICKS_PER_CELL, FREE_KICKS_PER_CELL, KICKS_MAX = 75, 12.5, 20_000
 
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
 STARTS = ("mdav", "pca")
@@ -214,15 +221,41 @@ def _starts(init, k):
     return names
 
 
+def _locality(Z, labels):
+    """(perm, labels of Z[perm]): the records grouped by cell, the cells in the leaf order of a
+    k-d tree over their means (renumbered in that order). The local search, the kicks and the
+    pricing visit a cell's members and its neighbours' one after another: in this order they
+    share cache lines (10^5 x 10, k = 5: a local search from MDAV 9.1 -> 3.9 s, SSE equal to
+    0.02%)."""
+    Q = int(labels.max()) + 1
+    rank = np.empty(Q, np.int64)
+    rank[cKDTree(group_means(Z, labels, Q), leafsize=8).indices] = np.arange(Q)
+    renumbered = rank[labels]
+    perm = np.argsort(renumbered, kind="stable")
+    return perm, renumbered[perm]
+
+
 def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_quiet, free_sizes=True):
     """PCL from one starting partition: (labels, centers, offsets, strict)."""
-    Q = int(start.max()) + 1
     if k >= SMOOTH_MIN_K:
         smooth = _pcl_smooth(Z, start, OVER_RELAXED if speed is None else speed, max_iter, progress=progress)
         if smooth is not None:
             return smooth
+    perm, start = _locality(Z, start)
+    labels, centers, offsets, strict = _small_cells(np.ascontiguousarray(Z[perm]), start, k, max_iter, speed,
+                                                    neighbours, kicks, rng, progress, free_sizes)
+    back = np.empty_like(labels)
+    back[perm] = labels
+    return back, centers, offsets, strict
+
+
+def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes):
+    """Steps 2-4 of the module docstring for cells of < SMOOTH_MIN_K records (or where the
+    large-cell path failed): (labels, centers, offsets, strict)."""
+    Q = int(start.max()) + 1
     speed = 1.0 if speed is None else min(1.0, speed)
-    kicks = min(50 * Q, KICKS_MAX) if kicks is None else kicks
+    free_kicks = min(int(FREE_KICKS_PER_CELL * Q), KICKS_MAX) if kicks is None else kicks
+    kicks = min(KICKS_PER_CELL * Q, KICKS_MAX) if kicks is None else kicks
     labels, near = _lloyd(Z, start, k, Q, max_iter, speed, _first_candidates(Z, start, Q), progress)
     lists = CellLists()
     labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
@@ -232,10 +265,10 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
     if not free_sizes:  # with free sizes, the alternation after the free-size kicks serves both rounds
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
     else:  # more kicks that may also dissolve and split cells
-        progress("free-size kicks", 0, kicks)
-        labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, free_sizes=True,
+        progress("free-size kicks", 0, free_kicks)
+        labels = iterated_local_search(Z, labels, k, free_kicks, rng, neighbours=neighbours, free_sizes=True,
                                        lists=lists)
-        progress("free-size kicks", kicks, kicks)
+        progress("free-size kicks", free_kicks, free_kicks)
         if int(labels.max()) + 1 != Q:
             Q = int(labels.max()) + 1
             near = _first_candidates(Z, labels, Q)
@@ -255,8 +288,9 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     From each start that ``init`` names (see :func:`_starts`): MDAV's partition, or the
     principal-direction bisection (:mod:`.bisection`) into MDAV's group sizes (|Q| = floor(n/k)
     cells, all of k records but the last); then the steps of the module docstring (small
-    cells: steps 2 and 3, ``kicks`` rounds of iterated local search, default
-    min(50 |Q|, 20000), seeded by ``random_state``, and steps 3 and 4 again). The result of
+    cells: steps 2 and 3, ``kicks`` kicks of iterated local search per round, default
+    min(75 |Q|, 20000) and, with ``free_sizes``, min(12.5 |Q|, 20000) free-size kicks, seeded
+    by ``random_state``, and steps 3 and 4 again). The result of
     lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
     partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
     "optimal univariate"), with strict offsets. ``free_sizes`` (cells of < 256 records): the
@@ -291,7 +325,8 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
         strict = strict_offsets(Z, centers, labels)
         progress("optimal univariate", 1, 1)
         offsets = np.zeros(len(centers)) if strict is None else strict[1]
-        return labels, centers, offsets, "optimal univariate", strict is not None
+        # the offsets certify strict[0]: flagged strict only if polishing moved no record
+        return labels, centers, offsets, "optimal univariate", strict is not None and np.array_equal(strict[0], labels)
     best = None
     for number, name in enumerate(names):
         progress(f"{name} start", number, len(names))
@@ -316,7 +351,8 @@ class PCL(Microaggregator):
     "mdav" for smaller ones); ``speed`` is the centroid speed factor s in (0, 2) (None: 1 for
     small cells, 1.8 for cells of >= 256 records; the paper damps with s = 1/2); ``kicks`` is
     the number of iterated-local-search kicks for cells of < 256 records (None:
-    min(50 |Q|, 20000) per round; 0 turns it off); ``random_state`` seeds those kicks (the large-cell
+    min(75 |Q|, 20000), and min(12.5 |Q|, 20000) in the free-size round; 0 turns it off);
+    ``random_state`` seeds those kicks (the large-cell
     path is deterministic). Fitted ``start_``: the start that gave the result.
 
     ``fit(X, progress=None)``: ``progress(stage, done, total)`` follows the run (see
