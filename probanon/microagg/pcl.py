@@ -87,12 +87,14 @@ def _first_candidates(Z, labels, Q):
 
 
 def _reassign(Z, labels, k, Q, near, centers=None):
-    """Size-constrained assignment to ``centers`` (default: the cell means) over the pooled
-    candidates of the previous one (:func:`.candidates.pooled_cells`): optimal over them and,
-    the own cell being one, never costlier than ``labels``. Returns (labels, candidates)."""
+    """Size-constrained assignment to ``centers`` (default: the cell means, and ``labels`` its
+    start, see :func:`.transport.transport_assign`) over the pooled candidates of the previous
+    one (:func:`.candidates.pooled_cells`): optimal over them and, the own cell being one, never
+    costlier than ``labels``. Returns (labels, candidates)."""
+    start = labels if centers is None else None  # Lloyd's moved centres: many records move, a flow
     centers = group_means(Z, labels, Q) if centers is None else centers
     pooled = pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES)
-    r = transport_assign(Z, centers, k, near=pooled, exact=False)
+    r = transport_assign(Z, centers, k, near=pooled, exact=False, labels=start)
     return r.labels, r.candidates
 
 
@@ -275,7 +277,8 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
     progress("publish", 0, 1)
     centers = group_means(Z, labels, Q)  # step 4: publishable power diagram, exact assignment
-    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES), pricing=8)
+    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES), pricing=8,
+                         labels=labels)
     strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
     progress("publish", 1, 1)
     return (r.labels, centers, r.offsets, False) if strict is None else (strict[0], centers, strict[1], True)

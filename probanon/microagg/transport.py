@@ -98,6 +98,7 @@ def _min_cost_flow(near, cost, m):
 #: assignment at 10^5 records, 10-D: rounds with 69 / 21 / 5 improving records took 0.12 s each
 #: this way against 1.1-1.2 s for a new flow; at 541 records 1.2 s (51 scans per cell)
 CANCEL_MAX, CANCEL_SWEEPS = 200, 10
+CANCEL_SCANS_MIN = 2_000  # scans allowed on top (small problems: a cancelled cycle rescans its cells)
 
 
 def _price(Z, centers, c, labels, tol, P, priced):
@@ -131,15 +132,20 @@ def _price(Z, centers, c, labels, tol, P, priced):
 
 
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
-                     exact: bool = True, pricing: int = 4) -> TransportAssignment:
+                     exact: bool = True, pricing: int = 4, labels=None) -> TransportAssignment:
     """Optimal assignment of the rows of ``Z`` to ``centers`` with at least ``min_sizes[q]``
     points in cell q (an int applies to every cell). See the module docstring. ``offsets``
     (e.g. the previous call's) pick the first candidates by d + offset and start the
     potentials: fewer pricing rounds when the centres moved little. ``near`` (n, T; -1 pads)
     gives the first candidates instead (e.g. :func:`.candidates.pooled_cells`, no scan over
-    all cells). ``exact=False`` stops after the first feasible flow: optimal over the
-    candidates only (no duals: ``offsets`` is None). ``pricing``: at most this many improving
-    cells per point are added in a pricing round. Memory O(n (d + candidates))."""
+    all cells). ``exact=False`` stops after the first solution: optimal over the candidates
+    only (no duals: ``offsets`` is None). ``pricing``: at most this many improving cells per
+    point are added in a pricing round. ``labels``: a start, each record among its candidates;
+    if it is feasible (every cell >= its minimum), the first round cancels its negative
+    exchange cycles (:func:`.potentials.cancel_cycles`, bounded; else a flow) instead of
+    solving a flow: PCL's last assignment at 10^5 records, 10-D, from the local search's
+    labels 0.13 s against 1.8 s for the flow, same optimum over the candidates (7 records
+    moved). Memory O(n (d + candidates))."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     n, Q = Z.shape[0], centers.shape[0]
@@ -150,13 +156,21 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
     L = min(Q, max(2, candidates))
     near = nearest_cells(Z, centers, start, L)[0] if near is None else np.asarray(near, dtype=np.int64)
     c0 = np.r_[start, 0.0]
-    c, few, priced = None, False, None
+    c, priced, few = None, None, False
+    if labels is not None:  # a feasible start: cancel its cycles instead of a first flow
+        labels = np.array(labels, dtype=np.int64)
+        if labels.shape != (n,) or labels.min() < 0 or labels.max() >= Q:
+            raise ParameterError(f"labels must be {n} cells in 0..{Q - 1}")
+        few = bool((np.bincount(labels, minlength=Q) >= m).all())
     for _ in range(max_rounds):
         cost = _pair_costs(Z, centers, np.zeros(Q), near)
         tol = 1e-10 * float(cost[np.isfinite(cost)].max())
         found = None
         if few:  # few records gained pairs: cancel the cycles they close instead of a new flow
-            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=CANCEL_SWEEPS * (Q + 1))
+            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=CANCEL_SWEEPS * (Q + 1) + CANCEL_SCANS_MIN)
+        if found is not None and not exact:
+            labels = found[0]
+            break
         if found is None:
             labels = _min_cost_flow(near, cost, m)
             if labels is None:  # infeasible with these candidates: widen them
