@@ -21,6 +21,9 @@ Sections (default: all, in this order; the last four are separate scripts, run f
                 each of its fits runs in a child process stopped after PEER_LIMIT = 600 s.
 ``peer-casc``   the same on census and tarragona only (its fits there take seconds; on eia
                 each runs into the limit). Not part of the default list (``peer`` covers it).
+``casc-seeds``  every CASC case with seeds 0-5, today's code (fe8de73) beside this one: IL of
+                seed 0, mean and minimum over the seeds (each fit's IL is one draw of the
+                iterated local search).
 ``mdav1m``      MDAV 1,000,000 x 10, k = 5, unblocked: time and peak memory.
 ``blocks``      benchmarks/scale_blocks.py (blocked MDAV / PCL at 10^7, IL pairs).
 ``survey``      benchmarks/scale_survey.py (survey design, verify, assign at 10^6).
@@ -276,6 +279,49 @@ def peer_casc():
     peer(("census", "tarragona"))
 
 
+SEEDS = range(6)
+
+CASC_SEEDS_RUN = '''
+    import numpy as np, pandas as pd
+    from probanon.microagg import PCL
+    EIA = {eia!r}
+    def casc(name):
+        frame = pd.read_csv({casc!r} + "/" + name + ".csv")
+        return frame[EIA].to_numpy(float) if name == "eia" else frame.to_numpy(float)
+    def warm():
+        PCL(3, random_state=0).fit(casc("census")[:300])
+    def run():
+        return {{f"{{name}} {{k}} {{seed}}": PCL(k, random_state=seed).fit(casc(name)).labels_.tolist()
+                for name in ("census", "tarragona", "eia") for k in (3, 5, 10) for seed in {seeds!r}}}
+'''
+
+
+def casc_seeds():
+    """Every CASC case of benchmarks/pcl.py with seeds 0-5, today's code (fe8de73) and this
+    one, each in a child process: the iterated local search makes each IL a draw; a
+    comparison of one seed is a comparison of two draws."""
+    code = CASC_SEEDS_RUN.format(eia=EIA, casc=str(CASC), seeds=list(SEEDS))
+    with tempfile.TemporaryDirectory() as old:
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", TODAY, "probanon"], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
+        today = in_process(code, Path(old))
+    now = in_process(code)
+    print(f"IL over seeds {SEEDS.start}-{SEEDS.stop - 1}: {TODAY} (total {today['seconds']:.0f} s) and now (total "
+          f"{now['seconds']:.0f} s)")
+    print(f"{'data':10} {'k':>3} {TODAY + ' seed 0':>14} {'mean':>7} {'min':>7} {'now seed 0':>11} {'mean':>7} {'min':>7}"
+          f"  mean no worse")
+    better = 0
+    for name in ("census", "tarragona", "eia"):
+        X = casc(name)
+        for k in (3, 5, 10):
+            a = [il(X, np.array(today[f"{name} {k} {seed}"])) for seed in SEEDS]
+            b = [il(X, np.array(now[f"{name} {k} {seed}"])) for seed in SEEDS]
+            better += np.mean(b) <= np.mean(a)
+            print(f"{name:10} {k:>3} {a[0]:>14.3f} {np.mean(a):>7.3f} {min(a):>7.3f} {b[0]:>11.3f} {np.mean(b):>7.3f} "
+                  f"{min(b):>7.3f}  {'yes' if np.mean(b) <= np.mean(a) else 'NO'}", flush=True)
+    print(f"mean IL over the seeds no worse than {TODAY}'s on {better} of 9 CASC cases")
+
+
 def mdav1m():
     out = in_process('''
         import numpy as np
@@ -298,7 +344,7 @@ def external(module):
 
 
 SECTIONS = {"pcl100k": pcl100k, "pcl20k": pcl20k, "univariate": univariate, "freesizes": freesizes, "peer": peer,
-            "peer-casc": peer_casc, "mdav1m": mdav1m, "blocks": external("scale_blocks"), "survey": external("scale_survey"),
+            "peer-casc": peer_casc, "casc-seeds": casc_seeds, "mdav1m": mdav1m, "blocks": external("scale_blocks"), "survey": external("scale_survey"),
             "contention": external("contention"), "stream": external("scale_stream")}
 
 

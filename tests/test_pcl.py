@@ -101,7 +101,8 @@ def test_assignment_from_a_feasible_start_cancels_its_cycles_to_the_dense_optimu
         transport._min_cost_flow = lambda *a: calls.append(1) or flow(*a)
         restricted = transport_assign(Z, C, m, near=near, exact=False, labels=start)
         assert not calls  # the cycles were cancelled, no flow was solved
-        assert allowed[np.arange(n), restricted.labels].all() and (np.bincount(restricted.labels, minlength=Q) >= m).all()
+        assert allowed[np.arange(n), restricted.labels].all()
+        assert (np.bincount(restricted.labels, minlength=Q) >= m).all()
         assert D[np.arange(n), restricted.labels].sum() == pytest.approx(highs_best(Z, C, m, np.where(allowed, D, 1e6)),
                                                                           rel=1e-9)
         full = transport_assign(Z, C, m, near=near, labels=start)

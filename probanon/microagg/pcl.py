@@ -23,13 +23,14 @@ hold at least k points. This implementation alternates the two conditions exactl
    local search (random kicks kept only when they lower the SSE, seeded by
    ``random_state``) and step 3 again. Free sizes (issue 16.4, default): right after the
    first round, a second round of kicks (``FREE_KICKS_PER_CELL``) that may also dissolve a
-   cell or split one of >= 2k records, so the number of cells and their sizes (>= k) are optimised too, then step 3
-   (``free_sizes=False``: MDAV's floor(n/k) cells). The free-size kicks keep only what lowers
-   the SSE, but step 3 is not run between the two rounds (it saved 4 s of 54 at 10^5
-   records, 10-D; the SSE moved by under 0.15% either way on 10^4 - 10^5-record
-   Gaussians), so the free-size result is not bound to be below the fixed-size one for the
-   same seed; it is on every CASC case of ``benchmarks/scale.py freesizes``. The records are
-   first put in cell order, the cells in spatial order (:func:`_locality`), for cache reuse.
+   cell or split one of >= 2k records, so the number of cells and their sizes (>= k) are
+   optimised too, then step 3 (``free_sizes=False``: MDAV's floor(n/k) cells). The free-size
+   kicks keep only what lowers the SSE, but step 3 is not run between the two rounds (it
+   saved 4 s of 54 at 10^5 records, 10-D; the SSE moved by under 0.15% either way on 10^4 -
+   10^5-record Gaussians), so the free-size result is not bound to be below the fixed-size
+   one for the same seed; it is on every CASC case of ``benchmarks/scale.py freesizes``. The
+   records are first put in cell order, the cells in spatial order (:func:`_locality`), for
+   cache reuse.
 4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs cell by
    cell with a triangle-inequality bound, :func:`.candidates.improving_cells`), gives the
    labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`:
