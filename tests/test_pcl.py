@@ -109,10 +109,17 @@ def test_assignment_from_a_feasible_start_cancels_its_cycles_to_the_dense_optimu
         assert full.cost == pytest.approx(highs_best(Z, C, m), rel=1e-9)
         power = D + full.offsets[None, :]
         assert (power[np.arange(n), full.labels] <= power.min(1) + 1e-7).all()
+        calls.clear()
         short = start.copy()
         short[short == 0] = 1  # cell 0 below its minimum: the start is ignored, a flow solves it
         ignored = transport_assign(Z, C, m, near=np.column_stack([near, np.zeros(n, np.int64)]), labels=short)
         assert calls and ignored.cost == pytest.approx(full.cost, rel=1e-9)
+        # a start whose cells are not among the candidates is ignored too, also when the first
+        # candidates admit no assignment (they are widened)
+        calls.clear()
+        narrow = np.zeros((n, 1), np.int64)  # every record's one candidate: cell 0
+        widened = transport_assign(Z, C, m, near=narrow, labels=np.arange(n) % Q)
+        assert calls and widened.cost == pytest.approx(highs_best(Z, C, m), rel=1e-9)
     finally:
         transport._min_cost_flow = flow
     with pytest.raises(ParameterError, match="labels must be"):
@@ -310,7 +317,7 @@ def test_locality_groups_records_by_cell_in_spatial_order_and_pcl_maps_labels_ba
     X = rng.normal(size=(400, 4))
     p = PCL(4, random_state=0, kicks=50).fit(X)
     np.testing.assert_array_equal(p.function_.assign(X), p.labels_)
-    np.testing.assert_allclose(p.centroids_, np.array([X[p.labels_ == q].mean(0) for q in range(p.labels_.max() + 1)]))
+    assert p.function_mismatches_ == 0 and np.bincount(p.labels_).min() >= 4
 
 
 @pytest.mark.parametrize("d, expected", [(1, 1 - 2 / math.pi), (2, 1 - 1 / math.pi)])

@@ -81,7 +81,7 @@ def _relocate(Z, i, a, b, labels, sums, counts, head, nxt, prv, cent):
             sums[a, c] = 0.0  # an empty cell restarts from exact zeros
 
 
-@njit(cache=True, fastmath={"reassoc", "contract"})
+@njit(cache=True)
 def _swap_terms(Z, i, j, g, w):
     """-2 g . (z_j - z_i) - w ||z_j - z_i||^2: the swap formula with g = c_A - c_B and
     w = 1/n_A + 1/n_B given (computed once per pair of cells)."""
@@ -103,17 +103,6 @@ def _swap_delta(Z, i, j, a, b, counts, cent):
 @njit(cache=True)
 def _sqdist(Z, i, cent, q):
     """||Z[i] - cent[q]||^2 summed column by column (the published rules' order)."""
-    acc = 0.0
-    for c in range(Z.shape[1]):
-        v = Z[i, c] - cent[q, c]
-        acc += v * v
-    return acc
-
-
-@njit(cache=True, fastmath={"reassoc", "contract"})
-def _sqdist_fast(Z, i, cent, q):
-    """||Z[i] - cent[q]||^2 with the sum reassociated (vectorised): for the search's own
-    decisions only, never for a published rule's (:func:`_sqdist`)."""
     acc = 0.0
     for c in range(Z.shape[1]):
         v = Z[i, c] - cent[q, c]
@@ -148,7 +137,7 @@ def _candidates(Z, i, a, nbr, counts, cent, dist, out):
         q = nbr[a, r]
         if q < 0 or q == a or counts[q] == 0:
             continue
-        insert_sorted(dist, out, _sqdist_fast(Z, i, cent, q), q)
+        insert_sorted(dist, out, _sqdist(Z, i, cent, q), q)
 
 
 @njit(cache=True)
@@ -161,14 +150,14 @@ def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps, g):
     best = -eps
     best_b = -1
     best_j = -1
-    leave = na / (na - 1.0) * _sqdist_fast(Z, i, cent, a) if na > k else 0.0
+    leave = na / (na - 1.0) * _sqdist(Z, i, cent, a) if na > k else 0.0
     for t in range(near.size):
         b = near[t]
         if b < 0:
             continue
         nb = counts[b]
         if na > k:  # move
-            delta = nb / (nb + 1.0) * _sqdist_fast(Z, i, cent, b) - leave
+            delta = nb / (nb + 1.0) * _sqdist(Z, i, cent, b) - leave
             if delta < best:
                 best, best_b, best_j = delta, b, -1
         w = 1.0 / na + 1.0 / nb
@@ -274,7 +263,7 @@ def _split(Z, a, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, 
     d = Z.shape[1]
     far, far_d = buf[0], -1.0
     for t in range(m):
-        dd = _sqdist_fast(Z, buf[t], cent, a)
+        dd = _sqdist(Z, buf[t], cent, a)
         if dd > far_d:
             far, far_d = buf[t], dd
     other, other_d = far, -1.0
@@ -372,10 +361,10 @@ def _dissolve(Z, a, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, 
             q = nbr[a, r]
             if q < 0 or q == a or counts[q] == 0:
                 continue
-            cost = counts[q] / (counts[q] + 1.0) * _sqdist_fast(Z, i, cent, q)
+            cost = counts[q] / (counts[q] + 1.0) * _sqdist(Z, i, cent, q)
             if cost < best:
                 best, best_b = cost, q
-        change += best - (na / (na - 1.0) * _sqdist_fast(Z, i, cent, a) if na > 1 else 0.0)
+        change += best - (na / (na - 1.0) * _sqdist(Z, i, cent, a) if na > 1 else 0.0)
         _relocate(Z, i, a, best_b, labels, sums, counts, head, nxt, prv, cent)
         nlog = _log(log, nlog, i, a, best_b)
     free[top[0]] = a
@@ -477,7 +466,7 @@ def _descend(cent, counts, nbr, cells, seen, stamp):
                 if q < 0 or seen[q] == stamp[0] or counts[q] == 0:
                     continue
                 seen[q] = stamp[0]
-                insert_sorted(dist, out, _sqdist_fast(cent, q, cent, a), q)
+                insert_sorted(dist, out, _sqdist(cent, q, cent, a), q)
         for t in range(R):
             nbr[a, t] = out[t]
 

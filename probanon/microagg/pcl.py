@@ -203,8 +203,8 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
 #: 1.5896 / 1.5825 on average with at most 10,000 / 15,000 / 20,000). A free-size kick
 #: (dissolves, splits) costs several fixed-size ones: on the CASC files (census, tarragona; k =
 #: 3, 5, 10; seeds 0-5) 75 + 12.5 kicks per cell gave the same mean IL as 50 + 50 (within
-#: 0.01-0.04, either way) in 65-85% of the time; where the cap binds (10^4 records and more),
-#: both rounds run KICKS_MAX (the free-size round then gains as much as the other)
+#: 0.01-0.04, either way) in 65-85% of the time; from |Q| = 1,600 cells (8,000 records at
+#: k = 5) both rounds run KICKS_MAX (the free-size round then gains as much as the other)
 KICKS_PER_CELL, FREE_KICKS_PER_CELL, KICKS_MAX = 75, 12.5, 20_000
 
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
@@ -272,7 +272,7 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
         labels = iterated_local_search(Z, labels, k, free_kicks, rng, neighbours=neighbours, free_sizes=True,
                                        lists=lists)
         progress("free-size kicks", free_kicks, free_kicks)
-        if int(labels.max()) + 1 != Q:
+        if int(labels.max()) + 1 != Q or lists.nbr is None:  # cells renumbered: candidates anew
             Q = int(labels.max()) + 1
             near = _first_candidates(Z, labels, Q)
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
