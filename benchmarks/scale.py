@@ -36,6 +36,7 @@ run (stated). The machine is shared: compare within one run.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import statistics
@@ -144,13 +145,20 @@ def pcl100k():
           f"{out['mismatches']}; MDAV itself {mdav_best:.1f} s")
 
 
-def pcl20k():
-    n = 20_000
-    X = gaussian(n, 10)
+@contextlib.contextmanager
+def _today_tree():
+    """A temporary directory holding the probanon package of commit TODAY (``git archive``)."""
     with tempfile.TemporaryDirectory() as old:
         archive = subprocess.run(["git", "-C", str(ROOT), "archive", TODAY, "probanon"], capture_output=True, check=True)
         subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-        today = in_process(PCL_RUN.format(n=n), Path(old))
+        yield Path(old)
+
+
+def pcl20k():
+    n = 20_000
+    X = gaussian(n, 10)
+    with _today_tree() as old:
+        today = in_process(PCL_RUN.format(n=n), old)
     runs = [in_process(PCL_RUN.format(n=n)) for _ in range(REPEATS)]
     seconds = [r["seconds"] for r in runs]
     il_today, il_new = il(X, np.array(today["labels"])), il(X, np.array(runs[0]["labels"]))
@@ -301,10 +309,8 @@ def casc_seeds():
     one, each in a child process: the iterated local search makes each IL a draw; a
     comparison of one seed is a comparison of two draws."""
     code = CASC_SEEDS_RUN.format(eia=EIA, casc=str(CASC), seeds=list(SEEDS))
-    with tempfile.TemporaryDirectory() as old:
-        archive = subprocess.run(["git", "-C", str(ROOT), "archive", TODAY, "probanon"], capture_output=True, check=True)
-        subprocess.run(["tar", "-x", "-C", old], input=archive.stdout, check=True)
-        today = in_process(code, Path(old))
+    with _today_tree() as old:
+        today = in_process(code, old)
     now = in_process(code)
     print(f"IL over seeds {SEEDS.start}-{SEEDS.stop - 1}: {TODAY} (total {today['seconds']:.0f} s) and now (total "
           f"{now['seconds']:.0f} s)")
