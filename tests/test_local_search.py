@@ -151,3 +151,12 @@ def test_bad_labels():
         local_search(Z, np.r_[np.zeros(8, int), [1, 1]], 3)
     with pytest.raises(ParameterError, match="one per record"):
         iterated_local_search(Z, np.zeros(9, int), 3, 10, np.random.default_rng(0))
+
+
+def test_a_kicks_descent_tries_the_records_the_kick_moved_last_in_their_order():
+    records = np.array([5, 3, 9, 1, 7, 2, 4], np.int64)
+    log = np.array([[9, 0, 1], [2, 1, 0], [-1, 3, 0], [4, 2, 5], [8, 0, 0]], np.int64)  # row 4: past nlog
+    mark = np.zeros(10, np.bool_)
+    ls_module._kicked_last(records, 6, log, 4, mark, np.empty(10, np.int64))
+    np.testing.assert_array_equal(records, [5, 3, 1, 7, 9, 2, 4])  # the 7th entry is past m: untouched
+    assert not mark.any()  # the scratch is clean for the next kick

@@ -36,7 +36,8 @@ repeat until none improves. The SSE never increases and every cell keeps at leas
 swaps between a random cell and its ``around`` nearest cells, or with free sizes, half of the
 time, the dissolution of that cell), moves and swaps on the records of those cells until none
 improves, splits of the cells that reached 2k records (free sizes) and moves and swaps again;
-the kick is kept only if the SSE fell (else undone from its log).
+the kick is kept only if the SSE fell (else undone from its log). The descent tries the
+records the kick moved last (:func:`_kicked_last`).
 """
 
 from __future__ import annotations
@@ -588,6 +589,35 @@ def local_search(Z, labels, k: int, neighbours: int = 6, max_sweeps: int = 100, 
 
 
 @njit(cache=True)
+def _kicked_last(records, m, log, nlog, mark, buf):
+    """Put the records that the kick moved (those of the first ``nlog`` log rows) after the
+    others in ``records[:m]``, each part in its order (``mark``: all False on entry and exit;
+    ``buf``: scratch of m entries). The descent then first adapts the region's other records
+    to the kick, instead of trying the kicked records first, whose best move is mostly back
+    to where they were (which undoes the kick). CASC files (census k = 10, tarragona k = 5,
+    10; iterated local search from the same local minimum, 12 seeds): SSE per record 1.548 /
+    2.655 / 3.954 with the kicked records first (the member lists' order), 1.524 / 2.651 /
+    3.941 with them last."""
+    for e in range(nlog):
+        if log[e, 0] >= 0:
+            mark[log[e, 0]] = True
+    w, nt = 0, 0
+    for t in range(m):
+        i = records[t]
+        if mark[i]:
+            buf[nt] = i
+            nt += 1
+        else:
+            records[w] = i
+            w += 1
+    for t in range(nt):
+        records[w + t] = buf[t]
+    for e in range(nlog):
+        if log[e, 0] >= 0:
+            mark[log[e, 0]] = False
+
+
+@njit(cache=True)
 def _kicks(Z, labels, k, T, kicks, swaps, around, dissolve, seed, tol, sums, counts, head, nxt, prv, cent, free,
            top, nbr, seen, stamp, buf, proj, clock, changed, seen_at):
     """``kicks`` kicks of the iterated local search (module docstring). Returns the SSE
@@ -600,6 +630,7 @@ def _kicks(Z, labels, k, T, kicks, swaps, around, dissolve, seed, tol, sums, cou
     cells = np.empty(around, np.int64)
     dist = np.empty(around)
     stack = np.empty(Qmax, np.int64)
+    mark = np.zeros(Z.shape[0], np.bool_)
     total = 0.0
     for _ in range(kicks):
         a = np.random.randint(Qmax)
@@ -641,6 +672,7 @@ def _kicks(Z, labels, k, T, kicks, swaps, around, dissolve, seed, tol, sums, cou
             for u in range(mt):
                 records[m + u] = buf[u]
             m += mt
+        _kicked_last(records, m, log, nlog, mark, buf)
         for rnd in range(2):
             gain, nlog = _improve(Z, records[:m], nbr, labels, sums, counts, head, nxt, prv, cent, k, T, tol,
                                   max_sweeps, log, nlog, clock, changed, seen_at)
