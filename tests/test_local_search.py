@@ -154,9 +154,14 @@ def test_bad_labels():
 
 
 def test_a_kicks_descent_tries_the_records_the_kick_moved_last_in_their_order():
-    records = np.array([5, 3, 9, 1, 7, 2, 4], np.int64)
-    log = np.array([[9, 0, 1], [2, 1, 0], [-1, 3, 0], [4, 2, 5], [8, 0, 0]], np.int64)  # row 4: past nlog
-    mark = np.zeros(10, np.bool_)
-    ls_module._kicked_last(records, 6, log, 4, mark, np.empty(10, np.int64))
-    np.testing.assert_array_equal(records, [5, 3, 1, 7, 9, 2, 4])  # the 7th entry is past m: untouched
+    n = 10
+    records = np.array([9, 5, 3, 8, 1, 7, 2, 6, 2, 4], np.int64)  # 2 twice: a dissolved cell's record
+    # moved: 2, 7 (log order differs from the record order); -1 / -2 rows name no record; the row
+    # past nlog names 5, which must stay unmarked
+    log = np.array([[2, 0, 1], [-1, 9, 0], [7, 1, 0], [-2, 8, 0], [5, 0, 0]], np.int64)
+    mark = np.zeros(n, np.bool_)
+    ls_module._kicked_last(records, 9, log, 4, mark, np.empty(9, np.int64))
+    # the first m = 9 entries: unmoved ones in their order, then the moved ones in theirs; the
+    # 10th entry (a moved record's id past m) stays where it is
+    np.testing.assert_array_equal(records, [9, 5, 3, 8, 1, 6, 7, 2, 2, 4])
     assert not mark.any()  # the scratch is clean for the next kick

@@ -108,11 +108,13 @@ def check_reports(log):
     assert log[-1][1] == log[-1][2]  # the last stage ends complete
 
 
-@pytest.mark.parametrize("k, stages", [(5, {"mdav start", "local search", "kicks", "publish"}),
-                                       (300, {"mdav start", "pca start", "offsets", "publish"})])
-def test_pcl_reports_progress_before_any_compilation(monkeypatch, k, stages):
+@pytest.mark.parametrize("k, speed, stages, absent", [
+    (5, None, {"mdav start", "local search", "kicks", "free-size kicks", "publish"}, {"Lloyd"}),
+    (5, 0.5, {"mdav start", "Lloyd", "local search", "kicks", "publish"}, set()),  # damped steps: Lloyd first
+    (300, None, {"mdav start", "pca start", "offsets", "publish"}, {"Lloyd"})])
+def test_pcl_reports_progress_before_any_compilation(monkeypatch, k, speed, stages, absent):
     X = np.random.default_rng(3).normal(size=(max(300, 2 * k), 2))
-    reference = PCL(k, kicks=20, random_state=0).fit(X).labels_
+    reference = PCL(k, kicks=20, speed=speed, random_state=0).fit(X).labels_
     log = []
     real = pcl_module.mdav_partition
 
@@ -121,11 +123,11 @@ def test_pcl_reports_progress_before_any_compilation(monkeypatch, k, stages):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(pcl_module, "mdav_partition", traced)
-    labels = PCL(k, kicks=20, random_state=0).fit(X, progress=record_calls(log)).labels_
+    labels = PCL(k, kicks=20, speed=speed, random_state=0).fit(X, progress=record_calls(log)).labels_
     assert isinstance(log[0], tuple) and log[0][0] == "mdav start" and "MDAV kernel" in log
     reports = [e for e in log if isinstance(e, tuple)]
     check_reports(reports)
-    assert stages <= {s for s, _, _ in reports}
+    assert stages <= {s for s, _, _ in reports} and not absent & {s for s, _, _ in reports}
     np.testing.assert_array_equal(labels, reference)  # reporting changes nothing
 
 

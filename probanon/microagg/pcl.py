@@ -17,8 +17,8 @@ hold at least k points. This implementation alternates the two conditions exactl
    so an iteration costs O(n L d) and no n x |Q| matrix exists; the own cell is always a
    candidate, so the SSE never rises. Centroid update: cell means (speed factor s, paper:
    s = 1/2; s = 1 here by default, since the exact assignment needs no slowdown). With damped
-   steps (s < 1) this Lloyd phase runs first, while the SSE decreases by at least 0.1%
-   (``RTOL``) per iteration. With s = 1 step 3 starts at once: its alternation's exact
+   steps (s < 1) this Lloyd phase runs first, ``max_iter`` iterations, and keeps the partition
+   of lowest SSE. With s = 1 step 3 starts at once: its alternation's exact
    assignment to the cell means is this step (10^5 x 10, k = 5: a Lloyd phase of two
    iterations first took 3.5 s, and the final SSE was 0.04% lower with it).
 3. Exact-gain moves and swaps between neighbouring cells (:mod:`.local_search`) escape the
@@ -136,8 +136,8 @@ def _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress=_qui
 
 
 def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
-    """Size-constrained assignment <-> (damped) centroid update, while the SSE decreases (with
-    s = 1, by at least the fraction RTOL per iteration)."""
+    """Size-constrained assignment <-> damped centroid update (s < 1), ``max_iter`` iterations;
+    the partition of lowest SSE is kept."""
     best, best_sse = labels, _sse(Z, labels, Q)
     centers = group_means(Z, labels, Q)
     for step in range(max_iter):
@@ -145,11 +145,8 @@ def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
         assigned, near = _reassign(Z, best, k, Q, near, centers)
         sse = _sse(Z, assigned, Q)
         centers = speed * group_means(Z, assigned, Q) + (1.0 - speed) * centers
-        better, go_on = _step(best_sse, sse)
-        if better:
+        if _step(best_sse, sse)[0]:
             best, best_sse = assigned, sse
-        if speed == 1.0 and not go_on:  # damped steps go on until max_iter
-            break
     progress("Lloyd", max_iter, max_iter)
     return best, near
 
@@ -311,7 +308,8 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
 
     ``progress(stage, done, total)``, if given, is called before each start (stage "mdav
     start" or "pca start", before any numba compilation) and along each start's stages
-    ("Lloyd", "local search", "kicks", "offsets", "publish"), with ``done`` of ``total``
+    ("Lloyd" with damped steps only, "local search", "kicks", "free-size kicks", "offsets",
+    "publish"), with ``done`` of ``total``
     units of that stage; a stage that converges early ends with done == total."""
     return _pcl(Z, k, max_iter, speed, neighbours, kicks, random_state, init, progress, free_sizes)[:4]
 
