@@ -164,39 +164,47 @@ def test_cancelling_cycles_reaches_the_flow_optimum_over_the_added_pairs(seed):
 
 
 def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
-    # after a full pricing, a round with a few offsets moved and a few records relabelled is
-    # priced incrementally: each record's improving cells must be those of a full pricing
-    from probanon.microagg.candidates import improving_cells
+    # after a full pricing, a round with a few offsets moved (and every offset shifted by a
+    # common amount, which changes no comparison) and a few records relabelled is priced
+    # incrementally: each record's improving cells must be those of a full pricing, also for
+    # the records that had more improving cells than were added (P) at the full pricing
     from probanon.microagg.transport import _price
 
     rng = np.random.default_rng(5)
-    n, Q = 6000, 600
+    n, Q, P = 6000, 600, 4
     Z, C = rng.normal(size=(n, 4)), rng.normal(size=(Q, 4))
     D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
     c = -rng.uniform(0, 0.5, Q)
     labels = (D + c).argmin(1)
+    bad = rng.choice(n, 20, replace=False)
+    labels[bad] = (D + c)[bad].argmax(1)  # in their worst cell: hundreds of improving cells each
     tol = 1e-10 * D.max()
-    priced = _price(Z, C, c, labels, tol, 4, None)[3]  # full: (offsets, labels) kept
-    c2, labels2 = c.copy(), labels.copy()
-    moved_cells = rng.choice(Q, 40, replace=False)
+
+    def gain(c, labels):  # improving pairs at 7/8 tol, from the dense matrix
+        power = D + c
+        return power < power[np.arange(n), labels][:, None] - 0.875 * tol
+
+    priced = _price(Z, C, c, labels, tol, P, None)[3]  # full: (offsets, labels, overflow) kept
+    np.testing.assert_array_equal(priced[2], gain(c, labels).sum(1) > P)
+    assert priced[2][bad].all()
+    c2, labels2 = c + 7.5, labels.copy()
+    moved_cells = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 40, replace=False)
     c2[moved_cells] += rng.normal(0, 0.3, 40)
     c2[rng.choice(Q, 100)] += tol / 100  # below the drift threshold: not re-priced
-    relabelled = rng.choice(n, 30, replace=False)
-    labels2[relabelled] = rng.integers(0, Q, 30)
-    better, count, around, kept = _price(Z, C, c2, labels2, tol, 4, priced)
-    full = improving_cells(Z, C, c2, labels2, 0.875 * tol, 4, near=True)
-    np.testing.assert_array_equal(count, full[1])
-    assert 0 < (count > 0).sum() < n
-    power = D + c2
-    gain = power < power[np.arange(n), labels2][:, None] - 0.875 * tol
-    np.testing.assert_array_equal(count, gain.sum(1))
+    relabelled = rng.choice(np.setdiff1d(np.arange(n), bad), 30, replace=False)
+    labels2[relabelled] = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 30)
+    better, count, around, kept = _price(Z, C, c2, labels2, tol, P, priced)
+    expected = gain(c2, labels2)
+    np.testing.assert_array_equal(count, expected.sum(1))  # the bad records' cells did not move: found anyway
+    assert 0 < (count > 0).sum() < n and (count[bad] > P).all()
     for i in np.flatnonzero(count > 0)[:50]:
-        assert gain[i, better[i][better[i] >= 0]].all()
-    # the reference stays, unless a record has more improving cells than are added (P): then
-    # the next round prices everything
-    assert count.max() > 4 and kept is None
-    assert _price(Z, C, c2, labels2, tol, Q, priced)[3] is priced
-    assert _price(Z, C, c2, labels2, tol, 4, None)[3] is None
+        assert expected[i, better[i][better[i] >= 0]].all()
+    # the reference stays, and records with more improving cells than are added are kept marked
+    assert kept[0] is priced[0] and kept[1] is priced[1]
+    np.testing.assert_array_equal(kept[2], priced[2] | (count > P))
+    # the marks must matter: without them, the bad records are priced against the moved cells only
+    unmarked = _price(Z, C, c2, labels2, tol, P, (priced[0], priced[1], np.zeros(n, bool)))[1]
+    assert (unmarked[bad] < count[bad]).all()
 
 
 def test_power_assign_and_improving_cells_follow_the_published_rule():

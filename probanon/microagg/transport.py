@@ -96,45 +96,52 @@ def _min_cost_flow(near, cost, m):
 
 #: after a pricing round that found improving cells for at most CANCEL_MAX records, the next
 #: round cancels the negative cycles that the added pairs close (:func:`.potentials.cancel_cycles`,
-#: bounded by CANCEL_SWEEPS scans per cell, else the flow is solved again). PCL's last
-#: assignment at 10^5 records, 10-D: rounds with 69 / 21 / 5 improving records took 0.12 s each
-#: this way against 1.1-1.2 s for a new flow; at 541 records 1.2 s (51 scans per cell)
-CANCEL_MAX, CANCEL_SWEEPS = 200, 10
+#: bounded by CANCEL_SWEEPS scans per cell, else the flow is solved again); so does the first
+#: round from a start (``labels``). PCL's last assignment at 10^5 records, 10-D: rounds with
+#: 69 / 21 / 5 improving records took 0.12 s each this way against 1.1-1.2 s for a new flow; a
+#: round with 187 records failed at 10 scans per cell (0.3 s, then a flow of 1.35 s) and took
+#: 0.33 s at 60; PCL's alternation after the free-size kicks (a start) needed more than 10 too
+#: (0.7 s, 45 records moved, against 1.6-2.5 s for the flow)
+CANCEL_MAX, CANCEL_SWEEPS = 200, 60
 CANCEL_SCANS_MIN = 2_000  # scans allowed on top of both bounds (small problems: a cancelled cycle rescans its cells)
-#: scans per cell for the first round from a start (``labels``): PCL's alternation after the
-#: free-size kicks at 10^5 records, 10-D, needed more than 10 (0.7 s, 45 records moved, against
-#: 1.6-2.5 s for the flow)
-START_SWEEPS = 60
 
 
 def _price(Z, centers, c, labels, tol, P, priced):
     """Pricing of the excluded pairs (:func:`.candidates.improving_cells` with ``near``, P
-    cells per record) at offsets c, and the (offsets, labels) that later rounds are priced
-    against. After a full pricing at offsets c' and labels a', a later round with at most
-    |Q| / 3 cells whose offset moved by more than tol / 16 (set S) prices the members of the
-    cells of S and of the cells that records joined since over all cells, and every other
-    record over the cells of S only: for any other pair the record stayed and the offsets of
-    its cell and of the other cell moved by at most tol / 16 each, so pricing at 7/8 tol
-    everywhere certifies optimality to within tol. A round where a record has more than P
-    improving cells (not all of them added) is followed by a full pricing, which the argument
-    needs. PCL's last assignment at 10^5 records,
-    10-D: 0.07-0.5 s for such rounds against 1.5-1.8 s for a full pricing."""
+    cells per record) at offsets c, and the (offsets, labels, overflow) that later rounds are
+    priced against. After a full pricing at offsets c' and labels a', a later round with at
+    most |Q| / 3 cells whose offset moved by more than tol / 16 (set S; moves are measured
+    from the median move, since a common shift of all offsets changes no comparison: a new
+    flow's potentials shift every offset) prices over all cells
+    the members of the cells of S, of the cells that records joined since, and the records
+    that had more than P improving cells in a round since (``overflow``: not all of them were
+    added), and every other record over the cells of S only: for any other pair the record
+    stayed, the pair was added or not improving at the full pricing, and the offsets of its
+    cell and of the other cell moved by at most tol / 16 each, so pricing at 7/8 tol
+    everywhere certifies optimality to within tol. PCL's last assignment at 10^5 records,
+    10-D: 0.07-0.5 s for such rounds against 1.5-2.8 s for a full pricing; after its first
+    flow every offset had moved by tol / 4, 3,886 of 19,775 by more than tol / 16 beyond that
+    (a full pricing of 1.9 s before the median was taken out), and 4 of 2,495 records
+    overflowed in its first round (P = 8)."""
     n, Q = Z.shape[0], centers.shape[0]
-    moved = None if priced is None else np.flatnonzero(np.abs(c - priced[0]) > tol / 16)
-    if moved is None or moved.size > Q // 3:
+    if priced is not None:  # a common shift of every offset changes no comparison: measured against the median one
+        shift = c - priced[0]
+        moved = np.flatnonzero(np.abs(shift - np.median(shift)) > tol / 16)
+    if priced is None or moved.size > Q // 3 or np.count_nonzero(priced[2]) > n // 3:
         better, count, around = improving_cells(Z, centers, c, labels, 0.875 * tol, P, near=True)
-        return better, count, around, (None if (count > P).any() else (c.copy(), labels.copy()))
+        return better, count, around, (c.copy(), labels.copy(), count > P)
     dirty = np.zeros(Q, bool)
     dirty[moved] = True
     dirty[labels[labels != priced[1]]] = True
     better = np.full((n, P), -1, np.int64)
     count = np.zeros(n, np.int64)
     around = np.full((n, min(P + 1, Q)), -1, np.int64)
-    for rows, targets in ((np.flatnonzero(dirty[labels]), None), (np.flatnonzero(~dirty[labels]), moved)):
+    full = dirty[labels] | priced[2]
+    for rows, targets in ((np.flatnonzero(full), None), (np.flatnonzero(~full), moved)):
         if rows.size and (targets is None or targets.size):
             better[rows], count[rows], around[rows] = improving_cells(Z[rows], centers, c, labels[rows], 0.875 * tol,
                                                                       P, near=True, targets=targets)
-    return better, count, around, (None if (count > P).any() else priced)
+    return better, count, around, (priced[0], priced[1], priced[2] | (count > P))
 
 
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
@@ -162,7 +169,7 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
     L = min(Q, max(2, candidates))
     near = nearest_cells(Z, centers, start, L)[0] if near is None else np.asarray(near, dtype=np.int64)
     c0 = np.r_[start, 0.0]
-    c, priced, few, sweeps = None, None, False, START_SWEEPS
+    c, priced, few = None, None, False
     if labels is not None:  # a feasible start: cancel its cycles instead of a first flow
         labels = np.array(labels, dtype=np.int64)
         if labels.shape != (n,) or labels.min() < 0 or labels.max() >= Q:
@@ -173,8 +180,8 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
         tol = 1e-10 * float(cost[np.isfinite(cost)].max())
         found = None
         if few:  # a start, or few records gained pairs: cancel the cycles they close instead of a new flow
-            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=sweeps * (Q + 1) + CANCEL_SCANS_MIN)
-        sweeps, few = CANCEL_SWEEPS, False
+            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=CANCEL_SWEEPS * (Q + 1) + CANCEL_SCANS_MIN)
+        few = False
         if found is not None and not exact:
             labels = found[0]
             break
