@@ -93,7 +93,24 @@ def test_candidate_lists_are_carried_between_searches_on_the_same_cells(monkeypa
     monkeypatch.undo()
     # free sizes that dissolve cells renumber them: the lists are not handed on
     free = iterated_local_search(Z, second, 5, 300, np.random.default_rng(1), free_sizes=True, lists=lists)
-    assert free.max() + 1 < 100 and lists.nbr is None
+    assert free.max() + 1 < 100 and lists.nbr is None and lists.cent is None
+
+
+def test_a_search_from_carried_lists_refreshes_the_cells_whose_centroid_moved(monkeypatch):
+    Z = np.random.default_rng(6).normal(size=(500, 3))
+    lists = CellLists()
+    first = local_search(Z, mdav_partition(Z, 5).labels, 5, lists=lists)
+    means = np.array([Z[first == q].mean(0) for q in range(100)])
+    np.testing.assert_allclose(lists.cent, means, rtol=1e-9, atol=1e-12)  # the centroids the lists are for
+    refreshed = []
+    real = ls_module._Search.refresh
+    monkeypatch.setattr(ls_module._Search, "refresh", lambda self, cells: (refreshed.append(set(cells)), real(self, cells)))
+    ls_module._Search(Z, first, 5, ls_module.LIST, lists)  # same cells (sums built afresh): nothing to refresh
+    moved = first.copy()
+    i, j = np.flatnonzero(first == 3)[0], np.flatnonzero(first == 7)[0]
+    moved[i], moved[j] = 7, 3  # a swap moves the centroids of cells 3 and 7 only
+    ls_module._Search(Z, moved, 5, ls_module.LIST, lists)
+    assert refreshed == [set(), {3, 7}]
 
 
 @pytest.mark.parametrize("free", [False, True])
