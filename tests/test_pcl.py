@@ -207,6 +207,44 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     assert (unmarked[bad] < count[bad]).all()
 
 
+def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_beyond_the_median(monkeypatch):
+    # the argument needs every cell whose offset moved by more than tol / 16 (beyond the common
+    # shift) among the targets; a second partial round on the same reference, other labels
+    from probanon.microagg import transport
+    from probanon.microagg.candidates import improving_cells
+
+    rng = np.random.default_rng(8)
+    n, Q, P = 3000, 300, 4
+    Z, C = rng.normal(size=(n, 3)), rng.normal(size=(Q, 3))
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
+    c = -rng.uniform(0, 0.5, Q)
+    labels = (D + c).argmin(1)
+    tol = 1e-10 * D.max()
+    priced = transport._price(Z, C, c, labels, tol, P, None)[3]
+    over, under = rng.choice(Q, 20, replace=False), None
+    under = rng.choice(np.setdiff1d(np.arange(Q), over), 20, replace=False)
+    c2 = c - 3.0  # the common shift
+    c2[over] += 1.1 * tol / 16
+    c2[under] += 0.9 * tol / 16
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs.get("targets"))
+        return improving_cells(*args, **kwargs)
+
+    monkeypatch.setattr(transport, "improving_cells", spy)
+    kept = transport._price(Z, C, c2, labels, tol, P, priced)[3]
+    assert kept[0] is priced[0]  # partial
+    targets = [t for t in seen if t is not None]
+    assert len(targets) == 1 and set(targets[0]) == set(over)
+    labels3 = labels.copy()
+    labels3[rng.choice(n, 10, replace=False)] = rng.integers(0, Q, 10)
+    count = transport._price(Z, C, c2, labels3, tol, P, kept)[1]
+    power = D + c2
+    expected = (power < power[np.arange(n), labels3][:, None] - 0.875 * tol).sum(1)
+    np.testing.assert_array_equal(count, expected)
+
+
 def test_power_assign_and_improving_cells_follow_the_published_rule():
     from probanon.microagg.candidates import improving_cells, power_assign
 

@@ -516,7 +516,7 @@ class _Search:
         self.stamp = np.zeros(1, np.int64)
         self.lists = lists
         carried = None if lists is None else lists.nbr
-        if carried is not None and carried.shape == (Qmax, int(candidates)) and lists.cent.shape == self.cent.shape:
+        if carried is not None and carried.shape == (Qmax, int(candidates)) and lists.cent is not None:
             self.nbr = carried.copy()
             # moved: not only the rounding of sums built afresh against sums kept up to date
             self.refresh(np.flatnonzero(~np.isclose(self.cent, lists.cent, rtol=1e-9, atol=1e-12).all(1)))
