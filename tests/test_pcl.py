@@ -163,6 +163,16 @@ def test_cancelling_cycles_reaches_the_flow_optimum_over_the_added_pairs(seed):
     assert (np.abs(c[:Q][surplus] - c[Q]) <= 1e-7).all() and (c[:Q] <= c[Q] + 1e-7).all()
 
 
+def pricing_case(seed, n, Q, d):
+    """Records, centres, their dense squared distances, offsets, each record's cheapest cell
+    and the pricing tolerance of a transport over them."""
+    rng = np.random.default_rng(seed)
+    Z, C = rng.normal(size=(n, d)), rng.normal(size=(Q, d))
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
+    c = -rng.uniform(0, 0.5, Q)
+    return rng, Z, C, D, c, (D + c).argmin(1), 1e-10 * D.max()
+
+
 def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     # after a full pricing, a round with a few offsets moved (and every offset shifted by a
     # common amount, which changes no comparison) and a few records relabelled is priced
@@ -170,15 +180,10 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     # the records that had more improving cells than were added (P) at the full pricing
     from probanon.microagg.transport import _price
 
-    rng = np.random.default_rng(5)
     n, Q, P = 6000, 600, 4
-    Z, C = rng.normal(size=(n, 4)), rng.normal(size=(Q, 4))
-    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
-    c = -rng.uniform(0, 0.5, Q)
-    labels = (D + c).argmin(1)
+    rng, Z, C, D, c, labels, tol = pricing_case(5, n, Q, 4)
     bad = rng.choice(n, 20, replace=False)
     labels[bad] = (D + c)[bad].argmax(1)  # in their worst cell: hundreds of improving cells each
-    tol = 1e-10 * D.max()
 
     def gain(c, labels):  # improving pairs at 7/8 tol, from the dense matrix
         power = D + c
@@ -213,15 +218,10 @@ def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_b
     from probanon.microagg import transport
     from probanon.microagg.candidates import improving_cells
 
-    rng = np.random.default_rng(8)
     n, Q, P = 3000, 300, 4
-    Z, C = rng.normal(size=(n, 3)), rng.normal(size=(Q, 3))
-    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1)
-    c = -rng.uniform(0, 0.5, Q)
-    labels = (D + c).argmin(1)
-    tol = 1e-10 * D.max()
+    rng, Z, C, D, c, labels, tol = pricing_case(8, n, Q, 3)
     priced = transport._price(Z, C, c, labels, tol, P, None)[3]
-    over, under = rng.choice(Q, 20, replace=False), None
+    over = rng.choice(Q, 20, replace=False)
     under = rng.choice(np.setdiff1d(np.arange(Q), over), 20, replace=False)
     c2 = c - 3.0  # the common shift
     c2[over] += 1.1 * tol / 16
