@@ -104,7 +104,8 @@ def test_a_search_from_carried_lists_refreshes_the_cells_whose_centroid_moved(mo
     np.testing.assert_allclose(lists.cent, means, rtol=1e-9, atol=1e-12)  # the centroids the lists are for
     refreshed = []
     real = ls_module._Search.refresh
-    monkeypatch.setattr(ls_module._Search, "refresh", lambda self, cells: (refreshed.append(set(cells)), real(self, cells)))
+    monkeypatch.setattr(ls_module._Search, "refresh",
+                        lambda self, cells: (refreshed.append(set(cells)), real(self, cells)))
     ls_module._Search(Z, first, 5, ls_module.LIST, lists)  # same cells (sums built afresh): nothing to refresh
     moved = first.copy()
     i, j = np.flatnonzero(first == 3)[0], np.flatnonzero(first == 7)[0]

@@ -103,7 +103,7 @@ def _min_cost_flow(near, cost, m):
 #: 0.33 s at 60; PCL's alternation after the free-size kicks (a start) needed more than 10 too
 #: (0.7 s, 45 records moved, against 1.6-2.5 s for the flow)
 CANCEL_MAX, CANCEL_SWEEPS = 200, 60
-CANCEL_SCANS_MIN = 2_000  # scans allowed on top of both bounds (small problems: a cancelled cycle rescans its cells)
+CANCEL_SCANS_MIN = 2_000  # scans allowed on top of the per-cell bound (small problems: a cancelled cycle rescans its cells)
 
 
 def _price(Z, centers, c, labels, tol, P, priced):
@@ -124,7 +124,7 @@ def _price(Z, centers, c, labels, tol, P, priced):
     (a full pricing of 1.9 s before the median was taken out), and 4 of 2,495 records
     overflowed in its first round (P = 8)."""
     n, Q = Z.shape[0], centers.shape[0]
-    if priced is not None:  # a common shift of every offset changes no comparison: measured against the median one
+    if priced is not None:  # moves beyond the median move (a common shift changes no comparison)
         shift = c - priced[0]
         moved = np.flatnonzero(np.abs(shift - np.median(shift)) > tol / 16)
     if priced is None or moved.size > Q // 3 or np.count_nonzero(priced[2]) > n // 3:
@@ -180,7 +180,8 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
         tol = 1e-10 * float(cost[np.isfinite(cost)].max())
         found = None
         if few:  # a start, or few records gained pairs: cancel the cycles they close instead of a new flow
-            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=CANCEL_SWEEPS * (Q + 1) + CANCEL_SCANS_MIN)
+            scans = CANCEL_SWEEPS * (Q + 1) + CANCEL_SCANS_MIN
+            found = cancel_cycles(near, cost, labels, m, c0, tol / 4, max_scans=scans)
         few = False
         if found is not None and not exact:
             labels = found[0]
