@@ -174,10 +174,10 @@ def pricing_case(seed, n, Q, d):
 
 
 def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
-    # after a full pricing, a round with a few offsets moved (and every offset shifted by a
-    # common amount, which changes no comparison) and a few records relabelled is priced
+    # after a full pricing, rounds with a few offsets moved (and every offset shifted by a
+    # common amount, which changes no comparison) and a few records relabelled are priced
     # incrementally: each record's improving cells must be those of a full pricing, also for
-    # the records that had more improving cells than were added (P) at the full pricing
+    # the records that had more improving cells than were added (P) in the round before
     from probanon.microagg.transport import _price
 
     n, Q, P = 6000, 600, 4
@@ -189,60 +189,81 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
         power = D + c
         return power < power[np.arange(n), labels][:, None] - 0.875 * tol
 
-    priced = _price(Z, C, c, labels, tol, P, None)[3]  # full: (offsets, labels, overflow) kept
-    np.testing.assert_array_equal(priced[2], gain(c, labels).sum(1) > P)
-    assert priced[2][bad].all()
-    c2, labels2 = c + 7.5, labels.copy()
-    moved_cells = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 40, replace=False)
-    c2[moved_cells] += rng.normal(0, 0.3, 40)
-    c2[rng.choice(Q, 100)] += tol / 100  # below the drift threshold: not re-priced
-    relabelled = rng.choice(np.setdiff1d(np.arange(n), bad), 30, replace=False)
-    labels2[relabelled] = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 30)
-    better, count, around, kept = _price(Z, C, c2, labels2, tol, P, priced)
-    expected = gain(c2, labels2)
-    np.testing.assert_array_equal(count, expected.sum(1))  # the bad records' cells did not move: found anyway
-    assert 0 < (count > 0).sum() < n and (count[bad] > P).all()
-    for i in np.flatnonzero(count > 0)[:50]:
-        assert expected[i, better[i][better[i] >= 0]].all()
-    # the reference stays, and records with more improving cells than are added are kept marked
-    assert kept[0] is priced[0] and kept[1] is priced[1]
-    np.testing.assert_array_equal(kept[2], priced[2] | (count > P))
+    priced = _price(Z, C, c, labels, tol, P, None)[3]  # full pricing: a new state
+    np.testing.assert_array_equal(priced.overflow, gain(c, labels).sum(1) > P)
+    assert priced.overflow[bad].all() and len(priced.history) == 1
+    for step in range(3):  # partial rounds, each on the state the one before left
+        c2, labels2 = c + 7.5 * (step + 1), labels.copy()
+        moved_cells = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 40, replace=False)
+        c2[moved_cells] += rng.normal(0, 0.3, 40)
+        c2[rng.choice(Q, 100)] += tol / 100  # below the drift threshold: not re-priced
+        relabelled = rng.choice(np.setdiff1d(np.arange(n), bad), 30, replace=False)
+        labels2[relabelled] = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 30)
+        before = priced.overflow.copy()
+        better, count, around, priced = _price(Z, C, c2, labels2, tol, P, priced)
+        assert len(priced.history) == step + 2  # partial
+        expected = gain(c2, labels2)
+        np.testing.assert_array_equal(count, expected.sum(1))  # the bad records' cells did not move: found anyway
+        assert 0 < (count > 0).sum() < n and (count[bad] > P).all()
+        for i in np.flatnonzero(count > 0)[:50]:
+            assert expected[i, better[i][better[i] >= 0]].all()
+        np.testing.assert_array_equal(priced.overflow, count > P)  # the marks of this round
+        assert (priced.rows[relabelled] == step + 1).all() and (priced.cells[moved_cells] == step + 1).all()
+        # the transport adds the pairs found and solves again: here, those records take their best cell
+        solved = np.flatnonzero((count > 0) & (count <= P))
+        labels2[solved] = (D + c2)[solved].argmin(1)
+        c, labels = c2, labels2
     # the marks must matter: without them, the bad records are priced against the moved cells only
-    unmarked = _price(Z, C, c2, labels2, tol, P, (priced[0], priced[1], np.zeros(n, bool)))[1]
-    assert (unmarked[bad] < count[bad]).all()
+    priced.overflow[:] = False
+    assert (_price(Z, C, c + 1.0, labels, tol, P, priced)[1][bad] == 0).all() and before[bad].all()
 
 
-def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_beyond_the_median(monkeypatch):
-    # the argument needs every cell whose offset moved by more than tol / 16 (beyond the common
-    # shift) among the targets; a second partial round on the same reference, other labels
+def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_since_their_pairs_round(
+        monkeypatch):
+    # the argument needs, among the targets, every cell whose offset moved by more than tol / 16
+    # (beyond the common shift) since the round that last priced its pairs: small moves that
+    # add up over rounds count, and cells priced again in a later round are measured from it
     from probanon.microagg import transport
     from probanon.microagg.candidates import improving_cells
 
     n, Q, P = 3000, 300, 4
     rng, Z, C, D, c, labels, tol = pricing_case(8, n, Q, 3)
     priced = transport._price(Z, C, c, labels, tol, P, None)[3]
-    over = rng.choice(Q, 20, replace=False)
-    under = rng.choice(np.setdiff1d(np.arange(Q), over), 20, replace=False)
-    c2 = c - 3.0  # the common shift
-    c2[over] += 1.1 * tol / 16
-    c2[under] += 0.9 * tol / 16
+    over, under, other = np.split(rng.choice(Q, 60, replace=False), 3)
     seen = []
 
     def spy(*args, **kwargs):
         seen.append(kwargs.get("targets"))
+        if kwargs.get("targets") is None:  # the records priced over all cells: their cells
+            whole.update(args[3].tolist())
         return improving_cells(*args, **kwargs)
 
     monkeypatch.setattr(transport, "improving_cells", spy)
-    kept = transport._price(Z, C, c2, labels, tol, P, priced)[3]
-    assert kept[0] is priced[0]  # partial
-    targets = [t for t in seen if t is not None]
-    assert len(targets) == 1 and set(targets[0]) == set(over)
+    whole = set()
+
+    def round_(c2, labels2, state):
+        seen.clear()
+        whole.clear()
+        count, state = transport._price(Z, C, c2, labels2, tol, P, state)[1:4:2]
+        power = D + c2
+        np.testing.assert_array_equal(count, (power < power[np.arange(n), labels2][:, None] - 0.875 * tol).sum(1))
+        targets = [t for t in seen if t is not None]
+        assert len(targets) == 1  # partial
+        return set(targets[0]), state
+
+    c2 = c - 3.0  # the common shift
+    c2[over] += 1.1 * tol / 16
+    c2[under] += 0.9 * tol / 16
+    targets, priced = round_(c2, labels, priced)
+    assert targets == set(over) and whole == set(over) & set(labels)  # the moved cells' members over all cells
+    c3 = c2 + 1.0
+    c3[under] += 0.9 * tol / 16  # 1.8 tol / 16 since the full pricing
+    c3[over] += 0.9 * tol / 16  # 0.9 tol / 16 since the last round, which priced them
+    c3[other] += 0.9 * tol / 16
     labels3 = labels.copy()
     labels3[rng.choice(n, 10, replace=False)] = rng.integers(0, Q, 10)
-    count = transport._price(Z, C, c2, labels3, tol, P, kept)[1]
-    power = D + c2
-    expected = (power < power[np.arange(n), labels3][:, None] - 0.875 * tol).sum(1)
-    np.testing.assert_array_equal(count, expected)
+    targets, priced = round_(c3, labels3, priced)
+    assert targets == set(under) and whole == set(under) & set(labels3) | set(labels3[labels3 != labels])
 
 
 def test_power_assign_and_improving_cells_follow_the_published_rule():
