@@ -173,6 +173,26 @@ def pricing_case(seed, n, Q, d):
     return rng, Z, C, D, c, (D + c).argmin(1), 1e-10 * D.max()
 
 
+def test_grown_candidates_add_each_rows_new_cells_once_packed_to_the_left():
+    from probanon.microagg.transport import _grown
+
+    rng = np.random.default_rng(3)
+    near = rng.integers(0, 30, (50, 6))
+    near[rng.random(near.shape) < 0.3] = -1
+    rows = np.array([2, 7, 8, 40])
+    new = rng.integers(-1, 30, (4, 9))
+    out = _grown(near, rows, new)
+    expected = {}
+    for r, i in enumerate(rows):  # the distinct cells of the old row, then of the new ones, in order
+        expected[i] = list(dict.fromkeys(q for q in [*near[i], *new[r]] if q >= 0))
+    assert out.shape == (50, max(6, *(len(v) for v in expected.values())))
+    for i in range(50):
+        if i in expected:
+            assert out[i].tolist() == expected[i] + [-1] * (out.shape[1] - len(expected[i]))
+        else:
+            assert out[i, :6].tolist() == near[i].tolist() and (out[i, 6:] == -1).all()
+
+
 def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
     # after a full pricing, rounds with a few offsets moved (and every offset shifted by a
     # common amount, which changes no comparison) and a few records relabelled are priced

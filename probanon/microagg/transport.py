@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 from ..errors import ParameterError, ProbanonError
 from .candidates import _pair_costs, improving_cells, nearest_cells
@@ -101,8 +102,9 @@ def _min_cost_flow(near, cost, m):
 #: 69 / 21 / 5 improving records took 0.12 s each this way against 1.1-1.2 s for a new flow; a
 #: round with 187 records failed at 10 scans per cell (0.3 s, then a flow of 1.35 s) and took
 #: 0.33 s at 60; PCL's alternation after the free-size kicks (a start) needed more than 10 too
-#: (0.7 s, 45 records moved, against 1.6-2.5 s for the flow)
-CANCEL_MAX, CANCEL_SWEEPS = 200, 60
+#: (0.7 s, 45 records moved, against 1.6-2.5 s for the flow); 300 records: 0.8 s against 1.5 s,
+#: 1,035 records: slower than the flow
+CANCEL_MAX, CANCEL_SWEEPS = 400, 60
 CANCEL_SCANS_MIN = 2_000  # scans allowed on top of the per-cell bound (small problems: a cancelled cycle rescans its cells)
 
 
@@ -168,6 +170,46 @@ def _price(Z, centers, c, labels, tol, P, priced):
     return better, count, around, priced
 
 
+@njit(cache=True)
+def _grown(near, rows, new):
+    """``near`` with the cells of ``new[r]`` (-1 pads) added to row ``rows[r]``: each row's
+    distinct cells packed to the left, -1 after them, as many columns as the fullest row
+    needs. Only the rows that gain cells widen the matrix (a column stack of the new cells
+    for every row grew it by 17 columns a round: PCL's last assignment at 10^5 records took
+    eight rounds)."""
+    n, T = near.shape
+    width = T
+    seen = np.empty(T + new.shape[1], np.int64)
+    for r in range(rows.size):  # the widest row after the additions
+        m = _distinct(near[rows[r]], new[r], seen)
+        width = max(width, m)
+    out = np.full((n, width), -1, np.int64)
+    out[:, :T] = near
+    for r in range(rows.size):
+        m = _distinct(near[rows[r]], new[r], seen)
+        out[rows[r], :m] = seen[:m]
+    return out
+
+
+@njit(cache=True)
+def _distinct(a, b, seen):
+    """The distinct cells (>= 0) of a then b, in order, into ``seen``; their number."""
+    m = 0
+    for part in (a, b):
+        for q in part:
+            if q < 0:
+                continue
+            fresh = True
+            for t in range(m):
+                if seen[t] == q:
+                    fresh = False
+                    break
+            if fresh:
+                seen[m] = q
+                m += 1
+    return m
+
+
 def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int = 50, offsets=None, near=None,
                      exact: bool = True, pricing: int = 4, labels=None) -> TransportAssignment:
     """Optimal assignment of the rows of ``Z`` to ``centers`` with at least ``min_sizes[q]``
@@ -230,9 +272,9 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
             break
         few = np.count_nonzero(count) <= CANCEL_MAX
         # add the improving cells and, for the records that have some, the other cells of lowest
-        # cost at these duals (fewer rounds; repeated pairs are parallel arcs of equal cost)
-        grown = np.column_stack([near, np.where(count[:, None] > 0, around, -1), better])
-        near, c0 = grown, np.r_[c, 0.0]
+        # cost at these duals (fewer rounds)
+        rows = np.flatnonzero(count > 0)
+        near, c0 = _grown(near, rows, np.column_stack([around[rows], better[rows]])), np.r_[c, 0.0]
     else:
         raise ProbanonError(f"size-constrained assignment: pricing did not end in {max_rounds} rounds")
     own = _pair_costs(Z, centers, np.zeros(Q), labels[:, None])[:, 0]
