@@ -29,16 +29,21 @@ hold at least k points. This implementation alternates the two conditions exactl
    first round, a second round of kicks (``FREE_KICKS_PER_CELL``) that may also dissolve a
    cell or split one of >= 2k records, so the number of cells and their sizes (>= k) are
    optimised too, then step 3 (``free_sizes=False``: MDAV's floor(n/k) cells). The free-size
-   kicks keep only what lowers the SSE, but step 3 is not run between the two rounds (it
-   saved 4 s of 54 at 10^5 records, 10-D; the SSE moved by under 0.15% either way on 10^4 -
-   10^5-record Gaussians), so the free-size result is not bound to be below the fixed-size
-   one for the same seed; it is on every CASC case of ``benchmarks/scale.py freesizes``. The
-   records are first put in cell order, the cells in spatial order (:func:`_locality`), for
-   cache reuse.
+   kicks keep only what lowers the SSE; up to FROM_FIXED_MAX cells steps 3 and 4 run between
+   the two rounds too, so the free-size round starts from the fixed-size result of the same
+   seed and its SSE is never higher, to rounding (tarragona, k = 10, seed 0: IL 30.253 with
+   fixed sizes, 30.258 with free sizes before, as the last exact assignment gained more on
+   the fixed-size partition; 30.250 now). Beyond that, step 3 is not run between the rounds
+   (it saved 4 s of 54 at 10^5 records, 10-D; the SSE moved by under 0.15% either way on
+   10^4 - 10^5-record Gaussians). The records are first put in cell order, the cells in
+   spatial order (:func:`_locality`), for cache reuse.
 4. Publish: one last assignment, exact over all cells (pricing of the excluded pairs cell by
    cell with a triangle-inequality bound, :func:`.candidates.improving_cells`), gives the
-   labels; its degenerate duals are turned into strict offsets (:mod:`.potentials`:
-   shortest-path potentials with a margin), so the power diagram (centres, offsets)
+   labels (up to FROM_FIXED_MAX cells: moves and swaps and the exact assignment to the new
+   means again, while the SSE falls; with free sizes the fixed-size round ends this way too,
+   so that the free-size round starts from the fixed-size result); its degenerate duals are
+   turned into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin),
+   so the power diagram (centres, offsets)
    reproduces ``labels_`` exactly. Where the optimum splits identical records between cells
    (ties no offset can break), the optimal labels are kept and ``function_mismatches_``
    counts the fitted records the function assigns elsewhere. Centroids are the cell means.
@@ -214,6 +219,12 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
 #: KICKS_MAX (the free-size round then gains as much as the other)
 KICKS_PER_CELL, FREE_KICKS_PER_CELL, KICKS_MAX = 40, 12.5, 20_000
 
+#: up to this many cells, the free-size round starts from the fixed-size round's result and
+#: step 4 repeats while the SSE falls (module docstring); beyond, step 3 runs once, after the
+#: free-size round (10^5 records: 4 s of 30 saved), and step 4 once. The blocks of automatic
+#: blocked PCL (>= 19,531 records) stay beyond it for k <= 9
+FROM_FIXED_MAX = 2_000
+
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
 STARTS = ("mdav", "pca")
 
@@ -259,6 +270,25 @@ def _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress=_
     return back, centers, offsets, strict
 
 
+def _exact(Z, labels, k, Q, near, neighbours, max_iter):
+    """The exact size-constrained assignment to the cell means (over all cells, from
+    ``labels``; ``near``: the last candidates, pooled): (centres, its
+    :class:`.transport.TransportAssignment`). Up to FROM_FIXED_MAX cells, then moves and swaps
+    and the exact assignment again, while the SSE falls."""
+    best = None
+    for step in range(max_iter if Q <= FROM_FIXED_MAX else 1):
+        if step:
+            labels, near = local_search(Z, best[2].labels, k, neighbours=neighbours), best[2].candidates
+        centers = group_means(Z, labels, Q)
+        r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES),
+                             pricing=8, labels=labels)
+        sse = _sse(Z, r.labels, Q) if Q <= FROM_FIXED_MAX else 0.0
+        if best is not None and not _step(best[0], sse)[0]:
+            break
+        best = (sse, centers, r)
+    return best[1:]
+
+
 def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes):
     """Steps 2-4 of the module docstring for cells of < SMOOTH_MIN_K records (or where the
     large-cell path failed): (labels, centers, offsets, strict)."""
@@ -274,9 +304,11 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
     progress("kicks", 0, kicks)  # one numba call: no finer steps without changing its random stream
     labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, lists=lists)
     progress("kicks", kicks, kicks)
-    if not free_sizes:  # with free sizes, the alternation after the free-size kicks serves both rounds
+    if not free_sizes or Q <= FROM_FIXED_MAX:  # else the alternation after the free-size kicks serves both
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
-    else:  # more kicks that may also dissolve and split cells
+    if free_sizes and Q <= FROM_FIXED_MAX:  # from the fixed-size result: its exact assignment
+        labels = _exact(Z, labels, k, Q, near, neighbours, max_iter)[1].labels
+    if free_sizes:  # more kicks that may also dissolve and split cells
         progress("free-size kicks", 0, free_kicks)
         labels = iterated_local_search(Z, labels, k, free_kicks, rng, neighbours=neighbours, free_sizes=True,
                                        lists=lists)
@@ -286,9 +318,7 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
             near = _first_candidates(Z, labels, Q)
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
     progress("publish", 0, 1)
-    centers = group_means(Z, labels, Q)  # step 4: publishable power diagram, exact assignment
-    r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES), pricing=8,
-                         labels=labels)
+    centers, r = _exact(Z, labels, k, Q, near, neighbours, max_iter)  # step 4: publishable power diagram
     strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
     progress("publish", 1, 1)
     return (r.labels, centers, r.offsets, False) if strict is None else (strict[0], centers, strict[1], True)
