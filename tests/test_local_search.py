@@ -183,3 +183,23 @@ def test_a_kicks_descent_tries_the_records_the_kick_moved_last_in_their_order():
     # 10th entry (a moved record's id past m) stays where it is
     np.testing.assert_array_equal(records, [9, 5, 3, 8, 1, 6, 7, 2, 2, 4])
     assert not mark.any()  # the scratch is clean for the next kick
+
+
+def test_four_at_a_time_kernels_give_the_bits_of_one_at_a_time_and_the_nearest_candidates():
+    # the interleaved kernels must not change a decision: the same bits as the one-pair kernels,
+    # and a record's candidates are the T nearest of its cell's list (brute force)
+    from probanon.microagg.local_search import _candidates, _sqdist, _sqdist4, _swap_terms, _swap_terms4
+
+    rng = np.random.default_rng(11)
+    Z, cent = rng.normal(size=(40, 13)) * 1e3, rng.normal(size=(9, 13))
+    g, w = rng.normal(size=13), 0.3
+    for i, js, qs in ((0, (1, 2, 3, 4), (1, 2, 3, 4)), (5, (39, 6, 7, 5), (0, 8, 2, 3))):
+        assert _swap_terms4(Z, i, *js, g, w) == tuple(_swap_terms(Z, i, j, g, w) for j in js)
+        assert _sqdist4(Z, i, cent, *qs) == tuple(_sqdist(Z, i, cent, q) for q in qs)
+    counts = np.array([5, 5, 0, 5, 5, 5, 5, 5, 5], float)
+    nbr = np.array([[1, 2, 3, 4, 5, 6, 7, -1, -1]] + [[0] * 9] * 8)  # cell 2 empty; padded with -1
+    dist, out = np.empty(4), np.empty(4, np.int64)
+    for i in range(10):
+        _candidates(Z, i, 0, nbr, counts, cent, dist, out)
+        d = {q: ((Z[i] - cent[q]) ** 2).sum() for q in (1, 3, 4, 5, 6, 7)}
+        assert out.tolist() == sorted(d, key=d.get)[:4]

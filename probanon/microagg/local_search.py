@@ -96,6 +96,27 @@ def _swap_terms(Z, i, j, g, w):
 
 
 @njit(cache=True)
+def _swap_terms4(Z, i, j0, j1, j2, j3, g, w):
+    """:func:`_swap_terms` of four partners, each with the same operations in the same order
+    (the same bits), interleaved: four independent chains of additions instead of one whose
+    latency bounds the loop (census, k = 10: a PCL fit 1.75 -> 1.15 s, same result)."""
+    t0 = t1 = t2 = t3 = 0.0
+    s0 = s1 = s2 = s3 = 0.0
+    for c in range(Z.shape[1]):
+        x, gc = Z[i, c], g[c]
+        v0, v1, v2, v3 = Z[j0, c] - x, Z[j1, c] - x, Z[j2, c] - x, Z[j3, c] - x
+        t0 += gc * v0
+        t1 += gc * v1
+        t2 += gc * v2
+        t3 += gc * v3
+        s0 += v0 * v0
+        s1 += v1 * v1
+        s2 += v2 * v2
+        s3 += v3 * v3
+    return -2.0 * t0 - s0 * w, -2.0 * t1 - s1 * w, -2.0 * t2 - s2 * w, -2.0 * t3 - s3 * w
+
+
+@njit(cache=True)
 def _swap_delta(Z, i, j, a, b, counts, cent):
     """SSE change of swapping record i (cell a) with record j (cell b)."""
     return _swap_terms(Z, i, j, cent[a] - cent[b], 1.0 / counts[a] + 1.0 / counts[b])
@@ -109,6 +130,21 @@ def _sqdist(Z, i, cent, q):
         v = Z[i, c] - cent[q, c]
         acc += v * v
     return acc
+
+
+@njit(cache=True)
+def _sqdist4(Z, i, cent, q0, q1, q2, q3):
+    """:func:`_sqdist` to four centroids, each in the same order (the same bits), interleaved
+    (10^5 x 10, k = 5: a PCL fit 29.4-30.1 -> 27.1-27.8 s, same result)."""
+    s0 = s1 = s2 = s3 = 0.0
+    for c in range(Z.shape[1]):
+        x = Z[i, c]
+        v0, v1, v2, v3 = x - cent[q0, c], x - cent[q1, c], x - cent[q2, c], x - cent[q3, c]
+        s0 += v0 * v0
+        s1 += v1 * v1
+        s2 += v2 * v2
+        s3 += v3 * v3
+    return s0, s1, s2, s3
 
 
 @njit(cache=True)
@@ -134,7 +170,15 @@ def _candidates(Z, i, a, nbr, counts, cent, dist, out):
     for t in range(T):
         dist[t] = np.inf
         out[t] = -1
-    for r in range(nbr.shape[1]):
+    R = nbr.shape[1]
+    r = 0
+    while r + 3 < R and nbr[a, r + 3] >= 0:  # four at a time (the lists are -1 padded at the end)
+        e0, e1, e2, e3 = _sqdist4(Z, i, cent, nbr[a, r], nbr[a, r + 1], nbr[a, r + 2], nbr[a, r + 3])
+        for q, e in ((nbr[a, r], e0), (nbr[a, r + 1], e1), (nbr[a, r + 2], e2), (nbr[a, r + 3], e3)):
+            if q != a and counts[q] > 0:
+                insert_sorted(dist, out, e, q)
+        r += 4
+    for r in range(r, R):
         q = nbr[a, r]
         if q < 0 or q == a or counts[q] == 0:
             continue
@@ -165,11 +209,21 @@ def _best_move(Z, i, a, near, counts, cent, head, nxt, k, eps, g):
         for c in range(d):
             g[c] = cent[a, c] - cent[b, c]
         j = head[b]
-        while j >= 0:  # swaps with every member of b
-            delta = _swap_terms(Z, i, j, g, w)
-            if delta < best:
-                best, best_b, best_j = delta, b, j
-            j = nxt[j]
+        while j >= 0:  # swaps with every member of b, four at a time where there are four
+            j1 = nxt[j]
+            j2 = nxt[j1] if j1 >= 0 else -1
+            j3 = nxt[j2] if j2 >= 0 else -1
+            if j3 < 0:
+                delta = _swap_terms(Z, i, j, g, w)
+                if delta < best:
+                    best, best_b, best_j = delta, b, j
+                j = j1
+                continue
+            d0, d1, d2, d3 = _swap_terms4(Z, i, j, j1, j2, j3, g, w)
+            for delta, jj in ((d0, j), (d1, j1), (d2, j2), (d3, j3)):  # in list order, as one at a time
+                if delta < best:
+                    best, best_b, best_j = delta, b, jj
+            j = nxt[j3]
     return best, best_b, best_j
 
 
