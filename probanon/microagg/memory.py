@@ -26,7 +26,8 @@ from ..errors import ParameterError
 DENSE_BYTES_PER_CELL = 44
 #: bytes per record of the small-cell path: growth of VmHWM over VmRSS across PCL(5).fit on
 #: 10-D Gaussians: 2,218 B at n = 20,000 (candidate arrays, the min-cost flow's arcs, the
-#: local search's member lists, the k-d tree's output); 4096 B allows for ties (wider
+#: local search's member lists, the k-d tree's output), 2,141-2,227 B at n = 100,000 (4,240 B
+#: while each pricing round widened every record's candidates); 4096 B allows for ties (wider
 #: candidate lists) and other d.
 RECORD_BYTES = 4096
 #: a fit may use at most this fraction of the available memory
