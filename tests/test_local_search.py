@@ -203,3 +203,9 @@ def test_four_at_a_time_kernels_give_the_bits_of_one_at_a_time_and_the_nearest_c
         _candidates(Z, i, 0, nbr, counts, cent, dist, out)
         d = {q: ((Z[i] - cent[q]) ** 2).sum() for q in (1, 3, 4, 5, 6, 7)}
         assert out.tolist() == sorted(d, key=d.get)[:4]
+    # -1 entries before a cell: a split puts its new cell in the last slot of a short list
+    nbr[0] = [1, -1, -1, 3, 4, -1, -1, -1, 8]
+    for i in range(10):
+        _candidates(Z, i, 0, nbr, counts, cent, dist, out)
+        d = {q: ((Z[i] - cent[q]) ** 2).sum() for q in (1, 3, 4, 8)}
+        assert out.tolist() == sorted(d, key=d.get)

@@ -186,6 +186,7 @@ def test_grown_candidates_add_each_rows_new_cells_once_packed_to_the_left():
     for r, i in enumerate(rows):  # the distinct cells of the old row, then of the new ones, in order
         expected[i] = list(dict.fromkeys(q for q in [*near[i], *new[r]] if q >= 0))
     assert out.shape == (50, max(6, *(len(v) for v in expected.values())))
+    assert _grown(near, rows[:0], new[:0]).tolist() == near.tolist()  # no row gains: unchanged
     for i in range(50):
         if i in expected:
             assert out[i].tolist() == expected[i] + [-1] * (out.shape[1] - len(expected[i]))

@@ -172,17 +172,16 @@ def _candidates(Z, i, a, nbr, counts, cent, dist, out):
         out[t] = -1
     R = nbr.shape[1]
     r = 0
-    while r + 3 < R and nbr[a, r + 3] >= 0:  # four at a time (the lists are -1 padded at the end)
+    while r + 3 < R:  # four at a time; -1 entries may stand anywhere (a split's new cell takes the last slot)
         e0, e1, e2, e3 = _sqdist4(Z, i, cent, nbr[a, r], nbr[a, r + 1], nbr[a, r + 2], nbr[a, r + 3])
         for q, e in ((nbr[a, r], e0), (nbr[a, r + 1], e1), (nbr[a, r + 2], e2), (nbr[a, r + 3], e3)):
-            if q != a and counts[q] > 0:
+            if q >= 0 and q != a and counts[q] > 0:
                 insert_sorted(dist, out, e, q)
         r += 4
     for r in range(r, R):
         q = nbr[a, r]
-        if q < 0 or q == a or counts[q] == 0:
-            continue
-        insert_sorted(dist, out, _sqdist(Z, i, cent, q), q)
+        if q >= 0 and q != a and counts[q] > 0:
+            insert_sorted(dist, out, _sqdist(Z, i, cent, q), q)
 
 
 @njit(cache=True)

@@ -282,7 +282,9 @@ def _exact(Z, labels, k, Q, near, neighbours, max_iter):
         centers = group_means(Z, labels, Q)
         r = transport_assign(Z, centers, k, near=pooled_cells(Z, centers, np.zeros(Q), labels, near, CANDIDATES),
                              pricing=8, labels=labels)
-        sse = _sse(Z, r.labels, Q) if Q <= FROM_FIXED_MAX else 0.0
+        if Q > FROM_FIXED_MAX:  # one assignment: no SSE to compare
+            return centers, r
+        sse = _sse(Z, r.labels, Q)
         if best is not None and not _step(best[0], sse)[0]:
             break
         best = (sse, centers, r)
@@ -306,8 +308,8 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
     progress("kicks", kicks, kicks)
     if not free_sizes or Q <= FROM_FIXED_MAX:  # else the alternation after the free-size kicks serves both
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
-    if free_sizes and Q <= FROM_FIXED_MAX:  # from the fixed-size result: its exact assignment
-        labels = _exact(Z, labels, k, Q, near, neighbours, max_iter)[1].labels
+        if free_sizes:  # the free-size round starts from the fixed-size result: step 4's labels
+            labels = _exact(Z, labels, k, Q, near, neighbours, max_iter)[1].labels
     if free_sizes:  # more kicks that may also dissolve and split cells
         progress("free-size kicks", 0, free_kicks)
         labels = iterated_local_search(Z, labels, k, free_kicks, rng, neighbours=neighbours, free_sizes=True,

@@ -178,16 +178,14 @@ def _grown(near, rows, new):
     for every row grew it by 17 columns a round: PCL's last assignment at 10^5 records took
     eight rounds)."""
     n, T = near.shape
-    width = T
-    seen = np.empty(T + new.shape[1], np.int64)
-    for r in range(rows.size):  # the widest row after the additions
-        m = _distinct(near[rows[r]], new[r], seen)
-        width = max(width, m)
-    out = np.full((n, width), -1, np.int64)
+    cells = np.empty((rows.size, T + new.shape[1]), np.int64)
+    sizes = np.empty(rows.size, np.int64)
+    for r in range(rows.size):
+        sizes[r] = _distinct(near[rows[r]], new[r], cells[r])
+    out = np.full((n, max(T, sizes.max()) if rows.size else T), -1, np.int64)
     out[:, :T] = near
     for r in range(rows.size):
-        m = _distinct(near[rows[r]], new[r], seen)
-        out[rows[r], :m] = seen[:m]
+        out[rows[r], :sizes[r]] = cells[r, :sizes[r]]
     return out
 
 
