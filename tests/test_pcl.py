@@ -210,7 +210,7 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
         power = D + c
         return power < power[np.arange(n), labels][:, None] - 0.875 * tol
 
-    priced = _price(Z, C, c, labels, tol, P, None)[3]  # full pricing: a new state
+    priced = _price(Z, C, c, labels, tol, P, None)[4]  # full pricing: a new state
     np.testing.assert_array_equal(priced.overflow, gain(c, labels).sum(1) > P)
     assert priced.overflow[bad].all() and len(priced.history) == 1
     for step in range(3):  # partial rounds, each on the state the one before left
@@ -221,7 +221,7 @@ def test_pricing_against_moved_cells_finds_what_a_full_pricing_finds():
         relabelled = rng.choice(np.setdiff1d(np.arange(n), bad), 30, replace=False)
         labels2[relabelled] = rng.choice(np.setdiff1d(np.arange(Q), labels[bad]), 30)
         before = priced.overflow.copy()
-        better, count, around, priced = _price(Z, C, c2, labels2, tol, P, priced)
+        better, count, _, around, priced = _price(Z, C, c2, labels2, tol, P, priced)
         assert len(priced.history) == step + 2  # partial
         expected = gain(c2, labels2)
         np.testing.assert_array_equal(count, expected.sum(1))  # the bad records' cells did not move: found anyway
@@ -249,7 +249,7 @@ def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_s
 
     n, Q, P = 3000, 300, 4
     rng, Z, C, D, c, labels, tol = pricing_case(8, n, Q, 3)
-    priced = transport._price(Z, C, c, labels, tol, P, None)[3]
+    priced = transport._price(Z, C, c, labels, tol, P, None)[4]
     over, under, other = np.split(rng.choice(Q, 60, replace=False), 3)
     seen = []
 
@@ -265,7 +265,7 @@ def test_a_partial_pricing_takes_the_cells_that_moved_by_more_than_tol_over_16_s
     def round_(c2, labels2, state):
         seen.clear()
         whole.clear()
-        count, state = transport._price(Z, C, c2, labels2, tol, P, state)[1:4:2]
+        count, state = transport._price(Z, C, c2, labels2, tol, P, state)[1:5:3]
         power = D + c2
         np.testing.assert_array_equal(count, (power < power[np.arange(n), labels2][:, None] - 0.875 * tol).sum(1))
         targets = [t for t in seen if t is not None]
@@ -594,3 +594,83 @@ def test_free_sizes_start_from_the_fixed_size_result_and_never_end_above_it(tarr
 
     assert len(starts) == 1 and starts[0] == pytest.approx(il(fixed) / 100 * X.size, rel=1e-9)
     assert il(free) <= il(fixed) * (1 + 1e-12)
+
+
+def test_pricing_with_a_margin_lists_the_cells_within_it_after_the_improving_ones():
+    from probanon.microagg.candidates import improving_cells
+
+    rng = np.random.default_rng(13)
+    Z = np.round(rng.normal(size=(2500, 3)), 1)  # ties in cost
+    C = np.round(rng.normal(size=(300, 3)), 1)
+    c = np.round(rng.uniform(-0.3, 0.0, 300), 2)
+    labels = rng.integers(0, 300, 2500)
+    cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c[None, :]
+    own = cost[np.arange(2500), labels]
+    other = np.arange(300)[None, :] != labels[:, None]
+    for tol, margin in ((0.05, 0.2), (0.0, 0.3)):
+        gain = other & ((cost < own[:, None] - tol) | ((tol == 0) & (cost == own[:, None]) &
+                                                         (np.arange(300)[None, :] < labels[:, None])))
+        near = other & (gain | (cost < own[:, None] + margin))
+        close = np.full(2500, -7, np.int64)
+        cells, count = improving_cells(Z, C, c, labels, tol, 3, margin=margin, close=close)
+        np.testing.assert_array_equal(count, gain.sum(1))
+        np.testing.assert_array_equal(close, near.sum(1))
+        for i in np.flatnonzero(close > 0):
+            found = cells[i][cells[i] >= 0]
+            assert found.size == min(3, near[i].sum()) and near[i, found].all()
+            assert np.sort(cost[i, found]).tolist() == np.sort(cost[i, near[i]])[: found.size].tolist()
+        assert (cells[close == 0] == -1).all()
+
+
+@pytest.mark.parametrize("margin", [None, 5e-3])
+def test_the_transport_certifies_its_margin_for_every_pair_outside_the_candidates(monkeypatch, margin):
+    # few first candidates, so column generation runs several (chained) pricing rounds; the
+    # dense matrix at the returned offsets: every pair outside the candidates is above the
+    # record's own cost by more than the certified margin (with a wide MARGIN, many pairs are
+    # within it and must have been added)
+    from probanon.microagg import transport
+
+    if margin is not None:
+        monkeypatch.setattr(transport, "MARGIN", margin)
+    rng = np.random.default_rng(14)
+    n, Q = 3000, 600
+    Z, C = rng.normal(size=(n, 3)), rng.normal(size=(Q, 3))
+    r = transport_assign(Z, C, 5, candidates=2, pricing=16)
+    D = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + r.offsets[None, :]
+    slack = D - D[np.arange(n), r.labels][:, None]
+    slack[np.arange(n)[:, None], np.where(r.candidates >= 0, r.candidates, r.labels[:, None])] = np.inf
+    top = (D - r.offsets[None, :])[np.arange(n)[:, None], np.maximum(r.candidates, 0)].max()
+    assert 0 < r.margin <= transport.MARGIN * top  # the largest candidate cost of the first rounds is lower
+    assert slack.min() > r.margin
+    if margin is not None:  # pairs within the wide margin exist, and were added as candidates
+        assert (D - D[np.arange(n), r.labels][:, None] < r.margin).sum() - n > 1000
+
+
+def test_strict_offsets_on_a_certified_margin_skip_the_scan_and_agree_with_it(monkeypatch):
+    # on the transport's margin, the strict offsets need no scan over all cells: the same
+    # labels and offsets as with the scan, and the published rule (dense argmin, lowest index
+    # on ties) reproduces the labels but for split twins; a margin the offsets' moves exceed
+    # gets the scan
+    from probanon.microagg import candidates, potentials
+
+    rng = np.random.default_rng(15)
+    n, Q = 2000, 400
+    Z, C = np.round(rng.normal(size=(n, 3)), 2), rng.normal(size=(Q, 3))
+    Z[1::7] = Z[::7][: Z[1::7].shape[0]]  # identical twins, split between cells where the optimum does
+    r = transport_assign(Z, C, 5, candidates=3, pricing=8)
+    assert r.margin > 0
+    scans = []
+    monkeypatch.setattr(potentials, "improving_cells", lambda *a, **k: scans.append(1) or candidates.improving_cells(*a, **k))
+    labels, offsets = strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates, margin=r.margin)
+    assert not scans
+    labels0, offsets0 = strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates)
+    assert scans
+    np.testing.assert_array_equal(labels, labels0)
+    np.testing.assert_array_equal(offsets, offsets0)
+    cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + offsets[None, :]
+    twins = potentials.split_duplicates(Z, labels)
+    assert twins.any()
+    np.testing.assert_array_equal(cost.argmin(1)[~twins], labels[~twins])
+    scans.clear()  # a margin smaller than the offsets' moves (a true claim): the scan runs
+    assert strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates, margin=1e-300)[0].tolist() == labels.tolist()
+    assert scans

@@ -159,10 +159,11 @@ def _scan(Z, centers, offsets, labels, rows, tol, P):
 
 
 @njit(cache=True)
-def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, count, acc):
+def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin, out, count, close, acc):
     """Improving cells among ``targets`` (``CT``: their centres, transposed) of the members of
     cell a (``order[start[a]:start[a + 1]]``), by the triangle inequality on the centres (see
-    :func:`improving_cells`), then exact costs."""
+    :func:`improving_cells`), then exact costs; ``margin`` > 0: also the cells within margin
+    above the own cost (``close``)."""
     Q, d = centers.shape
     lo, hi = start[a], start[a + 1]
     m, L = hi - lo, out.shape[1] + 1
@@ -189,14 +190,14 @@ def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, c
             acc[j] += t * t
     for j in range(nt):
         q = targets[j]
-        h = R2 + offsets[a] - offsets[q] + 1e-9 * (1.0 + abs(offsets[a]) + abs(offsets[q]))
+        h = R2 + offsets[a] + margin - offsets[q] + 1e-9 * (1.0 + abs(offsets[a]) + abs(offsets[q]))
         gap = acc[j] - R2 - h  # |c_q - c_a| <= R + sqrt(h)  <=>  gap <= 2 R sqrt(h)
         if q == a or h < 0.0 or (gap > 0.0 and gap * gap > 4.0 * R2 * h):
             continue  # no member i can gain: (|c_q - c_a| - r_i)^2 + c_q > r_i^2 + c_a
         for s in range(m):
             i = order[lo + s]
             u = own[s]
-            bound = u - offsets[q] + 1e-12 * (abs(u) + abs(offsets[q]))
+            bound = u + margin - offsets[q] + 1e-12 * (abs(u) + abs(offsets[q]))
             sq = 0.0
             for c in range(d):
                 t = Z[i, c] - centers[q, c]
@@ -209,31 +210,38 @@ def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, c
             insert_sorted(key[s], ids[s], v, q)
             if _beats(v, u, q, a, tol):
                 count[i] += 1
+                close[i] += 1
+            elif margin > 0.0 and v < u + margin:
+                close[i] += 1
     for s in range(m):
         i = order[lo + s]
         u, p = own[s], 0
         for t in range(L):
             q, v = ids[s, t], key[s, t]
-            if q >= 0 and q != a and p < out.shape[1] and _beats(v, u, q, a, tol):
+            if q >= 0 and q != a and p < out.shape[1] and (_beats(v, u, q, a, tol) or (margin > 0.0 and v < u + margin)):
                 out[i, p] = q
                 p += 1
 
 
 @njit(cache=True, parallel=True)
-def _pricing_parallel(Z, centers, CT, targets, offsets, order, start, tol, out, count, nchunks):
+def _pricing_parallel(Z, centers, CT, targets, offsets, order, start, tol, margin, out, count, close, nchunks):
     Q = centers.shape[0]
     for t in prange(nchunks):
         acc = np.empty(targets.size)
         for a in range(t, Q, nchunks):  # interleaved: outer and inner cells in every chunk
-            _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, out, count, acc)
+            _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin, out, count, close, acc)
 
 
-def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False, targets=None):
+def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False, targets=None,
+                    margin: float = 0.0, close=None):
     """(cells, count): up to P cells per record that beat its own cell by more than ``tol``
     (module docstring; -1 pads), the cheapest first, and how many there are (0 exactly when
     there is none); shapes (n, P) and (n,). With ``near``, also, for the records that have
     improving cells, the P + 1 cells of lowest cost (candidates around these offsets; -1 rows
-    elsewhere). ``targets``: only these cells are tried (default all).
+    elsewhere). ``targets``: only these cells are tried (default all). ``margin`` > 0: the
+    cells that cost less than the own cell plus ``margin`` follow the improving ones in
+    ``cells`` (up to P in all), and ``close`` (an int64 array of n, if given) receives how many
+    cells are either (:func:`.transport.transport_assign`'s certified margin).
 
     Cell by cell, without a tree: a record i of cell a at r_i = |z_i - c_a| can only gain in
     cell q if (|c_q - c_a| - r_i)^2 + c_q < r_i^2 + c_a (triangle inequality), i.e. if
@@ -252,9 +260,11 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, n
     order, start = _by_cell(labels, Q)
     out = np.full((n, P), -1, np.int64)
     count = np.zeros(n, np.int64)
+    close = np.zeros(n, np.int64) if close is None else close
+    close[:] = 0
     targets = np.arange(Q) if targets is None else np.asarray(targets, dtype=np.int64)
     CT = np.ascontiguousarray(centers[targets].T)
-    args = (Z, centers, CT, targets, offsets, order, start, float(tol), out, count)
+    args = (Z, centers, CT, targets, offsets, order, start, float(tol), float(margin), out, count, close)
     if n >= PARALLEL_MIN:
         _pricing_parallel(*args, _chunks())
     else:

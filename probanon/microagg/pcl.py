@@ -321,7 +321,7 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
     progress("publish", 0, 1)
     centers, r = _exact(Z, labels, k, Q, near, neighbours, max_iter)  # step 4: publishable power diagram
-    strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates)
+    strict = strict_offsets(Z, centers, r.labels, r.offsets, near=r.candidates, margin=r.margin)
     progress("publish", 1, 1)
     return (r.labels, centers, r.offsets, False) if strict is None else (strict[0], centers, strict[1], True)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .candidates import improving_cells, nearest_cells
+from .candidates import _pair_costs, improving_cells, nearest_cells
 
 
 @njit(cache=True)
@@ -152,14 +152,19 @@ def split_duplicates(Z, labels) -> np.ndarray:
 
 
 def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_rounds: int = 10,
-                   max_cancel: int = 10_000, near=None):
+                   max_cancel: int = 10_000, near=None, margin: float = 0.0):
     """Labels and offsets c for which the power diagram (centers, c) assigns every record its
     label (module docstring), except records with an identical twin in another cell. Labels
     that are optimal only to a solver's tolerance are first polished: each negative exchange
     cycle found is cancelled (its records move one cell along it; sizes are unchanged and the
     cost falls). Returns (labels, c), or None when that does not converge. Memory O(n (d +
     candidates)). ``near`` (n, T; -1 pads): the first candidate cells of each record, instead
-    of its ``candidates`` cheapest (a scan over all cells)."""
+    of its ``candidates`` cheapest (a scan over all cells). ``margin`` > 0 certifies that every
+    pair (i, b) outside ``near`` costs more than i's own cell by more than ``margin`` at
+    ``offsets`` (:class:`.transport.TransportAssignment`'s margin): when the labels need no
+    polishing and the offsets moved by less than margin / 2 against each other, those pairs
+    keep their order and only the candidate pairs are checked, instead of a scan over all
+    cells."""
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
     labels = np.array(labels, dtype=np.int64)
@@ -169,6 +174,7 @@ def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_r
     scale = 1.0 + float(np.abs(c0).max()) + float(((Z - centers[:1]) ** 2).sum(1).max())
     near = nearest_cells(Z, centers, c0, candidates)[0] if near is None else np.asarray(near, dtype=np.int64)
     pred = np.zeros(Q, np.int64)
+    given = labels.copy()
     for _ in range(max_rounds):
         polished = feasible_potentials(Z, centers, labels, near, c0, 1e-13 * scale, keep, max_cancel=max_cancel)
         if polished is None:
@@ -179,6 +185,10 @@ def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_r
             if _bellman_ford(Q, src, dst, w, c, eps, Q + 1, pred) < 0:
                 break
         c -= c.mean()
+        moved = c0 - c
+        if (margin > 0.0 and eps > 0.0 and float(moved.max() - moved.min()) < margin / 2
+                and np.array_equal(labels, given) and not (keep & _beaten(Z, centers, c, labels, near)).any()):
+            return labels, c  # the far pairs' margin holds (docstring): no scan over all cells
         better, count = improving_cells(Z, centers, c, labels, 0.0)  # exactly the published rule's choice
         wrong = keep & (count > 0)
         if not wrong.any():
@@ -188,6 +198,15 @@ def strict_offsets(Z, centers, labels, offsets=None, candidates: int = 16, max_r
         grown[wrong, near.shape[1]:] = better[wrong]
         near = grown
     return None
+
+
+def _beaten(Z, centers, c, labels, near):
+    """Records that a candidate cell (``near``, -1 pads) beats at offsets c by the published
+    rule: a lower cost, or an equal one and a lower index (:func:`.candidates._beats`)."""
+    cost = _pair_costs(Z, centers, c, near)
+    own = _pair_costs(Z, centers, c, labels[:, None])
+    other = (near >= 0) & (near != labels[:, None])
+    return (other & ((cost < own) | ((cost == own) & (near < labels[:, None])))).any(1)
 
 
 @njit(cache=True)
