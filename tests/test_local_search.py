@@ -209,3 +209,40 @@ def test_four_at_a_time_kernels_give_the_bits_of_one_at_a_time_and_the_nearest_c
         _candidates(Z, i, 0, nbr, counts, cent, dist, out)
         d = {q: ((Z[i] - cent[q]) ** 2).sum() for q in (1, 3, 4, 8)}
         assert out.tolist() == sorted(d, key=d.get)
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_kicks_in_two_halves_give_the_same_result_on_one_thread_and_two(monkeypatch, free):
+    # from HALVES_MIN cells the kicks run on two halves of the cells (threads where numba has
+    # two): the split depends on the data only, so one thread (SERIAL) gives the same labels;
+    # every cell >= k, SSE lower; without free sizes every cell keeps its id and the carried
+    # candidate lists stay usable by the next search; each half only gets kicks within itself,
+    # so a kick moves no record across the halves of one phase (one phase, widest coordinate)
+    from probanon import _threads
+
+    Z = np.random.default_rng(6).normal(size=(1500, 3))
+    start = local_search(Z, mdav_partition(Z, 5).labels, 5)
+    monkeypatch.setattr(ls_module, "HALVES_MIN", 100)
+    assert ls_module.searches(start.max() + 1) == 2
+    runs = {}
+    for mode in (_threads.PARALLEL, _threads.SERIAL):
+        monkeypatch.setattr(_threads, "MODE", mode)
+        lists = CellLists()
+        local_search(Z, start, 5, lists=lists)
+        runs[mode] = (iterated_local_search(Z, start, 5, 3000, np.random.default_rng(4), free_sizes=free,
+                                            lists=lists), lists)
+    a, lists = runs[_threads.PARALLEL]
+    np.testing.assert_array_equal(a, runs[_threads.SERIAL][0])
+    assert np.bincount(a).min() >= 5 and sse(Z, a) < sse(Z, start)
+    if not free:
+        assert a.max() == start.max() and lists.nbr is not None
+        np.testing.assert_array_equal(local_search(Z, a, 5, lists=lists), local_search(Z, a, 5))
+    monkeypatch.setattr(ls_module, "PHASES", 1)
+    cent = np.array([Z[start == q].mean(0) for q in range(start.max() + 1)])
+    axis = np.argmax(cent.max(0) - cent.min(0))
+    first = np.zeros(len(cent), bool)
+    first[np.argsort(cent[:, axis], kind="stable")[: len(cent) // 2]] = True
+    one = iterated_local_search(Z, start, 5, 3000, np.random.default_rng(4), free_sizes=free)
+    side = first[start]
+    for q in np.unique(one):  # every cell holds records of one half only
+        assert side[one == q].all() or not side[one == q].any()

@@ -71,7 +71,7 @@ from . import memory
 from .base import Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
 from .candidates import improving_cells, pooled_cells
-from .local_search import CellLists, _neighbour_lists, iterated_local_search, local_search
+from .local_search import CellLists, _neighbour_lists, iterated_local_search, local_search, searches
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import split_duplicates, strict_offsets
@@ -216,7 +216,9 @@ def _pcl_smooth(Z, start, speed, max_iter, lm_iter=5, patience=10, progress=_qui
 #: last (:func:`.local_search._kicked_last`) a kick gains more and costs about twice as much:
 #: 40 kicks per cell then gave a lower mean IL than 75 did before on 5 of those 6 cases, in
 #: about the same time; from |Q| = 1,600 cells (8,000 records at k = 5) both rounds run
-#: KICKS_MAX (the free-size round then gains as much as the other)
+#: KICKS_MAX (the free-size round then gains as much as the other). From HALVES_MIN cells the
+#: kicks run on two halves of the cells at once (:mod:`.local_search`), each with at most
+#: KICKS_MAX
 KICKS_PER_CELL, FREE_KICKS_PER_CELL, KICKS_MAX = 40, 12.5, 20_000
 
 #: up to this many cells, the free-size round starts from the fixed-size round's result and
@@ -296,8 +298,9 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
     large-cell path failed): (labels, centers, offsets, strict)."""
     Q = int(start.max()) + 1
     speed = 1.0 if speed is None else min(1.0, speed)
-    free_kicks = min(int(FREE_KICKS_PER_CELL * Q), KICKS_MAX) if kicks is None else kicks
-    kicks = min(KICKS_PER_CELL * Q, KICKS_MAX) if kicks is None else kicks
+    most = KICKS_MAX * searches(Q)  # KICKS_MAX per independent search (two halves of the cells from HALVES_MIN)
+    free_kicks = min(int(FREE_KICKS_PER_CELL * Q), most) if kicks is None else kicks
+    kicks = min(KICKS_PER_CELL * Q, most) if kicks is None else kicks
     labels, near = start, _first_candidates(Z, start, Q)
     if speed < 1.0:  # damped centroid steps (the paper's s = 1/2) first; with s = 1 see the docstring
         labels, near = _lloyd(Z, labels, k, Q, max_iter, speed, near, progress)
@@ -334,7 +337,8 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     principal-direction bisection (:mod:`.bisection`) into MDAV's group sizes (|Q| = floor(n/k)
     cells, all of k records but the last); then the steps of the module docstring (small
     cells: steps 2 and 3, ``kicks`` kicks of iterated local search per round, default
-    min(40 |Q|, 20000) and, with ``free_sizes``, min(12.5 |Q|, 20000) free-size kicks, seeded
+    min(40 |Q|, 20000 h) and, with ``free_sizes``, min(12.5 |Q|, 20000 h) free-size kicks (h = 2
+    halves of the cells from 8,000 cells, else 1), seeded
     by ``random_state``, and steps 3 and 4 again). The result of
     lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
     partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
@@ -397,7 +401,8 @@ class PCL(Microaggregator):
     "mdav" for smaller ones); ``speed`` is the centroid speed factor s in (0, 2) (None: 1 for
     small cells, 1.8 for cells of >= 256 records; the paper damps with s = 1/2); ``kicks`` is
     the number of iterated-local-search kicks for cells of < 256 records (None:
-    min(40 |Q|, 20000), and min(12.5 |Q|, 20000) in the free-size round; 0 turns it off);
+    min(40 |Q|, 20000 h), and min(12.5 |Q|, 20000 h) in the free-size round, h = 2 from 8,000
+    cells, else 1; 0 turns it off);
     ``random_state`` seeds those kicks (the large-cell
     path is deterministic). Fitted ``start_``: the start that gave the result.
 
