@@ -246,3 +246,28 @@ def test_kicks_in_two_halves_give_the_same_result_on_one_thread_and_two(monkeypa
     side = first[start]
     for q in np.unique(one):  # every cell holds records of one half only
         assert side[one == q].all() or not side[one == q].any()
+
+
+class FixedSeeds:
+    """A stand-in for the Generator: hands out the given seeds."""
+
+    def __init__(self, seeds):
+        self.seeds = seeds
+
+    def integers(self, high, size=None):
+        return self.seeds[0] if size is None else np.array(self.seeds[:size])
+
+
+@pytest.mark.parametrize("free", [False, True])
+def test_restarts_keep_the_better_of_independent_searches_on_one_thread_and_two(monkeypatch, free):
+    from probanon import _threads
+
+    Z = np.random.default_rng(8).normal(size=(400, 3))
+    start = local_search(Z, mdav_partition(Z, 5).labels, 5)
+    single = [iterated_local_search(Z, start, 5, 300, FixedSeeds([seed]), free_sizes=free) for seed in (11, 22)]
+    costs = [sse(Z, labels) for labels in single]
+    assert abs(costs[0] - costs[1]) > 1e-6 * costs[0]  # two different draws
+    for mode in (_threads.PARALLEL, _threads.SERIAL):
+        monkeypatch.setattr(_threads, "MODE", mode)
+        both = iterated_local_search(Z, start, 5, 300, FixedSeeds([11, 22]), free_sizes=free, restarts=2)
+        np.testing.assert_array_equal(both, single[int(np.argmin(costs))])

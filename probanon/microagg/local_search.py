@@ -44,10 +44,14 @@ changes between PHASES phases), each half an independent search with its own see
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 import numpy as np
 from numba import njit
 from scipy.spatial import cKDTree
 
+from .. import _threads
 from ..errors import ParameterError
 
 LOG_ROWS = 1 << 16  # undo log of one kick; a change that would overflow it is not made
@@ -788,12 +792,22 @@ def searches(cells: int) -> int:
     return 2 if cells >= HALVES_MIN else 1
 
 
-def _run_kicks(s, kicks, seed, T, swaps, around, dissolve):
-    """The kicks on the search ``s`` (its state changes in place)."""
+def _run_kicks(s, kicks, seed, T, swaps, around, dissolve) -> float:
+    """The kicks on the search ``s`` (its state changes in place): the SSE decrease."""
     if kicks > 0 and s.alive > 2:
-        _kicks(s.Z, s.labels, s.k, T, int(kicks), int(swaps), int(around), dissolve, int(seed), s.tol, s.sums,
-               s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr, s.seen, s.stamp, s.buf, s.proj, s.clock,
-               s.changed, s.seen_at)
+        return _kicks(s.Z, s.labels, s.k, T, int(kicks), int(swaps), int(around), dissolve, int(seed), s.tol, s.sums,
+                      s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr, s.seen, s.stamp, s.buf, s.proj,
+                      s.clock, s.changed, s.seen_at)
+    return 0.0
+
+
+def _run_all(work) -> list:
+    """:func:`_run_kicks` on each argument tuple of ``work`` (independent searches), on two
+    threads where numba has two, else one after the other (the same results)."""
+    if len(work) > 1 and numba.get_num_threads() >= 2 and _threads.MODE != _threads.SERIAL:
+        with ThreadPoolExecutor(2) as pool:
+            return list(pool.map(lambda job: _run_kicks(*job), work))
+    return [_run_kicks(*job) for job in work]
 
 
 def _half_lists(lists, cells, local, Qmax):
@@ -815,12 +829,6 @@ def _kicks_in_halves(s, kicks, seeds, axis, T, swaps, around, dissolve, candidat
     search ``s`` split at the median centroid of coordinate ``axis`` (HALVES_MIN), seeded by
     ``seeds``: new labels (without ``dissolve`` each cell keeps its id; else the first half's
     cells come first)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    import numba
-
-    from .. import _threads
-
     Q = int(s.labels.max()) + 1
     first = np.zeros(Q, bool)
     first[np.argsort(s.cent[:Q, axis], kind="stable")[: Q // 2]] = True
@@ -836,12 +844,7 @@ def _kicks_in_halves(s, kicks, seeds, axis, T, swaps, around, dissolve, candidat
     shares = [kicks * halves[0][2].size // Q]
     shares.append(kicks - shares[0])
     work = [(half, n_kicks, seed, T, swaps, around, dissolve) for (half, _, _, seed), n_kicks in zip(halves, shares)]
-    if numba.get_num_threads() >= 2 and _threads.MODE != _threads.SERIAL:
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(lambda job: _run_kicks(*job), work))
-    else:
-        for job in work:
-            _run_kicks(*job)
+    _run_all(work)
     labels = np.empty(s.labels.size, np.int64)
     base = 0
     for half, rows, cells, _ in halves:
@@ -856,14 +859,17 @@ def _kicks_in_halves(s, kicks, seeds, axis, T, swaps, around, dissolve, candidat
 
 def iterated_local_search(Z, labels, k: int, kicks: int, rng, neighbours: int = 6, swaps: int = 3,
                           around: int = 3, candidates: int = LIST, free_sizes: bool = False,
-                          dissolve: float = 0.5, lists: CellLists | None = None) -> np.ndarray:
+                          dissolve: float = 0.5, lists: CellLists | None = None, restarts: int = 1) -> np.ndarray:
     """Iterated local search (module docstring): ``kicks`` kicks, each ``swaps`` random swaps
     between a random cell and its ``around`` nearest cells (with ``free_sizes``, a fraction
     ``dissolve`` of the kicks dissolve the cell instead, and cells reaching 2k records are
     split), then moves and swaps of the records of those cells into their ``neighbours``
     nearest cells among their cell's ``candidates`` nearest (the lists of the cells a kept
     kick changed are refreshed by a descent step). From HALVES_MIN cells, on two halves of the
-    cells at once. Seeded from the NumPy Generator ``rng`` (one draw). Returns new labels
+    cells at once; below, ``restarts`` independent searches from the same start, each with
+    ``kicks`` kicks and its own seed (two at once where numba has two threads), and the one
+    that lowered the SSE most is kept (ties: the first). Seeded from the NumPy Generator
+    ``rng``. Returns new labels
     0..Q'-1 whose SSE is never higher than the input's; without ``free_sizes`` the cells and
     their number stay those of the input."""
     T = max(1, int(neighbours))
@@ -884,5 +890,10 @@ def iterated_local_search(Z, labels, k: int, kicks: int, rng, neighbours: int = 
             if lists is not None and dissolve > 0.0:  # cells renumbered: no carried lists
                 lists.nbr, lists.cent = None, None
         return labels
-    _run_kicks(s, kicks, rng.integers(2**31 - 1), T, swaps, around, dissolve)
-    return s.result()
+    if restarts <= 1:
+        _run_kicks(s, kicks, rng.integers(2**31 - 1), T, swaps, around, dissolve)
+        return s.result()
+    runs = [s] + [_Search(Z, labels, k, R, lists) for _ in range(int(restarts) - 1)]  # each copies the lists
+    gains = _run_all([(run, kicks, seed, T, swaps, around, dissolve)
+                      for run, seed in zip(runs, rng.integers(2**31 - 1, size=len(runs)))])
+    return runs[int(np.argmax(gains))].result()  # the first of the largest decreases

@@ -227,6 +227,11 @@ KICKS_PER_CELL, FREE_KICKS_PER_CELL, KICKS_MAX = 40, 12.5, 20_000
 #: blocked PCL (>= 19,531 records) stay beyond it for k <= 9
 FROM_FIXED_MAX = 2_000
 
+#: up to FROM_FIXED_MAX cells each round of kicks runs RESTARTS independent searches from the
+#: same start (own seeds; two at once on two threads) and keeps the best
+#: (:func:`.local_search.iterated_local_search`): CASC files, seeds 0-5, see the results file
+RESTARTS = 2
+
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
 STARTS = ("mdav", "pca")
 
@@ -307,7 +312,8 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
     lists = CellLists()
     labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
     progress("kicks", 0, kicks)  # one numba call: no finer steps without changing its random stream
-    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, lists=lists)
+    restarts = RESTARTS if Q <= FROM_FIXED_MAX else 1
+    labels = iterated_local_search(Z, labels, k, kicks, rng, neighbours=neighbours, lists=lists, restarts=restarts)
     progress("kicks", kicks, kicks)
     if not free_sizes or Q <= FROM_FIXED_MAX:  # else the alternation after the free-size kicks serves both
         labels, near = _alternate(Z, labels, k, Q, max_iter, neighbours, near, lists, progress)
@@ -316,7 +322,7 @@ def _small_cells(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress,
     if free_sizes:  # more kicks that may also dissolve and split cells
         progress("free-size kicks", 0, free_kicks)
         labels = iterated_local_search(Z, labels, k, free_kicks, rng, neighbours=neighbours, free_sizes=True,
-                                       lists=lists)
+                                       lists=lists, restarts=restarts)
         progress("free-size kicks", free_kicks, free_kicks)
         if int(labels.max()) + 1 != Q or lists.nbr is None:  # cells renumbered: candidates anew
             Q = int(labels.max()) + 1
