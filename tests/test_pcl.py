@@ -660,7 +660,12 @@ def test_strict_offsets_on_a_certified_margin_skip_the_scan_and_agree_with_it(mo
     r = transport_assign(Z, C, 5, candidates=3, pricing=8)
     assert r.margin > 0
     scans = []
-    monkeypatch.setattr(potentials, "improving_cells", lambda *a, **k: scans.append(1) or candidates.improving_cells(*a, **k))
+
+    def spy(*args, **kwargs):
+        scans.append(1)
+        return candidates.improving_cells(*args, **kwargs)
+
+    monkeypatch.setattr(potentials, "improving_cells", spy)
     labels, offsets = strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates, margin=r.margin)
     assert not scans
     labels0, offsets0 = strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates)

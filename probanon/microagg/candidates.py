@@ -218,7 +218,8 @@ def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin
         u, p = own[s], 0
         for t in range(L):
             q, v = ids[s, t], key[s, t]
-            if q >= 0 and q != a and p < out.shape[1] and (_beats(v, u, q, a, tol) or (margin > 0.0 and v < u + margin)):
+            listed = _beats(v, u, q, a, tol) or (margin > 0.0 and v < u + margin)
+            if q >= 0 and q != a and p < out.shape[1] and listed:
                 out[i, p] = q
                 p += 1
 

@@ -142,13 +142,14 @@ def _price(Z, centers, c, labels, tol, P, priced, margin=0.0):
     the median move (a common shift of all offsets changes no comparison: a new flow's
     potentials shift every offset), and i kept its cell. Each round prices over all cells
     the records whose cell moved since their pair's round, that changed cells since the last
-    round, or had more than P improving cells in it (not all of them were added); every other
-    record against the cells that moved since their pair's round. A pair's round is the later
-    of the last round that priced the record over all cells and the last that priced the cell
-    against every record (``_Priced``). A full pricing starts over when these records or cells
-    are more than a third. The same holds for the margin: a pair priced at round s above
-    the own cost by more than ``margin`` stays above it by more than margin - tol / 8. PCL's last assignment at 10^5 records, 10-D (P = 8): after a full
-    pricing of 2.5 s, its five rounds took 1.1 / 0.6 / 0.2 / 0.06 / 0.04 s, against 1.1 / 1.1
+    round, or had more than P improving cells (or cells within the margin) in it (not all of
+    them were added); every other record against the cells that moved since their pair's
+    round. A pair's round is the later of the last round that priced the record over all
+    cells and the last that priced the cell against every record (``_Priced``). A full pricing
+    starts over when these records or cells are more than a third. The same holds for the
+    margin: a pair priced at round s above the own cost by more than ``margin`` stays above it
+    by more than margin - tol / 8. PCL's last assignment at 10^5 records, 10-D (P = 8): after
+    a full pricing of 2.5 s, its five rounds took 1.1 / 0.6 / 0.2 / 0.06 / 0.04 s, against 1.1 / 1.1
     / 1.1 / 1.1 / 0.9 s when each measured the moves from the full pricing (same pairs found);
     after its first flow every offset had moved by tol / 4, 3,886 of 19,775 by more than
     tol / 16 beyond that, and 4 of 2,495 records overflowed in the full pricing."""
