@@ -841,7 +841,7 @@ def _kicks_in_halves(s, kicks, seeds, axis, T, swaps, around, dissolve, candidat
         Qmax = max(cells.size, rows.size // s.k)
         half = _Search(s.Z[rows], local[s.labels[rows]], s.k, candidates, _half_lists(lists, cells, local, Qmax))
         halves.append((half, rows, cells, seeds[h]))
-    shares = [kicks * halves[0][2].size // Q]
+    shares = [kicks * int(first.sum()) // Q]  # the kicks in proportion to the cells
     shares.append(kicks - shares[0])
     work = [(half, n_kicks, seed, T, swaps, around, dissolve) for (half, _, _, seed), n_kicks in zip(halves, shares)]
     _run_all(work)
@@ -869,9 +869,8 @@ def iterated_local_search(Z, labels, k: int, kicks: int, rng, neighbours: int = 
     cells at once; below, ``restarts`` independent searches from the same start, each with
     ``kicks`` kicks and its own seed (two at once where numba has two threads), and the one
     that lowered the SSE most is kept (ties: the first). Seeded from the NumPy Generator
-    ``rng``. Returns new labels
-    0..Q'-1 whose SSE is never higher than the input's; without ``free_sizes`` the cells and
-    their number stay those of the input."""
+    ``rng``. Returns new labels 0..Q'-1 whose SSE is never higher than the input's; without
+    ``free_sizes`` the cells and their number stay those of the input."""
     T = max(1, int(neighbours))
     R = max(T, int(candidates), int(around))
     dissolve = float(dissolve) if free_sizes else 0.0

@@ -229,7 +229,8 @@ FROM_FIXED_MAX = 2_000
 
 #: up to FROM_FIXED_MAX cells each round of kicks runs RESTARTS independent searches from the
 #: same start (own seeds; two at once on two threads) and keeps the best
-#: (:func:`.local_search.iterated_local_search`): CASC files, seeds 0-5, see the results file
+#: (:func:`.local_search.iterated_local_search`). CASC census / tarragona, k = 3, 5, 10, seeds
+#: 0-5: mean IL lower on all six cases (tarragona k = 5: 20.380 -> 20.333), same wall time
 RESTARTS = 2
 
 #: starting partitions: MDAV (the paper's) and principal-direction bisection
