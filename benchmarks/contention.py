@@ -3,7 +3,8 @@
 For each kernel (MDAV fit 50,000 x 10 and 100,000 x 10 at k = 5; ordered-balls and
 power-diagram assignment of 200,000 x 10 records to 1,000 cells; the offsets' assignment
 ``offsets._assign`` of a 100,000 x 400 cost matrix, 5 calls; PCL's kicks on two threads, in
-two halves of the cells and in two restarts, :func:`kick_kernels`) it times
+two halves of the cells and in two restarts, :func:`kick_kernels`; a whole PCL fit of
+20,000 x 10, :func:`pcl_kernels`) it times
 
   (a) idle machine, numba's default thread count      (b) idle, numba.set_num_threads(1)
   (c) one competing process, default threads           (d) one competing process, one thread
@@ -20,7 +21,7 @@ also compared with the reference's (same labels).
 Run from the repository root (heavy: hold the benchmark lock)::
 
     flock /tmp/bench.lock env PYTHONPATH=. .venv/bin/python benchmarks/contention.py
-    ... benchmarks/contention.py --repeat 5 --skip-reference
+    ... benchmarks/contention.py --repeat 5 --skip-reference [--only 'offsets|balls']
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -66,11 +68,24 @@ def kernels():
         ("power diagram assign 200,000 x 10, 1,000 cells", lambda: power.assign(X)),
         ("offsets._assign 100,000 x 400, 5 calls", offsets5),
     ]
-    return out + kick_kernels(Z100)
+    return out + kick_kernels(Z100) + pcl_kernels(Z100)
 
 
-#: kernels added after REF_COMMIT (no reference: its kicks ran on one thread, other results)
-NEW = ("PCL kicks", )
+def pcl_kernels(Z100):
+    """A whole PCL fit (20,000 x 10, k = 5): the candidate kernels (pricing, pools, costs,
+    scans), the kicks and the serial parts together, as a user runs it."""
+    from probanon.microagg import PCL
+    from probanon.microagg import local_search as ls
+
+    if not hasattr(ls, "searches"):  # REF_COMMIT
+        return []
+    Z20 = Z100[:20_000]
+    return [("PCL fit 20,000 x 10, k=5", lambda: PCL(k=5, random_state=0).fit(Z20).labels_)]
+
+
+#: kernels added after REF_COMMIT (no reference: its kicks ran on one thread, other results;
+#: its PCL took 178 s at 20,000 records)
+NEW = ("PCL kicks", "PCL fit")
 
 
 def kick_kernels(Z100):
@@ -196,6 +211,7 @@ def main(argv=()) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--skip-reference", action="store_true")
+    ap.add_argument("--only", metavar="REGEX", help="only the kernels whose name matches REGEX (re.search)")
     ap.add_argument("--child-reference", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args(list(argv))
     if args.repeat < 1:
@@ -216,6 +232,8 @@ def main(argv=()) -> int:
     ref = None if args.skip_reference else Reference()
     ok = True
     for i, (name, fn) in enumerate(kernels()):
+        if args.only and not re.search(args.only, name):
+            continue
         fn()  # JIT compile / cache load, threads started
         t = {"a": [], "b": [], "c": [], "d": [], "r": [], "rc": []}
         digests = set()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from probanon import _threads
-from probanon._threads import GAP0, GAP_MAX, choose, governor, parallel_worth, preferred, record
+from probanon._threads import GAP0, GAP_MAX, RETRY_COST, choose, governor, parallel_worth, preferred, record
 from probanon.microagg import function as F
 from probanon.microagg.mdav import mdav_partition
 from probanon.microagg.offsets import _assign, _assign_kernel, _assign_serial
@@ -76,9 +76,10 @@ def test_offsets_assign_kernels_agree():
     c = np.zeros(9)
     order = np.argsort(D + c, axis=1, kind="stable")
     outs = []
-    for kernel in (_assign_kernel, _assign_serial):
-        own, second, margin = np.empty(3000, np.int64), np.empty(3000, np.int64), np.empty(3000)
-        kernel(D, c, own, margin, second)
+    # dynamic chunks of 7 rows (the last one short) on two threads, and the serial loop
+    for kernel, extra in ((_assign_kernel, (2, 7, np.zeros(1, np.int64))), (_assign_serial, ())):
+        own, second, margin = np.full(3000, -1), np.full(3000, -1), np.full(3000, np.nan)
+        kernel(D, c, own, margin, second, *extra)
         outs.append((own, second, margin))
     for own, second, margin in outs:
         assert np.array_equal(own, order[:, 0])
@@ -112,7 +113,9 @@ def test_governor_retries_with_doubling_gaps():
     st = governor(_threads.AUTO)
     modes = _drive(st, 1.0, 2.0, 3000)
     # parallel twice (the first region wakes the workers: not a measure), serial once,
-    # then parallel; serial retried after gaps GAP0, 2 GAP0, ... capped at GAP_MAX, plus the
+    # then parallel; serial retried after gaps GAP0, then doubling up to GAP_MAX but at least
+    # extra / (RETRY_COST win): a retry costs the serial region (2 - 1 above the parallel
+    # rate) and a wake-up region (parallel, 1: no extra), so extra = 1, win = 1; plus the
     # uncounted region after each serial one (it wakes the workers, the next one is measured)
     assert modes[0] and modes[1] and not modes[2]
     expected, pos, gap = [2], 2, GAP0
@@ -121,7 +124,7 @@ def test_governor_retries_with_doubling_gaps():
         if pos >= 3000:
             break
         expected.append(pos)
-        gap = min(2 * gap, GAP_MAX)
+        gap = max(min(2 * gap, GAP_MAX), int(np.ceil(1.0 / RETRY_COST)))
     assert list(np.flatnonzero(~modes)) == expected
     assert preferred(st)
 
@@ -129,15 +132,46 @@ def test_governor_retries_with_doubling_gaps():
 def test_governor_follows_a_change_and_restarts_its_gaps():
     st = governor(_threads.AUTO)
     _drive(st, 1.0, 2.0, 200)
-    # contention: parallel regions now cost 10 per unit, serial 1. The moving average of the
-    # parallel rate after one sample: 1 + (10 - 1) * RATE > 2 = the serial average: flips.
+    # contention: parallel regions now cost 10 per unit, serial 1. The parallel rate is the
+    # median of its last three regions: 1 after one such region, 10 after two, > 2 (serial's): flips.
     modes = _drive(st, 10.0, 1.0, 400)
-    assert modes[0] and not modes[1] and not preferred(st)
-    retries = np.flatnonzero(modes[1:]) + 1
-    assert retries[0] == GAP0  # GAP0 regions after the flip: the gap restarted
+    assert modes[0] and modes[1] and not modes[2] and not preferred(st)
+    retries = np.flatnonzero(modes[2:]) + 2
+    assert retries[0] == 1 + GAP0  # GAP0 regions after the flip: the gap restarted
     # each retry of the parallel mode is a wake-up region and a measured one
     assert np.array_equal(retries[1::2], retries[::2] + 1)
     assert np.all(np.diff(retries[::2]) >= GAP0) and retries.size <= 2 * (1 + np.log2(400 / GAP0))
+
+
+def test_governor_ignores_isolated_slow_regions():
+    # an idle machine where every 40th region is delayed 20 x (an interrupt, another
+    # process's time slice): parallel (1 per unit) stays the choice over serial (2); a moving
+    # average flipped to serial at each delay and kept it for its doubling gaps
+    st = governor(_threads.AUTO)
+    modes = []
+    for i in range(4000):
+        par = choose(st)
+        modes.append(par)
+        cost = (1.0 if par else 2.0) * (20.0 if i % 40 == 39 else 1.0)
+        record(st, par, cost * 1000.0, 1000.0)
+    serial = np.flatnonzero(~np.array(modes))
+    # only the scheduled retries: at 2 and then after gaps of at least GAP0
+    assert serial[0] == 2 and np.all(np.diff(serial) > GAP0) and serial.size <= 12
+
+
+def test_governor_retries_cost_at_most_their_share():
+    # contention as measured on MDAV 50,000 x 10: a parallel region costs 25 per unit of
+    # work, a serial one 1. After the flip, the retries (a wake-up and a measured parallel
+    # region, 2 x 24 above the serial rate each) must cost at most about RETRY_COST of the
+    # time; doubling gaps capped at GAP_MAX alone would give 48 / GAP_MAX = 9%.
+    st = governor(_threads.AUTO)
+    _drive(st, 1.0, 2.0, 200)
+    steps = 40_000
+    modes = _drive(st, 25.0, 1.0, steps)
+    late = modes[steps // 4:]  # once the moving averages have caught up
+    overhead = late.sum() * 24.0 / late.size
+    assert 0.0 < overhead <= 1.25 * RETRY_COST
+    assert 48.0 / GAP_MAX > 4 * RETRY_COST
 
 
 def test_governor_forced_modes():

@@ -29,20 +29,16 @@ and 2.1 s for a scan with early exit.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 from numba import njit, prange
 from scipy.spatial import cKDTree
 
+from .._threads import chunk_plan, next_chunk
 from .local_search import _sqdist, insert_sorted
 
 PARALLEL_MIN = 2000  # fewer records: one thread
 #: relative rounding allowance between the tree's lifted distances and the exact costs
 MARGIN = 1e-12
-
-
-def _chunks() -> int:
-    return 8 * numba.get_num_threads()
 
 
 @njit(cache=True)
@@ -57,10 +53,13 @@ def _costs_rows(Z, lo, hi, centers, offsets, near, out):
 
 
 @njit(cache=True, parallel=True)
-def _costs_parallel(Z, centers, offsets, near, out, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _costs_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, near, out)
+def _costs_parallel(Z, centers, offsets, near, out, threads, per, counter):
+    for _ in prange(threads):  # rows in chunks taken dynamically (_threads.next_chunk)
+        while True:
+            lo, hi = next_chunk(counter, Z.shape[0], per)
+            if lo >= hi:
+                break
+            _costs_rows(Z, lo, hi, centers, offsets, near, out)
 
 
 def _pair_costs(Z, centers, offsets, near):
@@ -68,7 +67,7 @@ def _pair_costs(Z, centers, offsets, near):
     near = np.ascontiguousarray(near, dtype=np.int64)
     out = np.empty(near.shape)
     if Z.shape[0] >= PARALLEL_MIN:
-        _costs_parallel(Z, centers, offsets, near, out, _chunks())
+        _costs_parallel(Z, centers, offsets, near, out, *chunk_plan(Z.shape[0]))
     else:
         _costs_rows(Z, 0, Z.shape[0], centers, offsets, near, out)
     return out
@@ -138,10 +137,13 @@ def _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count):
 
 
 @njit(cache=True, parallel=True)
-def _improving_parallel(Z, centers, offsets, labels, tol, out, count, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _improving_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, tol, out, count)
+def _improving_parallel(Z, centers, offsets, labels, tol, out, count, threads, per, counter):
+    for _ in prange(threads):  # as _costs_parallel
+        while True:
+            lo, hi = next_chunk(counter, Z.shape[0], per)
+            if lo >= hi:
+                break
+            _improving_rows(Z, lo, hi, centers, offsets, labels, tol, out, count)
 
 
 def _scan(Z, centers, offsets, labels, rows, tol, P):
@@ -152,7 +154,7 @@ def _scan(Z, centers, offsets, labels, rows, tol, P):
         Zr = np.ascontiguousarray(Z[rows])
         lr = np.ascontiguousarray(labels[rows])
         if rows.size >= PARALLEL_MIN:
-            _improving_parallel(Zr, centers, offsets, lr, float(tol), out, count, _chunks())
+            _improving_parallel(Zr, centers, offsets, lr, float(tol), out, count, *chunk_plan(rows.size))
         else:
             _improving_rows(Zr, 0, rows.size, centers, offsets, lr, float(tol), out, count)
     return out, count
@@ -225,12 +227,17 @@ def _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin
 
 
 @njit(cache=True, parallel=True)
-def _pricing_parallel(Z, centers, CT, targets, offsets, order, start, tol, margin, out, count, close, nchunks):
-    Q = centers.shape[0]
-    for t in prange(nchunks):
+def _pricing_parallel(Z, centers, CT, targets, offsets, order, start, tol, margin, out, count, close,
+                      threads, per, counter):
+    for _ in prange(threads):  # cells in chunks taken dynamically (each cell writes its own rows)
         acc = np.empty(targets.size)
-        for a in range(t, Q, nchunks):  # interleaved: outer and inner cells in every chunk
-            _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin, out, count, close, acc)
+        while True:
+            lo, hi = next_chunk(counter, centers.shape[0], per)
+            if lo >= hi:
+                break
+            for a in range(lo, hi):
+                _cell_pricing(Z, centers, CT, targets, offsets, order, start, a, tol, margin, out, count, close,
+                              acc)
 
 
 def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, near: bool = False, targets=None,
@@ -267,7 +274,7 @@ def improving_cells(Z, centers, offsets, labels, tol: float = 0.0, P: int = 4, n
     CT = np.ascontiguousarray(centers[targets].T)
     args = (Z, centers, CT, targets, offsets, order, start, float(tol), float(margin), out, count, close)
     if n >= PARALLEL_MIN:
-        _pricing_parallel(*args, _chunks())
+        _pricing_parallel(*args, *chunk_plan(Q, chunks_per_thread=64, per_min=1))
     else:
         acc = np.empty(targets.size)
         for a in np.unique(labels):
@@ -321,10 +328,13 @@ def _pool_rows(Z, lo, hi, centers, offsets, labels, start, pool, idx):
 
 
 @njit(cache=True, parallel=True)
-def _pool_parallel(Z, centers, offsets, labels, start, pool, idx, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _pool_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, labels, start, pool, idx)
+def _pool_parallel(Z, centers, offsets, labels, start, pool, idx, threads, per, counter):
+    for _ in prange(threads):  # as _costs_parallel
+        while True:
+            lo, hi = next_chunk(counter, Z.shape[0], per)
+            if lo >= hi:
+                break
+            _pool_rows(Z, lo, hi, centers, offsets, labels, start, pool, idx)
 
 
 def _by_cell(labels, Q):
@@ -372,7 +382,7 @@ def pooled_cells(Z, centers, offsets, labels, near, L: int):
     args = (Z, np.ascontiguousarray(centers, dtype=np.float64), np.ascontiguousarray(offsets, dtype=np.float64),
             labels, start, pool, idx)
     if Z.shape[0] >= PARALLEL_MIN:
-        _pool_parallel(*args, _chunks())
+        _pool_parallel(*args, *chunk_plan(Z.shape[0]))
     else:
         _pool_rows(*args[:1], 0, Z.shape[0], *args[1:])
     return idx

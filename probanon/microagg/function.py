@@ -49,12 +49,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-import numba
 import numpy as np
 import pandas as pd
 from numba import njit, prange
 
-from .._threads import parallel_worth
+from .._threads import chunk_plan, next_chunk, parallel_worth
 from .._validation import check_matrix, read_json_document
 from ..data import Standardizer
 from ..errors import InputError, SpecificationError
@@ -107,23 +106,29 @@ def _power_rows(Z, lo, hi, centers, offsets, out):
 
 
 @njit(cache=True, parallel=True)
-def _balls_parallel(Z, refs, rad2, bounds, out, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _balls_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), refs, rad2, bounds, out)
+def _balls_parallel(Z, refs, rad2, bounds, out, threads, per, counter):
+    for _ in prange(threads):  # rows in chunks taken dynamically (_threads.next_chunk)
+        while True:
+            lo, hi = next_chunk(counter, Z.shape[0], per)
+            if lo >= hi:
+                break
+            _balls_rows(Z, lo, hi, refs, rad2, bounds, out)
 
 
 @njit(cache=True, parallel=True)
-def _power_parallel(Z, centers, offsets, out, nchunks):
-    per = (Z.shape[0] + nchunks - 1) // nchunks
-    for t in prange(nchunks):
-        _power_rows(Z, t * per, min(Z.shape[0], (t + 1) * per), centers, offsets, out)
+def _power_parallel(Z, centers, offsets, out, threads, per, counter):
+    for _ in prange(threads):  # as _balls_parallel
+        while True:
+            lo, hi = next_chunk(counter, Z.shape[0], per)
+            if lo >= hi:
+                break
+            _power_rows(Z, lo, hi, centers, offsets, out)
 
 
 def _assign_balls(Z, refs, rad2, bounds):
     out = np.empty(Z.shape[0], np.int64)
     if Z.shape[0] >= PARALLEL_MIN and parallel_worth(Z.size * refs.shape[0]):
-        _balls_parallel(Z, refs, rad2, bounds, out, 4 * numba.get_num_threads())
+        _balls_parallel(Z, refs, rad2, bounds, out, *chunk_plan(Z.shape[0]))
     else:
         _balls_rows(Z, 0, Z.shape[0], refs, rad2, bounds, out)
     return out
@@ -143,7 +148,7 @@ def _assign_power(Z, centers, offsets):
         return power_assign(Z, centers, offsets)
     out = np.empty(Z.shape[0], np.int64)
     if Z.shape[0] >= PARALLEL_MIN and parallel_worth(Z.size * centers.shape[0]):
-        _power_parallel(Z, centers, offsets, out, 4 * numba.get_num_threads())
+        _power_parallel(Z, centers, offsets, out, *chunk_plan(Z.shape[0]))
     else:
         _power_rows(Z, 0, Z.shape[0], centers, offsets, out)
     return out

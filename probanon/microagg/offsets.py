@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .._threads import parallel_worth
+from .._threads import chunk_plan, next_chunk, parallel_worth
 from .local_search import member_lists
 
 
@@ -45,9 +45,14 @@ def _assign_row(D, c, own, margin, second, i):
 
 
 @njit(cache=True, parallel=True)
-def _assign_kernel(D, c, own, margin, second):
-    for i in prange(D.shape[0]):
-        _assign_row(D, c, own, margin, second, i)
+def _assign_kernel(D, c, own, margin, second, threads, per, counter):
+    for _ in prange(threads):  # chunks taken dynamically (_threads.next_chunk)
+        while True:
+            lo, hi = next_chunk(counter, D.shape[0], per)
+            if lo >= hi:
+                break
+            for i in range(lo, hi):
+                _assign_row(D, c, own, margin, second, i)
 
 
 @njit(cache=True)
@@ -61,8 +66,11 @@ def _assign(D, c):
     for the costs D + c (first cell on ties); one region: parallel only for enough work."""
     n = D.shape[0]
     own, second, margin = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n)
-    kernel = _assign_kernel if parallel_worth(D.size) else _assign_serial
-    kernel(D, np.asarray(c, dtype=np.float64), own, margin, second)
+    c = np.asarray(c, dtype=np.float64)
+    if parallel_worth(D.size):
+        _assign_kernel(D, c, own, margin, second, *chunk_plan(n))
+    else:
+        _assign_serial(D, c, own, margin, second)
     return own, margin, second
 
 
