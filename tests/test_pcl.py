@@ -12,6 +12,7 @@ from probanon.errors import ParameterError
 from probanon.microagg import MDAV, PCL
 from probanon.microagg.local_search import iterated_local_search, local_search
 from probanon.microagg.offsets import fill_deficits
+from probanon.microagg.pcl import KMEANS_PLUSPLUS_STARTS, kmeans_plusplus
 from probanon.microagg.potentials import strict_offsets
 from probanon.microagg.transport import transport_assign
 
@@ -536,21 +537,49 @@ def test_principal_bisection_gives_exact_sizes_and_cuts_along_the_long_axis():
 
 def test_pcl_keeps_the_better_of_its_starts():
     Z = np.random.default_rng(11).normal(size=(8192, 2)) @ [[1.0, 0.5], [0.0, 0.8]]
-    fits = {init: PCL(512, init=init).fit(Z) for init in ("mdav", "pca", "auto")}
+    many = ["mdav", "pca"] + ["k-means++"] * KMEANS_PLUSPLUS_STARTS
+    fits = {name: PCL(512, init=init, random_state=3).fit(Z)
+            for name, init in (("mdav", "mdav"), ("pca", "pca"), ("auto", "auto"), ("many", many))}
     assert fits["mdav"].start_ == "mdav" and fits["pca"].start_ == "pca"
     S = (Z - Z.mean(0)) / Z.std(0)  # PCL compares its starts on z-scores
-    costs = {init: sse(S, f.labels_) for init, f in fits.items()}
-    assert costs["auto"] == pytest.approx(min(costs["mdav"], costs["pca"]), rel=1e-12)
-    assert fits["auto"].start_ == min(("mdav", "pca"), key=costs.get)
+    costs = {name: sse(S, f.labels_) for name, f in fits.items()}
+    assert costs["auto"] <= min(costs["mdav"], costs["pca"]) * (1 + 1e-12)
+    # "auto" for large cells is MDAV, bisection and the k-means++ starts, seeded by random_state
+    np.testing.assert_array_equal(fits["many"].labels_, fits["auto"].labels_)
+    assert fits["auto"].start_ == fits["many"].start_
+    np.testing.assert_array_equal(PCL(512, random_state=3).fit(Z).labels_, fits["auto"].labels_)
     for f in fits.values():
         assert (np.bincount(f.labels_) == 512).all()
         np.testing.assert_array_equal(f.function_.assign(Z), f.labels_)
-    # a sequence of starts is the same as "auto" here; small cells start from MDAV alone
-    np.testing.assert_array_equal(PCL(512, init=["pca", "mdav"]).fit(Z).labels_, fits["auto"].labels_)
+    # k-means++ alone: exact sizes, named as the start
+    kpp = PCL(512, init=["k-means++"] * 3, random_state=3).fit(Z)
+    assert kpp.start_ == "k-means++" and (np.bincount(kpp.labels_) == 512).all()
+    # small cells start from MDAV alone, and k-means++ is refused there
     assert PCL(5, init="auto").fit(Z[:300]).start_ == "mdav"
     for bad in ("kmeans", [], ["mdav", "x"], 3):
         with pytest.raises(ParameterError):
             PCL(512, init=bad).fit(Z)
+    with pytest.raises(ParameterError, match="at least 256"):
+        PCL(5, init="k-means++").fit(Z[:300])
+
+
+def test_kmeans_plusplus_seeding():
+    # Q distinct tuples, each repeated: a drawn tuple's copies have D = 0, so Q draws take
+    # every tuple once, whatever the seed
+    rng = np.random.default_rng(4)
+    tuples = rng.normal(size=(7, 3))
+    Z = np.repeat(tuples, 50, axis=0)
+    for seed in range(5):
+        C = kmeans_plusplus(Z, 7, np.random.default_rng(seed))
+        assert sorted(map(tuple, C)) == sorted(map(tuple, tuples))
+    # two clusters far apart: the second centre lies in the other cluster with probability
+    # sum of D^2 there / sum of D^2 (D to the first centre) = 1 - 1e-8 or so: always here
+    Z = np.r_[rng.normal(size=(100, 2)), rng.normal(size=(100, 2)) + 1e4]
+    for seed in range(20):
+        C = kmeans_plusplus(Z, 2, np.random.default_rng(seed))
+        assert (C[:, 0] > 5e3).sum() == 1
+    np.testing.assert_array_equal(kmeans_plusplus(Z, 2, np.random.default_rng(1)),
+                                  kmeans_plusplus(Z, 2, np.random.default_rng(1)))
 
 
 def test_published_power_rule_with_many_cells_goes_through_the_tree_bit_for_bit():

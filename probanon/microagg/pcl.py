@@ -6,9 +6,10 @@ hold at least k points. This implementation alternates the two conditions exactl
 
 1. Initialise the centroids from MDAV (|Q| = number of MDAV groups = floor(n/k)), and, for
    cells of at least 256 records, also from a principal-direction bisection into the same
-   sizes (:mod:`.bisection`): steps 2-4 run from each start and the lower SSE is kept.
-   Across 2-D Gaussian samples (n = 2^16, |Q| = 16) the two starts each win about half the
-   time; the better of the two is 0.1-0.5 points further below MDAV on average.
+   sizes (:mod:`.bisection`) and from KMEANS_PLUSPLUS_STARTS k-means++ seedings (seeded by
+   ``random_state``): steps 2-4 run from each start and the lowest SSE is kept.
+   Across 2-D Gaussian samples (n = 2^16, |Q| = 16) MDAV and bisection each win about half
+   the time; the better of the two is 0.1-0.5 points further below MDAV on average.
 2. Assignment: for fixed centroids, the optimal assignment with |cell| >= k is a
    transportation problem, a min-cost flow (:mod:`.transport`, OR-Tools); its duals are the
    offsets c_q. Along the run each record's candidate cells are the pool of its own cell
@@ -233,21 +234,60 @@ FROM_FIXED_MAX = 2_000
 #: 0-5: mean IL lower on all six cases (tarragona k = 5: 20.380 -> 20.333), same wall time
 RESTARTS = 2
 
-#: starting partitions: MDAV (the paper's) and principal-direction bisection
-STARTS = ("mdav", "pca")
+#: starts: MDAV (the paper's), principal-direction bisection, and k-means++ centres
+#: (:func:`kmeans_plusplus`, cells of >= SMOOTH_MIN_K records only)
+STARTS = ("mdav", "pca", "k-means++")
+#: k-means++ starts that "auto" adds to MDAV and bisection for cells of >= SMOOTH_MIN_K records:
+#: their Lloyd iterations end in the basin of their start, and 16 cells in 2-D have many
+#: basins. 2-D Gaussian, n = 2^16, k = 4096, rho = 0 (the sample of benchmarks/scale.py
+#: peer): IL 11.979 from MDAV, 12.036 from bisection, 11.879-12.030 from eight k-means++
+#: starts (five below the 11.899 of k-means-constrained, which keeps the best of ten)
+KMEANS_PLUSPLUS_STARTS = 6
 
 
 def _starts(init, k):
-    """The starts that ``init`` names: "auto" is both for cells of >= SMOOTH_MIN_K records
-    (their deterministic path stays in the basin of its start; each start costs seconds) and
-    MDAV alone for smaller cells (iterated local search explores from one start)."""
+    """The starts that ``init`` names: "auto" is MDAV, bisection and KMEANS_PLUSPLUS_STARTS
+    k-means++ starts for cells of >= SMOOTH_MIN_K records (their Lloyd iterations stay in the
+    basin of their start; each start costs seconds) and MDAV alone for smaller cells (iterated
+    local search explores from one start)."""
     if isinstance(init, str):
-        names = (STARTS if k >= SMOOTH_MIN_K else ("mdav",)) if init == "auto" else (init,)
+        large = ("mdav", "pca") + ("k-means++",) * KMEANS_PLUSPLUS_STARTS
+        names = (large if k >= SMOOTH_MIN_K else ("mdav",)) if init == "auto" else (init,)
     else:
         names = tuple(init) if isinstance(init, (list, tuple)) else ()
     if not names or any(not isinstance(name, str) or name not in STARTS for name in names):
-        raise ParameterError(f"init must be 'auto', 'mdav', 'pca' or a sequence of 'mdav'/'pca', got {init!r}")
+        raise ParameterError(f"init must be 'auto', 'mdav', 'pca', 'k-means++' or a sequence of them, got {init!r}")
+    if "k-means++" in names and k < SMOOTH_MIN_K:
+        raise ParameterError(f"init 'k-means++' is for cells of at least {SMOOTH_MIN_K} records (k = {k})")
     return names
+
+
+def kmeans_plusplus(Z, Q: int, rng) -> np.ndarray:
+    """Q centres drawn by k-means++ seeding (Arthur & Vassilvitskii 2007): the first a
+    uniformly random record, each next one a record drawn with probability D(x)^2 / sum D^2,
+    D(x) the distance of x to the nearest centre drawn so far (a record already drawn has
+    D = 0). O(n Q d) time; ``rng`` a NumPy Generator."""
+    n = Z.shape[0]
+    chosen = [int(rng.integers(n))]
+    d2 = ((Z - Z[chosen[0]]) ** 2).sum(1)
+    for _ in range(Q - 1):
+        total = d2.sum()
+        chosen.append(int(rng.choice(n, p=d2 / total)) if total > 0.0 else int(rng.integers(n)))
+        d2 = np.minimum(d2, ((Z - Z[chosen[-1]]) ** 2).sum(1))
+    return Z[chosen].copy()
+
+
+def _kmeans_plusplus_start(Z, sizes, rng, lm_iter: int = 20):
+    """A start of exactly ``sizes`` from k-means++ centres (:func:`kmeans_plusplus`): the
+    large-cell path's assignment (LM offsets, here up to ``lm_iter`` steps from 0, then
+    successive shortest paths), the centres then moving to the cell means (over-relaxing the
+    first step from centres this far from their means made the next assignments move a
+    third of the records one at a time). None when the shortest paths fail (ties)."""
+    Q = sizes.size
+    D = squared_distances(Z, kmeans_plusplus(Z, Q, rng))
+    offsets = lm_offsets(D, sizes, np.zeros(Q), tolerance=max(1.0, 0.005 * sizes.min()), max_iter=lm_iter)
+    exact = fill_deficits(D, _assign(D, offsets)[0], sizes, offsets)
+    return None if exact is None else exact[0]
 
 
 def _locality(Z, labels):
@@ -385,16 +425,25 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
         # the offsets certify strict[0]: flagged strict only if polishing moved no record
         return labels, centers, offsets, "optimal univariate", strict is not None and np.array_equal(strict[0], labels)
     best = None
+    sizes = np.r_[np.full(Q - 1, k), n - (Q - 1) * k]  # MDAV's
     for number, name in enumerate(names):
         progress(f"{name} start", number, len(names))
-        if name == "mdav":
-            start = mdav_partition(Z, k).labels
+        if name == "k-means++":  # only for large cells (_starts); where its path fails the other starts decide
+            start = _kmeans_plusplus_start(Z, sizes, rng)
+            result = None if start is None else _pcl_smooth(Z, start, OVER_RELAXED if speed is None else speed,
+                                                            max_iter, progress=progress)
+            if result is None:
+                continue
         else:
-            start = principal_bisection(Z, np.r_[np.full(Q - 1, k), n - (Q - 1) * k])
-        result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes)
+            start = mdav_partition(Z, k).labels if name == "mdav" else principal_bisection(Z, sizes)
+            result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes)
         sse = _sse(Z, result[0])
         if best is None or sse < best[0]:
             best = (sse, *result[:3], name, result[3])
+    if best is None:  # only k-means++ starts, none of which reached exact sizes
+        result = _from_start(Z, mdav_partition(Z, k).labels, k, max_iter, speed, neighbours, kicks, rng, progress,
+                             free_sizes)
+        best = (0.0, *result[:3], "mdav", result[3])
     return best[1:]
 
 
@@ -402,16 +451,18 @@ class PCL(Microaggregator):
     """PCL estimator (k-anonymous Lloyd). Fitted function: kind "power-diagram"
     (centers + cost offsets), which reproduces ``labels_`` on the fitted data.
 
-    ``init`` names the starting partitions: "mdav" (the paper's choice), "pca"
-    (principal-direction bisection, :mod:`.bisection`), a sequence of them (PCL runs from
-    each and keeps the lowest SSE), or "auto" (default: both for cells of >= 256 records,
-    "mdav" for smaller ones); ``speed`` is the centroid speed factor s in (0, 2) (None: 1 for
+    ``init`` names the starts: "mdav" (the paper's choice), "pca" (principal-direction
+    bisection, :mod:`.bisection`), "k-means++" (centres seeded by k-means++, cells of >= 256
+    records only), a sequence of them (PCL runs from each and keeps the lowest SSE), or
+    "auto" (default: for cells of >= 256 records MDAV, bisection and
+    KMEANS_PLUSPLUS_STARTS = 6 k-means++ starts, "mdav" for smaller ones); ``speed`` is the
+    centroid speed factor s in (0, 2) (None: 1 for
     small cells, 1.8 for cells of >= 256 records; the paper damps with s = 1/2); ``kicks`` is
     the number of iterated-local-search kicks for cells of < 256 records (None:
     min(40 |Q|, 20000 h), and min(12.5 |Q|, 20000 h) in the free-size round, h = 2 from 8,000
     cells, else 1; 0 turns it off);
-    ``random_state`` seeds those kicks (the large-cell
-    path is deterministic). Fitted ``start_``: the start that gave the result.
+    ``random_state`` seeds those kicks and the k-means++ starts. Fitted ``start_``: the
+    start that gave the result.
 
     ``fit(X, progress=None)``: ``progress(stage, done, total)`` follows the run (see
     :func:`pcl_partition`; first called before any numba compilation). Until PCL works in
