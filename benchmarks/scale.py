@@ -64,6 +64,7 @@ EIA = ["RESREVENUE", "RESSALES", "COMREVENUE", "COMSALES", "INDREVENUE", "INDSAL
        "TOTREVENUE", "TOTSALES"]
 TODAY = "fe8de73"
 REPEATS = 3
+QUICK = 60  # seconds under which a peer case is timed REPEATS times
 
 
 def casc(name):
@@ -261,15 +262,25 @@ def peer_cases():
 
 
 def peer(names=None):
-    """``names``: the data sets to run (default: every case of peer_cases)."""
+    """``names``: the data sets to run (default: every case of peer_cases). A case whose fits
+    both end within QUICK seconds is timed REPEATS times each (PCL in this process, the peer
+    in a fresh child each time), interleaved; the speed target is judged on the medians."""
     wins = faster = 0
     cases = [case for case in peer_cases() if names is None or case[0].split()[0] in names]
     PCL(3, random_state=0).fit(casc("census")[:300])  # numba's cache loaded before the first timed fit
-    print(f"{'case':28} {'PCL IL':>8} {'s':>6} {'k-m-c IL':>9} {'s':>7} {'IL gain %':>9} {'speed x':>8}")
+    print(f"{'case':28} {'PCL IL':>8} {'s':>6} {'k-m-c IL':>9} {'s':>7} {'IL gain %':>9} {'speed x':>8}  "
+          f"(s: median of {REPEATS} runs where both take < {QUICK} s, else one run; best ratio)")
     for label, X, k in cases:
         Z = (X - X.mean(0)) / np.where(X.std(0) > 0, X.std(0), 1)
         p, pt, _ = timed(lambda X=X, k=k: PCL(k, random_state=0).fit(X).labels_, 1)
         m, mt = _peer_fit(Z, k)
+        pts, mts = [pt], [mt]
+        if m is not None and max(pt, mt) < QUICK:
+            for _ in range(REPEATS - 1):
+                pts.append(timed(lambda X=X, k=k: PCL(k, random_state=0).fit(X).labels_, 1)[1])
+                mts.append(_peer_fit(Z, k)[1])
+        pt, mt = statistics.median(pts), statistics.median(mts)
+        best = max(b / a for a, b in zip(pts, mts))
         a = il(X, p)
         faster += mt >= 5 * pt
         if m is None:  # stopped: no IL to compare, the speed ratio is a lower bound
@@ -278,8 +289,8 @@ def peer(names=None):
             continue
         b = il(X, m)
         wins += a < b
-        print(f"{label:28} {a:>8.3f} {pt:>6.1f} {b:>9.3f} {mt:>7.1f} {100 * (b - a) / b:>9.1f} {mt / pt:>8.1f}",
-              flush=True)
+        print(f"{label:28} {a:>8.3f} {pt:>6.1f} {b:>9.3f} {mt:>7.1f} {100 * (b - a) / b:>9.1f} {mt / pt:>8.1f}"
+              f"  ({len(pts)} runs; best {best:.1f})", flush=True)
     print(f"PCL lower IL than k-means-constrained on {wins} cases, >= 5 x faster on {faster} (of {len(cases)})")
 
 
@@ -344,8 +355,8 @@ def mdav1m():
 
 
 def external(module):
-    def run():
-        importlib.import_module(module).main()
+    def run():  # with its default arguments, not this script's
+        importlib.import_module(module).main([])
     return run
 
 
