@@ -241,8 +241,13 @@ STARTS = ("mdav", "pca", "k-means++")
 #: their Lloyd iterations end in the basin of their start, and 16 cells in 2-D have many
 #: basins. 2-D Gaussian, n = 2^16, k = 4096, rho = 0 (the sample of benchmarks/scale.py
 #: peer): IL 11.979 from MDAV, 12.036 from bisection, 11.879-12.030 from eight k-means++
-#: starts (five below the 11.899 of k-means-constrained, which keeps the best of ten)
-KMEANS_PLUSPLUS_STARTS = 6
+#: starts (five below the 11.899 of k-means-constrained, which keeps the best of ten). Over
+#: the 14 Gaussian samples of benchmarks/pcl.py and Adult (k = 4000, 2000, jittered or not),
+#: SSE below the better of MDAV and bisection with 2 / 4 / 6 such starts: 0.26% / 0.29% / 0.29%
+#: (pcl.py's sample, rho = 0), up to 0.57% / 0.78% / 0.83%, Adult k = 4000 0.41%, none on 6 of
+#: 18 cases; each start costs about as much as MDAV's (0.6-1.2 s at 2^16 records here), and
+#: pcl.py's limit for a Gaussian fit is 10 s (8.6 s with 6)
+KMEANS_PLUSPLUS_STARTS = 4
 
 
 def _starts(init, k):
@@ -455,7 +460,7 @@ class PCL(Microaggregator):
     bisection, :mod:`.bisection`), "k-means++" (centres seeded by k-means++, cells of >= 256
     records only), a sequence of them (PCL runs from each and keeps the lowest SSE), or
     "auto" (default: for cells of >= 256 records MDAV, bisection and
-    KMEANS_PLUSPLUS_STARTS = 6 k-means++ starts, "mdav" for smaller ones); ``speed`` is the
+    KMEANS_PLUSPLUS_STARTS = 4 k-means++ starts, "mdav" for smaller ones); ``speed`` is the
     centroid speed factor s in (0, 2) (None: 1 for
     small cells, 1.8 for cells of >= 256 records; the paper damps with s = 1/2); ``kicks`` is
     the number of iterated-local-search kicks for cells of < 256 records (None:
