@@ -171,3 +171,35 @@ def read_json_document(text_or_path, what: str):
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise SpecificationError(f"{where}{what} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+
+
+def checked_call(func):
+    """``func`` whose call with arguments that do not fit its signature (one missing, one
+    unknown, too many) raises :class:`ParameterError` naming them, not a bare TypeError.
+    Applied to the public functions of each package by :func:`guard_public`."""
+    import functools
+    import inspect
+
+    signature = inspect.signature(func)
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise ParameterError(f"{func.__name__}{signature}: {exc}") from None
+        return func(*args, **kwargs)
+
+    call.checked_call = True
+    return call
+
+
+def guard_public(namespace: dict, names) -> None:
+    """Every plain function among ``names`` in a package's ``namespace`` (its ``__all__``)
+    replaced by :func:`checked_call` of it: the public edge checks how it is called."""
+    import inspect
+
+    for name in names:
+        value = namespace.get(name)
+        if inspect.isfunction(value) and not getattr(value, "checked_call", False):
+            namespace[name] = checked_call(value)

@@ -44,7 +44,7 @@ from .outputs import check_output_folder, write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
 from .microagg.strata import recode_merged
-from .release import align, assign_roles, column_list, columns_with, make_release, shuffle_stream
+from .release import Promise, align, assign_roles, column_list, columns_with, make_release, shuffle_stream
 from .reproduce import cli as reproduce_cli
 from .service import cli as service_cli
 from .survey import cli as survey_cli
@@ -52,10 +52,16 @@ from .swapping import cli as swapping_cli
 
 
 def _method(args):
+    """The estimator ``--method`` names, with its options; it returns arrays (the command
+    builds the release itself)."""
+    return _estimator(args).set_output(transform="default")
+
+
+def _estimator(args):
     cls = METHODS[args.method]
     blocks = {"block_size": args.block_size}
     if args.method == "mdav":
-        return cls(args.k, keep_duplicates=args.keep_duplicates, **blocks)
+        return cls(args.k, keep_duplicates=not args.split_duplicates, **blocks)
     if args.method == "vmdav":
         return cls(args.k, gamma=args.gamma, **blocks)
     if args.method == "pcl":
@@ -181,9 +187,12 @@ def cmd_microaggregate(args) -> int:
                                     **{c: f"key: replaced by its {group}mode" for c in nominal},
                                     **{c: f"key: replaced by its {group}median level" for c in ordinal},
                                     **{c: "stratum: released, merged strata recoded" for c in recoded}},
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
+                           promise=_promise(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"))
     extra = {}
     if args.function:
+        if model.function_ is None:
+            raise InputError(f"--function: {model.unpublished_}; drop --split-duplicates to publish one")
         model.function_.columns = keys
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
@@ -196,6 +205,23 @@ def cmd_microaggregate(args) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _promise(k: int, keys: list, roles: dict, strata, mechanism: str, per_column: bool = False) -> Promise:
+    """The k-anonymity a microaggregation release promises: on its keys and released strata
+    columns together, or on each key alone (individual ranking)."""
+    released_strata = [c for c in column_list(strata) if roles.get(c) != "drop"]
+    columns = tuple((c,) for c in keys) if per_column else (tuple(keys + released_strata),)
+    return Promise(int(k), columns, mechanism)
+
+
+def _function_promise(function, keys: list, roles: dict, strata) -> Promise:
+    """The promise of a published function applied to a file: the k it was fitted with (its
+    smallest declared cell where the function does not state k)."""
+    sizes = function.sizes if function.kind != "intervals" else [min(s) for s in function.sizes]
+    k = function.meta.get("k", int(np.min(sizes)))
+    name = f"the published function ({function.meta.get('method', function.kind)}, k = {k})"
+    return _promise(k, keys, roles, strata, name, per_column=function.kind == "intervals")
 
 
 def cmd_apply(args) -> int:
@@ -224,7 +250,9 @@ def cmd_apply(args) -> int:
             return np.asarray(function.centroids)[labels], {"cell": labels}, {}
         return np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])]), None, {}
 
-    return apply_to_file(args, function.columns or keys, cells)
+    strata = function.rule["columns"] if function.kind == "stratified" else None
+    return apply_to_file(args, function.columns or keys, cells,
+                         lambda roles: _function_promise(function, function.columns or keys, roles, strata))
 
 
 CHUNK_SIZE = 1_000_000
@@ -253,22 +281,24 @@ def _key_values(args, frame, keys):
     return quasi_identifiers(frame, list(keys))
 
 
-def apply_to_file(args, keys, cells) -> int:
+def apply_to_file(args, keys, cells, promise=None) -> int:
     """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
     function: (X, the records' table) -> (the keys' new values, added columns or None,
-    {column: values} of other columns it recodes, e.g. merged strata)). A file of at most
-    ``args.chunk_size`` records is read at once; a larger one chunk by chunk
+    {column: values} of other columns it recodes, e.g. merged strata)). ``promise``: None, or
+    roles -> the :class:`probanon.release.Promise` checked before anything is written. A file of
+    at most ``args.chunk_size`` records is read at once; a larger one chunk by chunk
     (:func:`apply_in_chunks`), with the same release."""
     chunks = read_chunks(args.input, args.chunk_size)
     frame = next(chunks)
     if next(chunks, None) is not None:
         chunks.close()
-        return apply_in_chunks(args, keys, cells)
+        return apply_in_chunks(args, keys, cells, promise)
     roles = release_roles(args, frame, keys=keys)
     X, columns = _key_values(args, frame, keys)  # in the function's order
     values, added, recoded = cells(X, frame)
     release = make_release(frame, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
-                           actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+                           actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
+                           promise=None if promise is None else promise(roles))
     write_release(args, release)
     return 0
 
@@ -278,7 +308,7 @@ AUDIT_SAMPLE = 100_000
 APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"}
 
 
-def apply_in_chunks(args, keys, cells) -> int:
+def apply_in_chunks(args, keys, cells, promise=None) -> int:
     """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
     (1) the number of records and the column types of the whole file (keys with text refused);
     (2) each chunk, read with
@@ -286,8 +316,9 @@ def apply_in_chunks(args, keys, cells) -> int:
     replaced and its records placed at their released positions (the same permutation as at
     once: :class:`probanon.outputs.OrderedTableWriter`); (3) the release written in order. The
     pre-release audit runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
-    records (evenly spaced in the file). Memory: a chunk, the sample and O(n) integers (the
-    record order)."""
+    records (evenly spaced in the file); the promise (as in :func:`apply_to_file`) is checked on
+    the counts of the released combinations over all chunks before the file is written. Memory:
+    a chunk, the sample, the counts and O(n) integers (the record order)."""
     from .data import NumericColumns, in_file, table_dtypes
     from .outputs import OrderedTableWriter, TableWriter
     from .release import record_order
@@ -313,7 +344,8 @@ def apply_in_chunks(args, keys, cells) -> int:
         position = link["released_row"].to_numpy() - 1
         link = link if args.link else None
         sampled = np.unique(np.linspace(0, n - 1, min(n, max(size, AUDIT_SAMPLE))).astype(np.int64))
-        sample, done = [], 0
+        sample, done, counts = [], 0, None
+        promised = None if promise is None else promise(roles)
         writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
             for chunk in read_chunks(args.input, size, dtypes=dtypes):
@@ -328,6 +360,8 @@ def apply_in_chunks(args, keys, cells) -> int:
                 part = make_release(chunk, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                                     actions=APPLY_ACTIONS, keep_order=True)
                 table.place(part.data, position[first:done])
+                if promised is not None:
+                    counts = promised.add(counts, promised.counts(part.data))
                 inside = sampled[(sampled >= first) & (sampled < done)] - first
                 sample.append(chunk[audited_columns].iloc[inside])
                 progress("applying", done, n)
@@ -337,6 +371,8 @@ def apply_in_chunks(args, keys, cells) -> int:
                                                "drop": None, "keep_other": False})
             release_roles(audit_args, sample, keys=key_columns)  # the audit: refuses, or warns (--accept-risk)
             del sample
+            if promised is not None:
+                promised.check_counts(counts)
             table.progress = lambda done: progress("writing", done, n)
             args.outputs.write({args.output: table, **({args.link: link} if args.link else {})})
     order_text = "input order kept" if args.keep_order else "records in random order"
@@ -580,7 +616,7 @@ def cmd_demo(args) -> int:
         risk_series[label] = (ks, risks)
         if name != "ranking":  # not k-anonymous: its IL is not comparable with the others'
             il_series[label] = (ks, ils)
-    main = METHODS["mdav"](5)
+    main = METHODS["mdav"](5).set_output(transform="default")
     roles = assign_roles(data.columns, qi, ["health_spending", "savings"], ["id"])
     release = make_release(data, roles, replaced=dict(zip(qi, main.fit_transform(data[qi]).T)),
                            random_state=shuffle_stream(args.seed))
@@ -764,7 +800,12 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--init", choices=("auto", "mdav", "pca"), default="auto",
                    help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
                         "(both for groups of >= 256 records, keeping the better; default)")
-    m.add_argument("--keep-duplicates", action="store_true", help="MDAV: never split identical tuples")
+    m.add_argument("--split-duplicates", action="store_true",
+                   help="MDAV: classical MDAV (as sdcMicro), which may put identical key tuples in different groups; "
+                        "such a fit publishes no function (--function is refused). Default: identical tuples share "
+                        "a group, so the published function reproduces the release")
+    m.add_argument("--keep-duplicates", action="store_true",
+                   help="MDAV: identical tuples share a group (the default; kept for older recipes)")
     m.add_argument("--block-size", type=int, default=None, metavar="B",
                    help="mdav, vmdav, pcl: split the records along principal axes into blocks of k..B records "
                         "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "

@@ -222,7 +222,11 @@ def prepare_outputs(args) -> Outputs:
 
 def write_release(args, release, extra: dict | None = None) -> None:
     """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
-    command's checked outputs, then print what happened to every column."""
+    command's checked outputs, then print what happened to every column. The release's
+    promise (:class:`probanon.release.Promise`) is checked first: nothing is written if what
+    would be released breaks it."""
+    if release.promise is not None:
+        release.promise.check(release.data)
     contents = {args.output: release.data, **(extra or {}), **getattr(args, "extra_outputs", {})}
     if getattr(args, "report_contents", None) is not None:  # a recipe's reports: written with the release
         contents.update(args.report_contents(release))

@@ -191,6 +191,16 @@ def _refuse_other_separator(path: Path, sep: str, encoding: str, n_columns: int)
                          f"{found!r}-separated: give --sep {found!r}")
 
 
+def values_frame(values, columns=None, index=None) -> pd.DataFrame:
+    """An (n, d) array of released values as a DataFrame: ``columns`` (x0, x1... when None),
+    ``index``; each column keeps its own type (numbers stay numbers in an object array of
+    mixed keys)."""
+    values = np.asarray(values)
+    columns = [f"x{j}" for j in range(values.shape[1])] if columns is None else list(columns)
+    return pd.DataFrame({c: pd.Series(values[:, j], index=index).infer_objects() for j, c in enumerate(columns)},
+                        index=index)
+
+
 def select_columns(frame: pd.DataFrame, columns=None) -> list[str]:
     """Quasi-identifier columns: ``columns`` if given (checked), else every numeric column.
 

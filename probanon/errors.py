@@ -24,3 +24,8 @@ class SpecificationError(ProbanonError):
 
 class NotFittedError(ProbanonError, AttributeError):
     """An estimator was used before ``fit``."""
+
+
+class GuaranteeError(ProbanonError):
+    """What is about to be released does not have the property its mechanism promises (a
+    release below the k it states): nothing is written."""

@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from ._validation import check_random_state, check_seed, row_label
-from .errors import InputError
+from .errors import GuaranteeError, InputError
 from .labelled import carry_labels, labels_of
 
 
@@ -96,15 +96,62 @@ def shuffle_stream(seed) -> np.random.Generator:
     return np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
 
 
+@dataclass(frozen=True)
+class Promise:
+    """What a mechanism promises of the released records, checked before anything is written
+    (issue 39.1): every combination of values of each set of ``columns`` is shared by at least
+    ``k`` released records (k-anonymity on those columns; a missing value compared as equal to a
+    missing value, the rule of ``--missing pattern``). ``mechanism`` names the method in the
+    message."""
+
+    k: int
+    columns: tuple  # tuples of column names: k-anonymity on each
+    mechanism: str
+
+    def check(self, data: pd.DataFrame) -> None:
+        """:class:`GuaranteeError` unless ``data`` keeps the promise."""
+        self.check_counts(self.counts(data))
+
+    def counts(self, data: pd.DataFrame) -> list:
+        """Records per combination of values, one Series per set of columns (a file released in
+        chunks adds up the counts of its chunks, :meth:`add`)."""
+        return [data.groupby(list(columns), dropna=False, observed=True, sort=False).size()
+                for columns in self.columns]
+
+    @staticmethod
+    def add(a: list | None, b: list) -> list:
+        """The counts of two parts of a release, together."""
+        if a is None:
+            return b
+        return [pd.concat([x, y]).groupby(level=list(range(x.index.nlevels)), dropna=False, sort=False).sum()
+                for x, y in zip(a, b)]
+
+    def check_counts(self, counts: list) -> None:
+        """:class:`GuaranteeError` unless every combination counted holds at least k records."""
+        for columns, sizes in zip(self.columns, counts):
+            self._check_sizes(sizes.to_numpy(), columns)
+
+    def _check_sizes(self, sizes, columns) -> None:
+        short = sizes[(sizes > 0) & (sizes < self.k)]
+        if short.size:
+            raise GuaranteeError(
+                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}, but what is about to be "
+                f"released has k achieved = {int(short.min())} ({int(short.sum()):,} records in {short.size:,} "
+                f"combinations shared by fewer than {self.k}); nothing written")
+
+
 @dataclass
 class Release:
     """A release ready to write: ``data`` (the published records, in released order),
-    ``link`` (private: ``original_row`` -> ``released_row``, from 1) and ``actions``
-    ({column: what happened to it}, every input column and every added one)."""
+    ``link`` (private: ``original_row`` -> ``released_row``, from 1), ``actions``
+    ({column: what happened to it}, every input column and every added one) and ``promise``
+    (:class:`Promise`, or None: checked by :func:`probanon.cliargs.write_release` before
+    anything is written)."""
 
     data: pd.DataFrame
     link: pd.DataFrame
     actions: dict = field(default_factory=dict)
+    promise: Promise | None = None
 
     def summary(self) -> str:
         """One line per column: what the release did with it."""
@@ -118,14 +165,16 @@ ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
 
 
 def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None, added: dict | None = None,
-                 actions: dict | None = None, *, keep_order: bool = False, random_state=None) -> Release:
+                 actions: dict | None = None, *, keep_order: bool = False, random_state=None,
+                 promise: Promise | None = None) -> Release:
     """Apply the roles to ``frame`` and put the records in a random order.
 
     ``replaced``: {column: new values} (the masked keys, swapped confidential columns);
     ``added``: {column: values} appended at the end (e.g. the cell index); ``actions``: text per
     role or per column overriding :data:`ACTIONS` in the summary. ``drop`` columns are removed.
     The order is a permutation drawn from ``random_state`` (seed or Generator), or the input's
-    with ``keep_order``.
+    with ``keep_order``. ``promise``: what the mechanism promises of the records
+    (:class:`Promise`), checked before the release is written.
     """
     replaced, added, actions = replaced or {}, added or {}, actions or {}
     out = {}
@@ -145,7 +194,7 @@ def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None,
     labels = labels_of(data)
     for c in labels.dropped(data) if labels is not None else ():
         described[c] += "; its value labels dropped (its values are no longer codes)"
-    return Release(data=data, link=link, actions=described)
+    return Release(data=data, link=link, actions=described, promise=promise)
 
 
 def record_order(n: int, *, keep_order: bool = False, random_state=None) -> tuple[np.ndarray, pd.DataFrame]:

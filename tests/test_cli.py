@@ -158,8 +158,10 @@ def test_function_written_and_applied_to_new_records(tmp_path, capsys):
     new = pd.DataFrame({"age": [40, 200], "income": [31000.0, -5.0]})
     new_path = tmp_path / "new.csv"
     new.to_csv(new_path, index=False)
-    assert main(["apply", str(func), str(new_path), "-o", str(tmp_path / "new_out.csv")]) == 0
-    assert len(pd.read_csv(tmp_path / "new_out.csv")) == 2
+    # two new records are two cells of one record each: below the k = 5 the function promises,
+    # so apply refuses to write them (issue 39.1)
+    assert main(["apply", str(func), str(new_path), "-o", str(tmp_path / "new_out.csv")]) == 2
+    assert "promises 5-anonymity" in capsys.readouterr().err and not (tmp_path / "new_out.csv").exists()
 
 
 def test_parquet_in_and_out(tmp_path):

@@ -13,3 +13,8 @@ from .uniqueness import attack_km_files, uniqueness_attack
 
 __all__ = ["attack", "audit", "uniqueness_attack", "attack_km_files", "linkage_test", "AuditResult", "AuditFinding", "AttackReport", "INTRUDERS", "MECHANISMS", "GUARANTEES", "Guarantee", "guarantee",
            "AttackData", "attack_data", "rebuild_groups"]
+
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+

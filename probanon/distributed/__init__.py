@@ -11,3 +11,8 @@ from .blocks import on_dask
 from .cluster import ClusterError, dask_client, describe, run_tasks
 
 __all__ = ["ClusterError", "dask_client", "describe", "on_dask", "run_tasks"]
+
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+

@@ -8,6 +8,7 @@ importing those modules with the package.
 """
 
 import importlib
+import inspect
 
 from .distribution import (
     JointDistribution,
@@ -54,6 +55,11 @@ __all__ = [
     "save_plan",
 ]
 
+from .._validation import checked_call, guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+
+
 
 def _module(name: str):
     try:
@@ -78,6 +84,7 @@ def __getattr__(name: str):
             module = _module(mod_name)
             if module is not None and name in _public(module):
                 value = getattr(module, name)
+                value = checked_call(value) if inspect.isfunction(value) and not getattr(value, "checked_call", False) else value
                 globals()[name] = value
                 return value
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -32,3 +32,8 @@ __all__ = [
     "frequency_risk",
     "FrequencyRisk",
 ]
+
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+

@@ -12,3 +12,8 @@ __all__ = [
     "MDAV", "VMDAV", "IndividualRanking", "PCL", "pcl_partition", "MDAVPartition", "MicroaggregationFunction", "METHODS",
     "mdav_partition", "vmdav_partition", "individual_ranking", "individual_ranking_partition", "function_from_json",
 ]
+
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+

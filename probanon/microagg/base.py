@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 
 from .._params import ParamsMixin
-from .._validation import check_k, check_matrix, check_weights
+from .._validation import check_k, check_matrix, check_weights, is_numeric_column
 from ..data import MISSING_HINT, Standardizer, select_columns
-from ..errors import NotFittedError, ParameterError
+from ..errors import InputError, NotFittedError, ParameterError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
+from .potentials import split_duplicates
+from .settle import settle_power
 from .missing import check_policy, observed_standardizer, pattern_sets, released_means
 from .mixed import Encoding
 
@@ -54,11 +56,18 @@ class Microaggregator(ParamsMixin):
     _default_block_size = DEFAULT_BLOCK_SIZE
 
     def _validate_input(self, X, missing: str = "raise"):
-        """The quasi-identifier matrix; a DataFrame gives its numeric columns, whose names
-        are recorded in ``feature_names_in_`` (scikit-learn's convention; absent after a fit
-        on an array, so a refit never keeps stale names)."""
+        """The quasi-identifier matrix; a DataFrame's columns are all keys (a text column is
+        refused, naming every one: select the keys, or declare categorical ones with
+        ``nominal=``/``ordinal=``), their names recorded in ``feature_names_in_``
+        (scikit-learn's convention; absent after a fit on an array, so a refit never keeps
+        stale names)."""
         self.__dict__.pop("feature_names_in_", None)
         if isinstance(X, pd.DataFrame):
+            text = [str(c) for c in X.columns if not is_numeric_column(X[c])]
+            if text:
+                shown = ", ".join(text[:10]) + (f" (+{len(text) - 10} more)" if len(text) > 10 else "")
+                raise InputError(f"X has columns that are not numbers: {shown}; every column of X is a key: select "
+                                 "the keys (X[[...]]), and name categorical ones with nominal= or ordinal=")
             cols = select_columns(X)
             self.feature_names_in_ = list(cols)
             X = X[cols]
@@ -91,6 +100,7 @@ class Microaggregator(ParamsMixin):
         without it the fit prints nothing."""
         for stale in ("strata_", "strata_merged_", "missing_merged_", "missing_patterns_"):
             self.__dict__.pop(stale, None)
+        self.records_settled_ = 0
         if nominal or ordinal:
             return self._fit_mixed(X, weights, strata, merge_small_strata, missing, nominal, ordinal,
                                    _quiet if progress is None else progress)
@@ -118,18 +128,45 @@ class Microaggregator(ParamsMixin):
             n_groups = int(labels.max()) + 1
             self.centroids_ = group_means(X, labels, n_groups, w)
             self.sizes_ = np.bincount(labels, minlength=n_groups)
-        self.function_ = MicroaggregationFunction(
-            kind=kind,
-            standardizer=self.standardizer_,
-            centroids=self.centroids_,
-            sizes=self.sizes_,
-            rule=rule,
-            columns=getattr(self, "feature_names_in_", None),
-            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]), "weighted": w is not None,
-                  **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {}),
-                  **({"strata": len(self.strata_)} if kind == "stratified" else {})},
-        )
+        self._publish(Z, kind, rule, getattr(self, "feature_names_in_", None), None,
+                      {"method": type(self).__name__, "k": self.k_, "n_records": int(X.shape[0]),
+                       "weighted": w is not None,
+                       **({"blocks": self.n_blocks_, "block_size": self.block_size_} if kind == "blocked" else {}),
+                       **({"strata": len(self.strata_)} if kind == "stratified" else {})})
         return self
+
+    def _publish(self, Z, kind, rule, columns, encoding, meta) -> None:
+        """``function_``: the fitted rule, or None (with the reason in ``unpublished_``) when
+        the partition splits identical records, which no function of the keys can do (issue
+        39.1: classical MDAV, ``keep_duplicates=False``; individual ranking with
+        ``keep_ties=False``). Every other method's partition is the rule's own
+        (:meth:`_settled_partition`), so ``transform`` on the fitted records gives
+        ``fit_transform``'s values."""
+        self.__dict__.pop("unpublished_", None)
+        split = self._identical_split(Z)
+        if split:
+            self.function_ = None
+            self.unpublished_ = (f"{type(self).__name__} split {split:,} identical records between groups "
+                                 f"({self._split_option}), so no published function can reproduce its groups")
+            return
+        self.function_ = MicroaggregationFunction(kind=kind, standardizer=self.standardizer_,
+                                                  centroids=self.centroids_, sizes=self.sizes_, rule=rule,
+                                                  columns=columns, encoding=encoding, meta=meta)
+
+    #: the parameter that lets the method split identical records (None: it never does)
+    _split_option = None
+
+    def _identical_split(self, Z) -> int:
+        """Records that have an identical record in another group (0 unless the method was
+        asked to split them, :attr:`_split_option`)."""
+        if self._split_option is None or self._keeps_identical():
+            return 0
+        if self.labels_.ndim == 2:  # one group per column (individual ranking)
+            return int(sum(split_duplicates(Z[:, [j]], self.labels_[:, j]).sum() for j in range(Z.shape[1])))
+        return int(split_duplicates(Z, self.labels_).sum())
+
+    def _keeps_identical(self) -> bool:
+        return True
 
     def _check_params(self):
         """Checks of the method's own parameters (beyond k), run before any work, blocks included."""
@@ -159,11 +196,9 @@ class Microaggregator(ParamsMixin):
         self.labels_ = labels
         self.centroids_ = encoding.released(frame, labels, w)
         self.sizes_ = np.bincount(labels)
-        self.function_ = MicroaggregationFunction(
-            kind=kind, standardizer=self.standardizer_, centroids=self.centroids_, sizes=self.sizes_, rule=rule,
-            columns=list(encoding.columns), encoding=encoding,
-            meta={"method": type(self).__name__, "k": self.k_, "n_records": int(E.shape[0]), "weighted": w is not None,
-                  "nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)})
+        self._publish(Z, kind, rule, list(encoding.columns), encoding,
+                      {"method": type(self).__name__, "k": self.k_, "n_records": int(E.shape[0]),
+                       "weighted": w is not None, "nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)})
         return self
 
     def _fit_patterns(self, X, w, strata, progress):
@@ -186,6 +221,7 @@ class Microaggregator(ParamsMixin):
         self.centroids_ = released_means(X, labels, w)
         self.sizes_ = np.bincount(labels)
         self.function_ = None
+        self.unpublished_ = "a fit with missing='pattern' publishes no function"
         return self
 
     def _stratified_partition(self, Z, X, strata, merge: bool, progress):
@@ -240,34 +276,52 @@ class Microaggregator(ParamsMixin):
         if B == 0:
             self.block_size_, self.n_blocks_, self.block_sizes_ = 0, 1, np.array([n])
             self.blocks_ = blocks_note(1, 0, self.block_sizes_)
-            return self._partition(Z, X, progress)
+            return self._settled_partition(Z, X, progress)
         labels, rule, sizes, attributes = fit_blocks(self, Z, B, progress, self.n_jobs)
         self.block_size_, self.n_blocks_, self.block_sizes_ = B, int(sizes.size), sizes
         self.blocks_ = blocks_note(self.n_blocks_, B, sizes)
+        self.records_settled_ += attributes.pop("records_settled_", 0)
         self.__dict__.update(attributes)
         return labels, "blocked", rule
+
+    def _settled_partition(self, Z, X, progress):
+        """``_partition``, then, for a power diagram, the diagram settled on the records
+        (:func:`.settle.settle_power`): the labels become the published rule's own cells, each
+        of at least k records. Adds the records it moved to ``records_settled_``."""
+        labels, kind, rule = self._partition(Z, X, progress)
+        if kind != "power-diagram":
+            return labels, kind, rule
+        progress("settle", 0, 1)
+        settled = settle_power(Z, rule["centers"], rule["offsets"], self.k_, labels)
+        progress("settle", 1, 1)
+        self.records_settled_ = getattr(self, "records_settled_", 0) + settled.moved
+        return settled.labels, kind, {"centers": settled.centers, "offsets": settled.offsets}
 
     def _check_fitted(self):
         if not hasattr(self, "function_"):
             raise NotFittedError(f"this {type(self).__name__} is not fitted yet: call fit first")
 
-    def transform(self, X, strata=None) -> np.ndarray:
+    def transform(self, X, strata=None):
         """Records replaced by the centroid of the cell the fitted function assigns them to.
         Fitted on a DataFrame, the function carries its names (``feature_names_in_``) and
         reads a DataFrame by name (extra columns ignored, a missing one an InputError); a
         Series is one record (see :meth:`MicroaggregationFunction.assign`). Fitted with
-        strata: ``strata`` of the records (or their strata columns in the DataFrame X)."""
+        strata: ``strata`` of the records (or their strata columns in the DataFrame X). A
+        DataFrame X gives a DataFrame (its index, the keys' names; :meth:`set_output`)."""
         self._check_fitted()
         if self.function_ is None:
-            raise NotFittedError("a fit with missing='pattern' publishes no function: transform is not available")
-        return self.function_.transform(X, strata)
+            raise NotFittedError(f"{self.unpublished_}: transform is not available")
+        return self._wrap_output(self.function_.transform(X, strata), X, getattr(self, "feature_names_in_", None))
 
     def fit_transform(self, X, y=None, *, weights=None, strata=None, merge_small_strata=False, missing="raise",
                       nominal=(), ordinal=(), progress=None) -> np.ndarray:
         """Fit, then return every fitted record replaced by its group centroid (NaN where
-        ``missing="pattern"`` releases a key missing)."""
+        ``missing="pattern"`` releases a key missing). A DataFrame X gives a DataFrame with its
+        index and the keys' names (:meth:`set_output`)."""
         self.fit(X, weights=weights, strata=strata, merge_small_strata=merge_small_strata, missing=missing,
                  nominal=nominal, ordinal=ordinal, progress=progress)
         if isinstance(self.centroids_, list):
-            return np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
-        return self.centroids_[self.labels_]
+            values = np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
+        else:
+            values = self.centroids_[self.labels_]
+        return self._wrap_output(values, X, getattr(self, "feature_names_in_", None))

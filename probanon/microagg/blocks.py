@@ -172,7 +172,7 @@ def cut_tree(Z, k: int, B: int, axis: str = "principal"):
 
 
 #: fitted attributes of a block's estimator that the blocked fit combines over the blocks
-BLOCK_ATTRIBUTES = {"function_mismatches_": sum, "start_": list}
+BLOCK_ATTRIBUTES = {"records_settled_": sum, "start_": list}
 
 
 def _fit_block(cls, params: dict, k: int, Zb, seed):
@@ -185,7 +185,7 @@ def _fit_block(cls, params: dict, k: int, Zb, seed):
         params = dict(params, random_state=np.random.default_rng(seed))
     est = cls(**params)
     est.k_ = k
-    labels, kind, rule = est._partition(Zb, None, _quiet)
+    labels, kind, rule = est._settled_partition(Zb, None, _quiet)
     return labels, kind, rule, {a: getattr(est, a) for a in BLOCK_ATTRIBUTES if hasattr(est, a)}
 
 

@@ -55,7 +55,7 @@ from numba import njit, prange
 
 from .._threads import chunk_plan, next_chunk, parallel_worth
 from .._validation import check_matrix, read_json_document
-from ..data import Standardizer
+from ..data import Standardizer, values_frame
 from ..errors import InputError, SpecificationError
 
 FORMAT_VERSION = 1
@@ -351,12 +351,16 @@ class MicroaggregationFunction:
             return _assign_stratified(Z, self.rule, self._strata(X, strata, Z.shape[0]))
         return _assign_rule(self.kind, self.rule, Z)
 
-    def transform(self, X, strata=None) -> np.ndarray:
-        """Each record replaced by the centroid of its cell (original units)."""
+    def transform(self, X, strata=None):
+        """Each record replaced by the centroid of its cell (original units): an array, or,
+        for a DataFrame X, a DataFrame with X's index and the function's columns (its keys,
+        x0, x1... without names), each keeping its type."""
         labels = self.assign(X, strata)
         if self.kind == "intervals":
-            return np.column_stack([self.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
-        return np.asarray(self.centroids, dtype=object if self.encoding is not None else None)[labels]
+            values = np.column_stack([self.centroids[j][labels[:, j]] for j in range(labels.shape[1])])
+        else:
+            values = np.asarray(self.centroids, dtype=object if self.encoding is not None else None)[labels]
+        return values_frame(values, self.columns, X.index) if isinstance(X, pd.DataFrame) else values
 
     @property
     def n_cells(self) -> int:

@@ -22,11 +22,14 @@ among equal distances; "nearest" orders records by the key (squared distance, co
 lexicographically, row). Squared distances are summed column by column in float64; the
 centroid is a running sum from which each group's rows are subtracted.
 
-``keep_duplicates=True`` departs from the classical algorithm in one point: a group that
-reaches a tuple with more exact copies takes all the copies (it may then exceed k), and a
-group that would leave fewer than k records takes them all. Then no two identical records
-end in different groups and the published function reproduces the labels exactly.
-Classical MDAV (the default) gives the published information-loss values.
+``keep_duplicates=True`` (the estimator's default, issue 39.1) departs from the classical
+algorithm in one point: a group that reaches a tuple with more exact copies takes all the
+copies (it may then exceed k), and a group that would leave fewer than k records takes them
+all. Then no two identical records end in different groups and the published function
+reproduces the labels exactly; on data without identical key tuples the partition is the
+classical one. Classical MDAV (``keep_duplicates=False``, as sdcMicro's ``mdav``) gives the
+published information-loss values; where it splits identical records no function of the keys
+can reproduce its groups, and the fit publishes none (``function_`` is None).
 """
 
 from __future__ import annotations
@@ -91,8 +94,9 @@ def mdav_partition(Z, k: int, keep_duplicates: bool = False, engine: str = "numb
 class MDAV(Microaggregator):
     """MDAV microaggregation estimator.
 
-    Parameters: ``k`` minimum group size; ``keep_duplicates`` never split identical tuples
-    (see module docstring). Fitted: ``labels_``, ``centroids_`` (original units), ``sizes_``,
+    Parameters: ``k`` minimum group size; ``keep_duplicates`` (default True) never split
+    identical tuples (see module docstring; False: classical MDAV, which publishes no function
+    when it splits identical records). Fitted: ``labels_``, ``centroids_`` (original units), ``sizes_``,
     ``partition_`` (:class:`MDAVPartition`, unblocked fits), ``function_`` (kind "ordered-balls": reference
     points with radii, first ball that contains the record, last group by default).
 
@@ -104,12 +108,16 @@ class MDAV(Microaggregator):
     """
 
     _param_names = ("k", "keep_duplicates", "block_size", "n_jobs")
+    _split_option = "keep_duplicates=False"
 
-    def __init__(self, k: int = 3, *, keep_duplicates: bool = False, block_size=None, n_jobs=None):
+    def __init__(self, k: int = 3, *, keep_duplicates: bool = True, block_size=None, n_jobs=None):
         self.k = k
         self.keep_duplicates = keep_duplicates
         self.block_size = block_size  # blocks for large files: see Microaggregator
         self.n_jobs = n_jobs
+
+    def _keeps_identical(self) -> bool:
+        return bool(self.keep_duplicates)
 
     def _partition(self, Z, X, progress):
         progress("MDAV", 0, 1)  # one numba kernel: no finer steps

@@ -46,8 +46,9 @@ hold at least k points. This implementation alternates the two conditions exactl
    turned into strict offsets (:mod:`.potentials`: shortest-path potentials with a margin),
    so the power diagram (centres, offsets)
    reproduces ``labels_`` exactly. Where the optimum splits identical records between cells
-   (ties no offset can break), the optimal labels are kept and ``function_mismatches_``
-   counts the fitted records the function assigns elsewhere. Centroids are the cell means.
+   (ties no offset can break), the diagram is settled on the records (:mod:`.settle`): the
+   release is the diagram's own cells, each of at least k records, and
+   ``records_settled_`` counts the records that moved. Centroids are the cell means.
 
 Cells of at least 256 records (the paper needs ~100-500 per cell for smooth counts) use the
 paper's own steps instead, per iteration: offsets by Levenberg-Marquardt (Appendix A,
@@ -71,11 +72,11 @@ from ..errors import ParameterError
 from . import memory
 from .base import Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
-from .candidates import improving_cells, pooled_cells
+from .candidates import pooled_cells
 from .local_search import CellLists, _neighbour_lists, iterated_local_search, local_search, searches
 from .mdav import mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
-from .potentials import split_duplicates, strict_offsets
+from .potentials import strict_offsets
 from .transport import squared_distances, transport_assign
 from .univariate import optimal_univariate
 
@@ -470,9 +471,10 @@ class PCL(Microaggregator):
     start that gave the result.
 
     ``fit(X, progress=None)``: ``progress(stage, done, total)`` follows the run (see
-    :func:`pcl_partition`; first called before any numba compilation). Until PCL works in
-    O(n d) memory, a fit whose estimated peak memory exceeds half of the available memory is
-    refused with a :class:`ParameterError` before any work (:mod:`.memory`).
+    :func:`pcl_partition`; first called before any numba compilation). A fit whose estimated
+    peak memory (:mod:`.memory`: O(n d) for cells of < 256 records, n x |Q| arrays for larger
+    ones) exceeds half of the available memory is refused with
+    a :class:`ParameterError` before any work.
     """
 
     _param_names = ("k", "init", "speed", "kicks", "free_sizes", "random_state", "block_size", "n_jobs")
@@ -503,12 +505,7 @@ class PCL(Microaggregator):
         rng = check_random_state(self.random_state)
         memory.check_pcl_memory(Z.shape[0], self.k_)
         speed = None if self.speed is None else float(self.speed)
-        labels, centers, offsets, self.start_, strict = _pcl(Z, self.k_, speed=speed, kicks=self.kicks,
-                                                             random_state=rng, init=self.init, progress=progress,
-                                                             free_sizes=bool(self.free_sizes))
-        # records the published rule assigns elsewhere: those with a cell that beats theirs (ties:
-        # lower index); with strict offsets only records with a twin in another cell can be
-        rows = np.flatnonzero(split_duplicates(Z, labels)) if strict else np.arange(Z.shape[0])
-        found = improving_cells(Z[rows], centers, offsets, labels[rows], 0.0, 1)[1] if rows.size else rows
-        self.function_mismatches_ = int((found > 0).sum())
+        labels, centers, offsets, self.start_, _ = _pcl(Z, self.k_, speed=speed, kicks=self.kicks, random_state=rng,
+                                                        init=self.init, progress=progress,
+                                                        free_sizes=bool(self.free_sizes))
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}

@@ -152,10 +152,14 @@ class IndividualRanking(Microaggregator):
     """
 
     _param_names = ("k", "keep_ties")
+    _split_option = "keep_ties=False"
 
     def __init__(self, k: int = 3, *, keep_ties: bool = True):
         self.k = k
         self.keep_ties = keep_ties
+
+    def _keeps_identical(self) -> bool:
+        return bool(self.keep_ties)
 
     def _partition(self, Z, X, progress):
         progress("individual ranking", 0, 1)

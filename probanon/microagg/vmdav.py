@@ -185,9 +185,13 @@ def vmdav_partition(Z, k, gamma: float = 0.2, progress=None) -> np.ndarray:
 class VMDAV(Microaggregator):
     """V-MDAV estimator (variable group size k..2k-1, extension parameter ``gamma``).
 
-    Its published function is the nearest-centroid rule (kind "power-diagram" with zero
-    offsets): V-MDAV groups are not balls, so a new record goes to the closest centroid;
-    unlike MDAV's rule this need not reproduce ``labels_`` on the fitted data.
+    Its published function is a power diagram (kind "power-diagram") whose sites are the
+    V-MDAV group means: V-MDAV groups are not balls, so a record goes to the closest site, and
+    the diagram is settled on the fitted records (:mod:`.settle`: offsets lowered for cells
+    short of k records, cells that cannot reach k removed). The release (``labels_``,
+    ``centroids_``) is that diagram's own partition, so ``transform`` reproduces
+    ``fit_transform`` on the fitted data (issue 39.1); ``records_settled_`` counts the records
+    whose group differs from V-MDAV's.
     """
 
     _param_names = ("k", "gamma", "block_size", "n_jobs")

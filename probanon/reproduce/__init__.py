@@ -24,6 +24,12 @@ __all__ = ["reproduce_diversity", "reproduce_km", "reproduce_pcl", "reproduce_su
 
 
 def __getattr__(name):
+    from .._validation import checked_call
+
+    return checked_call(_attribute(name))
+
+
+def _attribute(name):
     if name == "reproduce_surveys":
         from .surveys import reproduce_surveys
 

@@ -72,4 +72,9 @@ __all__ = [
     "uniqueness_sample_size",
 ]
 
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+
+
 from . import cdr, constraints  # noqa: F401

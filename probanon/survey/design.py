@@ -55,11 +55,11 @@ from ..data import Standardizer, is_constant, select_columns
 from ..errors import InputError, ParameterError, ProbanonError
 from ..microagg.base import group_means
 from ..microagg.function import MicroaggregationFunction
-from ..microagg.function import _assign_power
 from ..microagg.mdav import mdav_partition
 from ..microagg.mixed import Encoding
 from ..microagg.pcl import pcl_partition
 from ..microagg.potentials import strict_offsets
+from ..microagg.settle import Unsettled, settle_power
 from ..microagg.transport import transport_assign
 from ..release import column_list
 from . import _per_record
@@ -252,27 +252,24 @@ def _safe_diagram(Z, pis, k: int, risk: float, cell_size, centers, offsets):
     function cannot split identical records, PCL's optimum may: where it did, the diagram's own
     cells differ from PCL's and one may fall short. Such a cell (or an empty one) is dissolved,
     its centre removed, the one of fewest records first: its records go to their next cell and
-    the other cells only gain records. Repeated until every cell is safe (size >= n_cell, or
-    Algorithm A on its members' pi_j)."""
+    the other cells only gain records (:func:`.microagg.settle.settle_power`, removals only).
+    Repeated until every cell is safe (size >= n_cell, or Algorithm A on its members' pi_j)."""
     log_pbar = math.log(risk)
-    while True:
-        labels = _assign_power(Z, centers, offsets)
-        sizes = np.bincount(labels, minlength=centers.shape[0])
-        bad = sizes < (cell_size or 1)
+
+    def failing(labels, sizes):
+        bad = np.zeros(sizes.size, bool)
         if cell_size is None:  # Algorithm A on the members of every non-empty cell
             full = np.flatnonzero(sizes > 0)
-            failing = _cells_log_failure(k, pis, labels, sizes[full]) > log_pbar
-            bad[full[failing]] = True
-        if not bad.any():
-            rule = {"centers": np.ascontiguousarray(centers), "offsets": np.ascontiguousarray(offsets)}
-            return labels, rule
-        if centers.shape[0] == 1:
-            raise DesignError("the whole population is not even one safe cell: too few records for this k and risk")
-        drop = sizes == 0
-        short = np.flatnonzero(bad & ~drop)
-        if short.size:
-            drop[short[np.argmin(sizes[short])]] = True
-        centers, offsets = centers[~drop], offsets[~drop]
+            bad[full] = _cells_log_failure(k, pis, labels, sizes[full]) > log_pbar
+        return bad
+
+    try:
+        settled = settle_power(Z, centers, offsets, cell_size or 1, failing=failing)
+    except Unsettled:
+        raise DesignError("the whole population is not even one safe cell: too few records for this k and risk") \
+            from None
+    return settled.labels, {"centers": np.ascontiguousarray(settled.centers),
+                            "offsets": np.ascontiguousarray(settled.offsets)}
 
 
 #: designs: MDAV's ordered balls (paper 1), PCL's power diagram, the untrusted-mode tree (issue 18)

@@ -47,3 +47,8 @@ __all__ = [
     "permutation_within_groups", "confidential_pairs", "pearson_correlations", "correlation_differences",
     "correlation_difference_runs",
 ]
+
+from .._validation import guard_public  # noqa: E402
+
+guard_public(globals(), __all__)  # calls that do not fit a signature: our error
+

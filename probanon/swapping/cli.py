@@ -20,7 +20,7 @@ from ..cliargs import (
 from ..data import quasi_identifiers, read_table
 from ..errors import InputError, ParameterError
 from ..microagg.strata import recode_merged
-from ..release import column_list, columns_with, make_release, shuffle_stream
+from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
 from .correlation import correlation_differences
 from .groups import METHODS
 from .release import released_table, swap
@@ -59,8 +59,11 @@ def cmd_swap(args) -> int:
     actions.update({c: f"{roles[c]}: kept unchanged" for c in columns if c not in changed})
     recoded = {} if strata is None else recode_merged(result.strata, strata)
     actions.update({c: "stratum: released, merged strata recoded" for c in recoded})
+    # mdav-id aggregates every attribute: k-anonymity on all of them (the swaps promise a probability)
+    promise = Promise(args.k, (tuple(columns + [c for c in column_list(args.strata) if roles.get(c) != "drop"]),),
+                      f"mdav-id (k = {args.k})") if args.method == "mdav-id" else None
     release = make_release(frame, roles, replaced={**{c: values[c] for c in changed}, **recoded}, actions=actions,
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), promise=promise)
     if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
         released_row, value_rows = release.link["released_row"].to_numpy(), result.value_rows()
         for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
