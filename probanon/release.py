@@ -129,9 +129,10 @@ class Promise:
     def check_counts(self, counts: list) -> None:
         """:class:`GuaranteeError` unless every combination counted holds at least k records."""
         for columns, sizes in zip(self.columns, counts):
-            self._check_sizes(sizes.to_numpy(), columns)
+            self.check_sizes(sizes.to_numpy(), columns)
 
-    def _check_sizes(self, sizes, columns) -> None:
+    def check_sizes(self, sizes, columns) -> None:
+        """:class:`GuaranteeError` unless every non-empty class in ``sizes`` holds k records."""
         short = sizes[(sizes > 0) & (sizes < self.k)]
         if short.size:
             raise GuaranteeError(

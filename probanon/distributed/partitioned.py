@@ -453,7 +453,7 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     of :func:`probanon.metrics.information_loss` (z-scores, SST = n per non-constant column)."""
     from distributed import as_completed
 
-    from ..release import shuffle_stream
+    from ..release import Promise, shuffle_stream
 
     say = progress or (lambda *a: None)
     if "block_size" not in estimator._param_names:
@@ -553,7 +553,8 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         estimator.labels_ = np.concatenate(client.gather(part_labels))
     else:
         estimator.__dict__.pop("labels_", None)
-    if output is not None:
+    if output is not None:  # the promise checked before any worker writes (issue 39.1)
+        Promise(k, (tuple(columns),), f"{type(estimator).__name__} (k = {k})").check_sizes(estimator.sizes_, columns)
         seed = shuffle_stream(params.get("random_state")) if random_state_output is None else random_state_output
         _write_all(client, files, output, columns, part_labels, centroids, seed,
                    [c for c in every if c not in drop], keep_order, say)
