@@ -347,18 +347,42 @@ def apply_in_chunks(args, keys, cells) -> int:
     return 0
 
 
-def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -> pd.DataFrame:
+def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list, changed=()) -> pd.DataFrame:
     """``released`` reordered so that its row i is the release of ``original``'s row i, by
-    ``--link``, ``--id`` or, checked, ``--by-position``."""
-    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
+    ``--link``, ``--id`` or ``--by-position``, checked: the columns released unchanged (shared,
+    not ``keys`` nor ``changed``) agree under the match (:func:`probanon.release.align`)."""
+    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position,
+                     changed=changed)
     return released.iloc[position].reset_index(drop=True)
 
 
-def _matched_keys(args, lacking: bool = False):
+def check_loss_of_match(X, Y, weights, missing: bool, how: str) -> None:
+    """Refuse a match of original and release whose information loss exceeds 100%: a release
+    that replaces each record's keys by its group's mean (microaggregation, individual ranking,
+    cell centroids) loses at most SSE/SST = 1, since the mean minimises each group's sum of squares
+    (SSE = the within-group sum <= the total SST, and a suppressed value counts as the overall mean),
+    whereas the records matched to another release's rows lose about SST(original) + SST(release),
+    up to 200%."""
+    if X.shape[1] == 0 or X.shape[0] < 2:
+        return
+    loss = information_loss(X, Y, weights=weights, missing=missing)
+    if loss > 100.0 * (1 + 1e-9):
+        raise InputError(f"{how}: information loss {loss:.1f}% > 100% is impossible for a correct match (replacing "
+                         "each record by its group's mean loses at most SSE/SST = 100%, as replacing every record "
+                         "by the column means does): the records are matched wrongly (the link file of another "
+                         "release?)")
+
+
+def _match_name(args) -> str:
+    return f"--link {args.link}" if args.link else f"--id {args.id}" if args.id else "--by-position"
+
+
+def _matched_keys(args, lacking: bool = False, changed=()):
     """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
     the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
     weights). ``--keys`` are numeric (``lacking``: missing values allowed), ``--categorical-keys``
-    compared as categories; every key in both tables."""
+    compared as categories; every key in both tables. The match is checked: the shared columns
+    other than the keys and ``changed`` agree under it, and the information loss is <= 100%."""
     original, released = read_table(args.original), read_table(args.released)
     keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
     if not keys:
@@ -373,8 +397,9 @@ def _matched_keys(args, lacking: bool = False):
     X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     weights = weights_of(original, args.weights, f"{args.original}: ")
     quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
-    released = _aligned(args, original, released, numeric)
+    released = _aligned(args, original, released, numeric + categorical, changed)
     Y, _ = quasi_identifiers(released, numeric, missing=lacking)
+    check_loss_of_match(X, Y, weights, lacking, _match_name(args))
     return original, released, X, Y, numeric, categorical, weights
 
 
@@ -652,7 +677,11 @@ def cmd_report(args) -> int:
     (:mod:`probanon.release_report`)."""
     from .release_report import assess, report_contents
 
-    original, released, X, _, numeric, categorical, weights = _matched_keys(args)
+    from .attacks.setting import MECHANISMS
+
+    column_wise = args.probabilistic or MECHANISMS.get(args.mechanism) == "column-wise"
+    swapped = column_list(args.confidential) if column_wise else []  # may be swapped: not checked
+    original, released, X, _, numeric, categorical, weights = _matched_keys(args, changed=swapped)
     compared = []
     for entry in args.compare or []:
         label, _, rest = entry.partition("=")
@@ -661,9 +690,10 @@ def cmd_report(args) -> int:
             raise InputError(f"--compare {entry!r}: expected LABEL=RELEASED[,LINK]")
         other = read_table(path)
         other = other.iloc[align(original, other, numeric + categorical, link=link or None,
-                                 by_position=not link)].reset_index(drop=True)
-        compared.append(assess(label, X, quasi_identifiers(other, numeric)[0], other, numeric + categorical, args.k,
-                               weights))
+                                 by_position=not link, changed=swapped)].reset_index(drop=True)
+        Y = quasi_identifiers(other, numeric)[0]
+        check_loss_of_match(X, Y, weights, False, f"--compare {label}")
+        compared.append(assess(label, X, Y, other, numeric + categorical, args.k, weights))
     out = Path(args.output_dir)
     confidential = column_list(args.confidential)
     if args.mechanism is not None:
