@@ -19,12 +19,14 @@ import pandas as pd
 
 from . import __version__
 from .cliargs import (
+    PER_RECORD,
     Parser,
     add_input,
     add_match_options,
     add_output,
     add_release_options,
     add_strata_options,
+    check_categorical_keys,
     ordinal_keys,
     positive_int,
     prepare_outputs,
@@ -175,6 +177,8 @@ def cmd_microaggregate(args) -> int:
     else:
         report = utility_report(X, released, weights=weights) if numeric else None
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
+    check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
+                           categorical)
     group = f"{name} group {'weighted ' * (weights is not None)}"
     release = make_release(frame, roles, replaced={**values, **recoded},
                            actions={"key": f"key: replaced by its {group}mean",
@@ -267,7 +271,11 @@ def apply_to_file(args, keys, cells) -> int:
     roles = release_roles(args, frame, keys=keys)
     X, columns = _key_values(args, frame, keys)  # in the function's order
     values, added, recoded = cells(X, frame)
-    release = make_release(frame, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
+    replaced = {**dict(zip(columns, values.T)), **recoded}
+    categorical = getattr(args, "categorical", ())
+    check_categorical_keys(args, frame, frame.assign(**{c: replaced[c] for c in (*categorical, *recoded)}), roles,
+                           categorical)
+    release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     write_release(args, release)
     return 0
@@ -314,6 +322,9 @@ def apply_in_chunks(args, keys, cells) -> int:
         link = link if args.link else None
         sampled = np.unique(np.linspace(0, n - 1, min(n, max(size, AUDIT_SAMPLE))).astype(np.int64))
         sample, done = [], 0
+        categorical = list(getattr(args, "categorical", ()))
+        per_record = [c for c, role in roles.items() if role in PER_RECORD] if categorical else []
+        pairs = []  # sampled (original, released) keys and columns released per record: categorical keys checked
         writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
             for chunk in read_chunks(args.input, size, dtypes=dtypes):
@@ -330,6 +341,8 @@ def apply_in_chunks(args, keys, cells) -> int:
                 table.place(part.data, position[first:done])
                 inside = sampled[(sampled >= first) & (sampled < done)] - first
                 sample.append(chunk[audited_columns].iloc[inside])
+                if per_record:
+                    pairs.append([t[categorical + per_record].iloc[inside] for t in (chunk, part.data)])
                 progress("applying", done, n)
             sample = pd.concat(sample, ignore_index=True)
             sample.attrs.clear()
@@ -337,6 +350,9 @@ def apply_in_chunks(args, keys, cells) -> int:
                                                "drop": None, "keep_other": False})
             release_roles(audit_args, sample, keys=key_columns)  # the audit: refuses, or warns (--accept-risk)
             del sample
+            if pairs:
+                check_categorical_keys(args, *(pd.concat(t, ignore_index=True) for t in zip(*pairs)), roles,
+                                       categorical, where=f"a systematic sample of {len(sampled):,} records")
             table.progress = lambda done: progress("writing", done, n)
             args.outputs.write({args.output: table, **({args.link: link} if args.link else {})})
     order_text = "input order kept" if args.keep_order else "records in random order"
