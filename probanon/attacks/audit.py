@@ -240,13 +240,21 @@ def _determined(key: pd.Series, column: pd.Series, share: float, min_support: in
     """{column value: the key value it determines} in the original (module constants)."""
     from scipy.stats import binom
 
-    counts = pd.crosstab(column, key)
+    pairs = pd.DataFrame({"c": column, "k": key}).dropna()
+    counts = pairs.groupby(["c", "k"], sort=False).size()  # sparse: a column may hold a value per record
     if counts.empty:
         return pd.Series(dtype=object)
-    total, top, value = counts.sum(axis=1), counts.max(axis=1), counts.idxmax(axis=1)
-    tested = total >= min_support
-    p_value = binom.sf(top.to_numpy() - 1, total.to_numpy(), (counts.sum(axis=0) / counts.to_numpy().sum())[value])
-    keep = tested & (top >= share * total) & (p_value < RULE_LEVEL / max(int(tested.sum()), 1))
+    total = counts.groupby(level="c", sort=False).sum()
+    tested = total[total >= min_support].index
+    counts = counts[counts.index.get_level_values("c").isin(tested)]
+    if counts.empty:
+        return pd.Series(dtype=object)
+    top = counts.sort_values(ascending=False, kind="stable").groupby(level="c", sort=False).head(1)
+    value = pd.Series(top.index.get_level_values("k"), index=top.index.get_level_values("c"))
+    n, top = total[value.index].to_numpy(), top.to_numpy()
+    marginal = pairs["k"].value_counts(normalize=True)  # v's share among records with a column value
+    p_value = binom.sf(top - 1, n, marginal[value.to_numpy()].to_numpy())
+    keep = (top >= share * n) & (p_value < RULE_LEVEL / len(tested))
     return value[keep]
 
 
