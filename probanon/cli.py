@@ -19,12 +19,14 @@ import pandas as pd
 
 from . import __version__
 from .cliargs import (
+    PER_RECORD,
     Parser,
     add_input,
     add_match_options,
     add_output,
     add_release_options,
     add_strata_options,
+    check_categorical_keys,
     ordinal_keys,
     positive_int,
     prepare_outputs,
@@ -181,6 +183,8 @@ def cmd_microaggregate(args) -> int:
     else:
         report = utility_report(X, released, weights=weights) if numeric else None
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
+    check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
+                           categorical)
     group = f"{name} group {'weighted ' * (weights is not None)}"
     release = make_release(frame, roles, replaced={**values, **recoded},
                            actions={"key": f"key: replaced by its {group}mean",
@@ -296,7 +300,11 @@ def apply_to_file(args, keys, cells, promise=None) -> int:
     roles = release_roles(args, frame, keys=keys)
     X, columns = _key_values(args, frame, keys)  # in the function's order
     values, added, recoded = cells(X, frame)
-    release = make_release(frame, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
+    replaced = {**dict(zip(columns, values.T)), **recoded}
+    categorical = getattr(args, "categorical", ())
+    check_categorical_keys(args, frame, frame.assign(**{c: replaced[c] for c in (*categorical, *recoded)}), roles,
+                           categorical)
+    release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
                            promise=None if promise is None else promise(roles))
     write_release(args, release)
@@ -346,6 +354,9 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
         sampled = np.unique(np.linspace(0, n - 1, min(n, max(size, AUDIT_SAMPLE))).astype(np.int64))
         sample, done, counts = [], 0, None
         promised = None if promise is None else promise(roles)
+        categorical = list(getattr(args, "categorical", ()))
+        per_record = [c for c, role in roles.items() if role in PER_RECORD] if categorical else []
+        pairs = []  # sampled (original, released) keys and columns released per record: categorical keys checked
         writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
             for chunk in read_chunks(args.input, size, dtypes=dtypes):
@@ -364,6 +375,8 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
                     counts = promised.add(counts, promised.counts(part.data))
                 inside = sampled[(sampled >= first) & (sampled < done)] - first
                 sample.append(chunk[audited_columns].iloc[inside])
+                if per_record:
+                    pairs.append([t[categorical + per_record].iloc[inside] for t in (chunk, part.data)])
                 progress("applying", done, n)
             sample = pd.concat(sample, ignore_index=True)
             sample.attrs.clear()
@@ -371,6 +384,9 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
                                                "drop": None, "keep_other": False})
             release_roles(audit_args, sample, keys=key_columns)  # the audit: refuses, or warns (--accept-risk)
             del sample
+            if pairs:
+                check_categorical_keys(args, *(pd.concat(t, ignore_index=True) for t in zip(*pairs)), roles,
+                                       categorical, where=f"a systematic sample of {len(sampled):,} records")
             if promised is not None:
                 promised.check_counts(counts)
             table.progress = lambda done: progress("writing", done, n)
@@ -383,18 +399,42 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
     return 0
 
 
-def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -> pd.DataFrame:
+def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list, changed=()) -> pd.DataFrame:
     """``released`` reordered so that its row i is the release of ``original``'s row i, by
-    ``--link``, ``--id`` or, checked, ``--by-position``."""
-    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
+    ``--link``, ``--id`` or ``--by-position``, checked: the columns released unchanged (shared,
+    not ``keys`` nor ``changed``) agree under the match (:func:`probanon.release.align`)."""
+    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position,
+                     changed=changed)
     return released.iloc[position].reset_index(drop=True)
 
 
-def _matched_keys(args, lacking: bool = False):
+def check_loss_of_match(X, Y, weights, missing: bool, how: str) -> None:
+    """Refuse a match of original and release whose information loss exceeds 100%: a release
+    that replaces each record's keys by its group's mean (microaggregation, individual ranking,
+    cell centroids) loses at most SSE/SST = 1, since the mean minimises each group's sum of squares
+    (SSE = the within-group sum <= the total SST, and a suppressed value counts as the overall mean),
+    whereas the records matched to another release's rows lose about SST(original) + SST(release),
+    up to 200%."""
+    if X.shape[1] == 0 or X.shape[0] < 2:
+        return
+    loss = information_loss(X, Y, weights=weights, missing=missing)
+    if loss > 100.0 * (1 + 1e-9):
+        raise InputError(f"{how}: information loss {loss:.1f}% > 100% is impossible for a correct match (replacing "
+                         "each record by its group's mean loses at most SSE/SST = 100%, as replacing every record "
+                         "by the column means does): the records are matched wrongly (the link file of another "
+                         "release?)")
+
+
+def _match_name(args) -> str:
+    return f"--link {args.link}" if args.link else f"--id {args.id}" if args.id else "--by-position"
+
+
+def _matched_keys(args, lacking: bool = False, changed=()):
     """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
     the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
     weights). ``--keys`` are numeric (``lacking``: missing values allowed), ``--categorical-keys``
-    compared as categories; every key in both tables."""
+    compared as categories; every key in both tables. The match is checked: the shared columns
+    other than the keys and ``changed`` agree under it, and the information loss is <= 100%."""
     original, released = read_table(args.original), read_table(args.released)
     keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
     if not keys:
@@ -409,8 +449,9 @@ def _matched_keys(args, lacking: bool = False):
     X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     weights = weights_of(original, args.weights, f"{args.original}: ")
     quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
-    released = _aligned(args, original, released, numeric)
+    released = _aligned(args, original, released, numeric + categorical, changed)
     Y, _ = quasi_identifiers(released, numeric, missing=lacking)
+    check_loss_of_match(X, Y, weights, lacking, _match_name(args))
     return original, released, X, Y, numeric, categorical, weights
 
 
@@ -688,7 +729,11 @@ def cmd_report(args) -> int:
     (:mod:`probanon.release_report`)."""
     from .release_report import assess, report_contents
 
-    original, released, X, _, numeric, categorical, weights = _matched_keys(args)
+    from .attacks.setting import MECHANISMS
+
+    column_wise = args.probabilistic or MECHANISMS.get(args.mechanism) == "column-wise"
+    swapped = column_list(args.confidential) if column_wise else []  # may be swapped: not checked
+    original, released, X, _, numeric, categorical, weights = _matched_keys(args, changed=swapped)
     compared = []
     for entry in args.compare or []:
         label, _, rest = entry.partition("=")
@@ -697,9 +742,10 @@ def cmd_report(args) -> int:
             raise InputError(f"--compare {entry!r}: expected LABEL=RELEASED[,LINK]")
         other = read_table(path)
         other = other.iloc[align(original, other, numeric + categorical, link=link or None,
-                                 by_position=not link)].reset_index(drop=True)
-        compared.append(assess(label, X, quasi_identifiers(other, numeric)[0], other, numeric + categorical, args.k,
-                               weights))
+                                 by_position=not link, changed=swapped)].reset_index(drop=True)
+        Y = quasi_identifiers(other, numeric)[0]
+        check_loss_of_match(X, Y, weights, False, f"--compare {label}")
+        compared.append(assess(label, X, Y, other, numeric + categorical, args.k, weights))
     out = Path(args.output_dir)
     confidential = column_list(args.confidential)
     if args.mechanism is not None:

@@ -131,20 +131,39 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if not audit:
         return roles
-    published = [c for c, role in roles.items() if role in ("confidential", "other", "weight", "stratum")]
+    published = [c for c, role in roles.items() if role in PER_RECORD]
     result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
     if not result.passed:
         audit_verdict(args, result)
     return roles
 
 
+#: the roles of the columns released per record, unchanged or recoded (strata)
+PER_RECORD = ("confidential", "other", "weight", "stratum")
+
+
+def check_categorical_keys(args, original, released, roles: dict, categorical, where: str = "") -> None:
+    """Before a release is written: its ``categorical`` keys (replaced by a group's mode or median
+    level) against every column released per record, :func:`probanon.attacks.audit.contradictions`
+    (``original`` and ``released``: the records row by row, released holding the keys' released
+    values and the columns as released). A release that gives back masked key values is refused
+    as the audit refuses (:func:`audit_verdict`; ``where``: on what, e.g. a sample)."""
+    from .attacks.audit import contradictions
+
+    per_record = [c for c, role in roles.items() if role in PER_RECORD]
+    if not categorical or not per_record:
+        return
+    result = contradictions(original, released, list(categorical), per_record)
+    if not result.passed:
+        audit_verdict(args, result, where)
+
+
 def audit_verdict(args, result, where: str = "") -> None:
     """A pre-release audit with a finding (``where``: on what, e.g. a file): an
     :class:`InputError` unless ``--accept-risk``, then a warning."""
-    more = f" (and {len(result.findings) - 1} more)" if len(result.findings) > 1 else ""
     on = f" in {where}" if where else ""
     if not args.accept_risk:
-        raise InputError(f"the pre-release audit found{on} that {result.findings[0].text}{more}: whoever knows the keys "
+        raise InputError(f"the pre-release audit found{on} that {result.found()}: whoever knows the keys "
                          f"finds the rows through the released columns; {result.advice()}")
     print(f"probanon: warning: --accept-risk: publishing although{on} {result.summary()}", file=sys.stderr)
 

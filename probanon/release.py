@@ -254,38 +254,83 @@ def read_link(path, n_original: int, n_released: int, value_columns=()) -> np.nd
 
 
 def align(original: pd.DataFrame, released: pd.DataFrame, keys, *, link=None, id=None,
-          by_position: bool = False) -> np.ndarray:
+          by_position: bool = False, changed=()) -> np.ndarray:
     """The released row of every original record (positions), from the private link file
-    (``link``), an identifying column present in both tables (``id``) or, checked, the position
-    (``by_position``: the columns the two tables share besides ``keys`` must agree)."""
+    (``link``), an identifying column present in both tables (``id``) or the position
+    (``by_position``). Every match is checked (:func:`check_match`): the columns the two tables
+    share besides ``keys`` and ``changed`` (columns the mechanism masks, e.g. the confidential
+    columns of a column-wise swap) are released unchanged, so they must agree under it."""
     given = [name for name, v in (("--link", link), ("--id", id), ("--by-position", by_position)) if v]
     if len(given) != 1:
         raise InputError("say how the records of the two files match: --link FILE, --id COLUMN or --by-position"
                          if not given else f"give one of {', '.join(given)}, not several")
+    masked = [*column_list(keys), *column_list(changed)]
     if link:
-        return read_link(link, len(original), len(released))
+        position = read_link(link, len(original), len(released))
+        check_match(original, released, position, masked, f"--link {link}")
+        return position
     if len(original) != len(released):
         raise InputError(f"the tables have different numbers of records ({len(original)} and {len(released)})")
     if id:
-        for name, table in (("original", original), ("released", released)):
-            if id not in table.columns:
-                raise InputError(f"the {name} table has no column {id!r} (--id)")
-            if table[id].isna().any() or table[id].duplicated().any():
-                raise InputError(f"column {id!r} does not identify the records of the {name} table "
-                                 "(missing or repeated values)")
-        position = pd.Index(released[id]).get_indexer(original[id])
-        if (position < 0).any():
-            raise InputError(f"the id {original[id].iloc[int(np.argmax(position < 0))]!r} of the original "
-                             "is not in the release")
-        return position.astype(np.int64)
-    common = [c for c in original.columns if c in released.columns and c not in keys]
-    if not common:
+        position = _id_positions(original, released, id)
+        check_match(original, released, position, masked + [id], f"--id {id}")
+        return position
+    position = np.arange(len(original), dtype=np.int64)
+    if not check_match(original, released, position, masked, "--by-position"):
         raise InputError("--by-position cannot check that the files are aligned: they share no column "
                          "besides the keys (use --link or --id)")
-    for c in common:
-        a, b = original[c].reset_index(drop=True), released[c].reset_index(drop=True)
-        if not (a.equals(b) or (a.astype(str) == b.astype(str)).all()):
-            row = int(np.argmax((a.astype(str) != b.astype(str)).to_numpy()))
-            raise InputError(f"--by-position: the files are not aligned (column {c!r} differs at record {row + 1}); "
-                             "a shuffled release needs --link or --id")
-    return np.arange(len(original), dtype=np.int64)
+    return position
+
+
+def _id_positions(original: pd.DataFrame, released: pd.DataFrame, id) -> np.ndarray:
+    for name, table in (("original", original), ("released", released)):
+        if id not in table.columns:
+            raise InputError(f"the {name} table has no column {id!r} (--id)")
+        if table[id].isna().any() or table[id].duplicated().any():
+            raise InputError(f"column {id!r} does not identify the records of the {name} table "
+                             "(missing or repeated values)")
+    position = pd.Index(released[id]).get_indexer(original[id])
+    if (position < 0).any():
+        raise InputError(f"the id {original[id].iloc[int(np.argmax(position < 0))]!r} of the original "
+                         "is not in the release")
+    return position.astype(np.int64)
+
+
+def differing(a: pd.Series, b: pd.Series) -> np.ndarray:
+    """Where two columns (aligned row by row) hold different values: numbers compared as numbers
+    (to 1e-9 relative, for a column written with another type or precision), anything else as
+    text; two missing values agree."""
+    a, b = a.reset_index(drop=True), b.reset_index(drop=True)
+    missing = a.isna().to_numpy() & b.isna().to_numpy()
+    x, y = pd.to_numeric(a, errors="coerce"), pd.to_numeric(b, errors="coerce")
+    numbers = (x.notna() & y.notna()).to_numpy()
+    same = np.where(numbers, np.isclose(x.to_numpy(np.float64, na_value=np.nan),
+                                        y.to_numpy(np.float64, na_value=np.nan), rtol=1e-9, atol=0.0),
+                    (a.astype(str) == b.astype(str)).to_numpy())
+    return ~(same | missing)
+
+
+def check_match(original: pd.DataFrame, released: pd.DataFrame, position: np.ndarray, masked, how: str,
+                columns=None) -> list:
+    """Check a match of the records (``position``: the released row of each original record):
+    a column released unchanged holds, in the released row of a record, that record's value, so
+    every column the two tables share besides the ``masked`` ones (or the given ``columns``) must
+    agree under the match; the first that does not is an :class:`InputError` naming it and how
+    many records disagree (``how``: the match, as the message names it). Returns the columns
+    checked (none: the match could not be checked this way)."""
+    masked = set(column_list(masked))
+    if columns is None:
+        columns = [c for c in original.columns if c in released.columns and c not in masked]
+    moved = released.iloc[position]
+    for c in columns:
+        bad = differing(original[c], moved[c])
+        if bad.any():
+            n, first = int(bad.sum()), int(np.argmax(bad))
+            if how == "--by-position":
+                raise InputError(f"--by-position: the files are not aligned (column {c!r} differs on {n:,} of "
+                                 f"{len(bad):,} records, first at record {first + 1}); a shuffled release needs "
+                                 "--link or --id")
+            raise InputError(f"{how} does not match these files: column {c!r}, released unchanged, differs on {n:,} "
+                             f"of {len(bad):,} records under it (first: original record {first + 1}); the link file "
+                             "of another release? (a column the release masked is a key: name it)")
+    return list(columns)

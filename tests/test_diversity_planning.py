@@ -491,14 +491,23 @@ def test_cli_plan_and_release_on_adult(adult, tmp_path, capsys):
     assert main(["diversity", "release", str(plan_path), str(data_path), "--sensitive", "occupation",
                  "-o", str(rel_path)]) == 0
     released = pd.read_csv(rel_path)
-    assert list(released.columns) == ["class", "sensitive", "count"]
+    assert list(released.columns) == ["class", "class_values", "sensitive", "count"]
+    for c, values in released.groupby("class")["class_values"]:  # each class named by its QI values
+        assert set(values) == {"; ".join(k for k in order if out["class_of"][k] == c)}
     expected = table.stack()
     expected = expected[expected > 0]
     got = released.set_index(["class", "sensitive"])["count"]
     pd.testing.assert_series_equal(got.sort_index(), expected.sort_index().rename("count"),
                                    check_names=False, check_index_type=False)
     assert released.groupby("class").size().min() >= l
-    assert "distinct l achieved" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "distinct l achieved" in err
+    # why the counts are not N: the whole sample, with Theorem 4.4's bound m l (1 - p)^n at its size
+    bound = m * l * (1 - p) ** n
+    assert (f"the counts are of all {n:,} records of the sample, more than the plan's N = {out['n_samples']:,}" in err
+            if n > out["n_samples"] else f"the counts are of the plan's N = {n:,} records" in err)
+    if n > out["n_samples"]:
+        assert f"to {bound:.3g})" in err
 
 
 def test_release_needs_n_records_and_known_values(tmp_path):

@@ -116,9 +116,9 @@ def test_individual_ranking_intervals_reproduce_per_column():
     X = many_twins()
     model = IndividualRanking(5)
     released = model.fit_transform(X)
-    np.testing.assert_array_equal(model.transform(X), released)
+    pd.testing.assert_frame_equal(model.transform(X), released)
     for j in range(X.shape[1]):
-        assert smallest_class(released[:, [j]]) >= 5
+        assert smallest_class(released.iloc[:, [j]]) >= 5
 
 
 def test_classical_mdav_splits_twins_and_says_so(adult):

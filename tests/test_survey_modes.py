@@ -247,16 +247,30 @@ def read_questionnaire(page):
     return parser.questions
 
 
+def answers_yes(q, record, labels) -> bool:
+    """How a respondent with ``record`` (column -> value; ``labels``: label -> column) answers
+    question ``q``: "Is your L under t?", "Is your L A?", "Is your L A or B?", "Is your L one of A,
+    B or C?", "Is your L one of the following?" (listed), "Is your L X or lower?" (an ordinal key:
+    its levels listed, or numbers)."""
+    label = max((lab for lab in labels if q["question"].startswith(f"Is your {lab} ")), key=len)
+    value = record[labels[label]]
+    rest = q["question"][len(f"Is your {label} "):].removesuffix("?")
+    if rest.startswith("under "):
+        return float(value) < float(rest.removeprefix("under "))
+    if q["categories"]:
+        assert rest == "one of the following" or rest.endswith(" or lower"), rest
+        return str(value) in q["categories"]
+    if rest.endswith(" or lower"):
+        return float(value) <= float(rest.removesuffix(" or lower"))
+    words = re.split(r", | or ", rest.removeprefix("one of "))
+    return str(value) in words
+
+
 def follow_questionnaire(questions, record, labels):
     """The cell a respondent with ``record`` (column -> value; ``labels``: label -> column) writes down."""
     q = questions[1]
     for _ in range(len(questions) + 1):
-        numeric = re.fullmatch(r"Is your (.+) under (-?[0-9.]+)\?", q["question"])
-        if numeric:
-            yes = float(record[labels[numeric.group(1)]]) < float(numeric.group(2))
-        else:
-            label = re.fullmatch(r"Is your (.+) one of the following\?", q["question"]).group(1)
-            yes = str(record[labels[label]]) in q["categories"]
+        yes = answers_yes(q, record, labels)
         answer = q["answers"][0 if yes else 1]
         found = re.fullmatch(r"(?:Yes|No): (?:go to question (\d+)|write down cell number (\d+))\.", answer)
         if found.group(2) is not None:
@@ -286,7 +300,7 @@ def test_printed_questionnaire_with_categories():
     frame = mixed_frame(800, seed=9)
     d = design(frame, K, PI, RISK, method="tree", **MIXED)
     page = questionnaire_html(verify(build_spec(d)))
-    assert "one of the following" in page and "West, coast" in page
+    assert "Is your region" in page and "Is your education" in page  # question forms: test_question_texts
     labels = {c: c for c in frame.columns}
     questions = read_questionnaire(page)
     for i in range(len(frame)):

@@ -9,7 +9,7 @@ from ..cliargs import add_input, add_match_options, positive_int, seed
 from ..data import read_table
 from ..errors import InputError
 from ..progress import Progress
-from ..release import align, column_list, read_link
+from ..release import align, check_match, column_list, read_link
 from .setting import MECHANISMS
 
 
@@ -92,6 +92,10 @@ def _table_report(args):
             raise InputError(f"--mechanism {args.mechanism} needs the --link file of 'probanon swap' (it says where "
                              "each confidential value went)")
         position, column_rows = read_link(args.link, len(original), len(released), value_columns=confidential)
+        how = f"--link {args.link}"  # checked: the columns kept, then each swapped one where its value went
+        check_match(original, released, position, confidential, how)
+        for c, rows in column_rows.items():
+            check_match(original, released, rows, (), f"{how} (released_row_{c})", columns=[c])
     else:
         position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
     intruders = column_list(args.intruders) or None

@@ -10,7 +10,7 @@ from ..cliargs import add_input, add_output, positive_int
 from ..data import read_table
 from .distribution import check_margin, read_distribution
 from .planning import M_RULES, METHODS, pareto_front, plan_diversity
-from .release import load_plan, release_counts, release_summary
+from .release import count_note, load_plan, release_counts, release_summary
 
 
 def cmd_plan(args) -> int:
@@ -51,7 +51,8 @@ def cmd_release(args) -> int:
     width = max(len(str(c)) for c in fate)
     print(f"released {s['records']} records in {s['non_empty_classes']} of {s['classes']} classes; "
           f"distinct l achieved = {s['l_achieved']} (plan: l = {s['l']}, N = {plan.n_samples}); counts only, "
-          "no record-level data; columns:\n" + "\n".join(f"  {str(c):<{width}}  {a}" for c, a in fate.items()),
+          "no record-level data, each class named by its QI values (class_values); columns:\n"
+          + "\n".join(f"  {str(c):<{width}}  {a}" for c, a in fate.items()) + f"\n{count_note(plan, released)}",
           file=sys.stderr)
     return 0
 

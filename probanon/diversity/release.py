@@ -3,9 +3,17 @@ step 5): map the N collected records to the broadcast equivalence classes and pu
 ``n^(qbar)(s)`` per (class, sensitive value) -- a sufficient statistic of the anonymized dataset
 (Sec. 2.3). Plans are saved and loaded as JSON.
 
-The released table has the columns ``class``, ``sensitive``, ``count`` (one row per pair with a
-positive count, by class then by the plan's order of sensitive values), the count-table format
-that :mod:`probanon.diversity.checks` reads.
+The released table has the columns ``class``, ``class_values`` (what the class is: its QI values
+as the plan lists them, several columns joined by ``|``, the values of one class separated by
+``; ``), ``sensitive``, ``count`` (one row per pair with a positive count, by class then by the
+plan's order of sensitive values), the count-table format that :mod:`probanon.diversity.checks`
+reads. The plan is broadcast, so the class values disclose nothing it does not.
+
+Its counts add up to the records of the sample, not to the plan's N: N is the fewest independent
+draws from the planned distribution for which the guarantee holds (Theorem 4.4: a class with
+fewer than l sensitive values has probability <= m l (1 - p)^n, which is delta at n = N and
+falls as n grows); a larger sample is released whole (:func:`count_note` says so, with the bound
+at its size), a smaller one only with ``allow_fewer`` (no guarantee).
 """
 
 from __future__ import annotations
@@ -21,7 +29,8 @@ from ..errors import InputError
 from .distribution import KEY_SEPARATOR, value_key
 from .planning import DiversityPlan
 
-RELEASE_COLUMNS = ("class", "sensitive", "count")
+RELEASE_COLUMNS = ("class", "class_values", "sensitive", "count")
+CLASS_SEPARATOR = "; "
 
 
 def save_plan(plan: DiversityPlan, path) -> None:
@@ -91,11 +100,48 @@ def release_counts(plan: DiversityPlan, sample: pd.DataFrame, sensitive: str | N
     codes = classes * n_s + s_codes.to_numpy(dtype=np.int64)
     counts = np.bincount(codes, minlength=plan.classes * n_s)
     nonzero = np.flatnonzero(counts)
+    labels = class_labels(plan)
     return pd.DataFrame({
         "class": nonzero // n_s,
+        "class_values": [labels[c] for c in nonzero // n_s],
         "sensitive": [plan.sensitive_values[j] for j in nonzero % n_s],
         "count": counts[nonzero],
     })
+
+
+def class_labels(plan: DiversityPlan) -> list[str]:
+    """What each class is: its QI values (the plan's keys, several QI columns joined by ``|``) in
+    the planning order, joined by ``; ``."""
+    members: list[list[str]] = [[] for _ in range(plan.classes)]
+    for key, c in zip(plan.qi_keys, plan.class_of):
+        members[int(c)].append(str(key))
+    return [CLASS_SEPARATOR.join(m) for m in members]
+
+
+def failure_bound(plan: DiversityPlan, n: int) -> float:
+    """``min(1, m l (1 - p)^n)``: the probability bound of Theorem 4.4 that a release of ``n``
+    independent draws leaves some class with fewer than l sensitive values (delta at n = N)."""
+    return float(min(1.0, plan.m * plan.l * np.exp(n * np.log1p(-plan.p))))
+
+
+def count_note(plan: DiversityPlan, released: pd.DataFrame) -> str:
+    """Why the counts of a release differ from the plan's N (module docstring)."""
+    n, N = int(released["count"].sum()), plan.n_samples
+    bound = failure_bound(plan, n)
+    if n == N:
+        size = f"the plan's N = {N:,} records"
+    elif n > N:
+        size = (f"all {n:,} records of the sample, more than the plan's N = {N:,} (the fewest independent draws for "
+                f"the guarantee; more only lower the failure bound m l (1 - p)^n from delta = {plan.delta:g} to "
+                f"{bound:.3g})")
+    else:
+        size = (f"the {n:,} records of the sample, fewer than the plan's N = {N:,}: the failure bound m l (1 - p)^n "
+                f"is {bound:.3g}, not delta = {plan.delta:g}: no guarantee")
+    classes = int(released["class"].nunique())
+    empty = f"; {plan.classes - classes} classes hold no record" if classes < plan.classes else ""
+    return (f"the counts are of {size}; one row per (class, sensitive value) with a positive count: "
+            f"{len(released):,} rows in {classes} of the plan's {plan.classes} classes{empty}; the bound assumes "
+            "independent draws from the planned distribution (not, e.g., the file whose frequencies made the plan)")
 
 
 def release_summary(plan: DiversityPlan, released: pd.DataFrame) -> dict:

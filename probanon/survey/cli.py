@@ -8,6 +8,7 @@ import sys
 from ..cliargs import add_input, add_output, add_release_options, ordinal_keys, positive_int, seed
 from ..data import read_table
 from ..errors import ParameterError
+from ..labelled import labels_of
 from .anonymity import required_anonymity, table_failure
 
 
@@ -60,14 +61,24 @@ def cmd_design(args) -> int:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
                    weights=args.weights, method=args.method, nominal=args.nominal, ordinal=ordinal_keys(args.ordinal),
                    random_state=args.seed)
-    spec = build_spec(d, participation_column=args.participation_column)
+    spec = build_spec(d, participation_column=args.participation_column, labels=labels_of(frame))
     args.outputs.write({args.output: json.dumps(spec, indent=1, allow_nan=False)})
     sizes = d.sizes
     print(f"{METHODS[d.method]} design on the keys {', '.join(map(str, d.function.columns or []))}: "
           f"{len(sizes)} cells of {sizes.min()}..{sizes.max()} records (n_min = {d.n_min}), "
           f"largest cell failure {d.cell_failures.max():.3g} <= {d.risk}, distortion D = {d.distortion:.4f}",
           file=sys.stderr)
+    _warn_length(spec, d.function)
     return 0
+
+
+def _warn_length(spec: dict, function) -> None:
+    """A tree design's questionnaire too long to print (:func:`.questionnaire.length_warning`)."""
+    from .questionnaire import length_warning
+
+    warning = length_warning(spec, function)
+    if warning is not None:
+        print(f"probanon: warning: {warning}", file=sys.stderr)
 
 
 def cmd_questionnaire(args) -> int:
@@ -81,9 +92,11 @@ def cmd_questionnaire(args) -> int:
         if not sep or not name.strip() or not text.strip():
             raise ParameterError(f"--label must be NAME=TEXT, got {item!r}")
         labels[name.strip()] = text.strip()
-    page = questionnaire_html(verify(args.spec, expected_digest=args.digest), labels=labels, title=args.title)
+    verified = verify(args.spec, expected_digest=args.digest)
+    page = questionnaire_html(verified, labels=labels, title=args.title)
     args.outputs.write({args.output: page})
     print(f"questionnaire written to {args.output}", file=sys.stderr)
+    _warn_length(verified.spec, verified.function)
     return 0
 
 

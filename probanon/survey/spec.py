@@ -106,9 +106,44 @@ class GuaranteeError(SpecificationError):
         super().__init__("; ".join(self.problems))
 
 
-def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict:
+def key_labels(labels, keys) -> dict | None:
+    """The variable and value labels of the ``keys`` (``labels``: the
+    :class:`~probanon.labelled.TableLabels` of an SPSS or Stata population, or None) as a
+    specification carries them: ``{"columns": {key: text}, "values": {key: [[code, text], ...]}}``
+    (either part only when present; None when there is none). A questionnaire asks with them."""
+    from ..microagg.mixed import _level
+
+    if labels is None:
+        return None
+    keys = [str(k) for k in keys]
+    columns = {k: str(labels.column_labels[k]) for k in keys if labels.column_labels.get(k)}
+    values = {k: [[_level(code), str(text)] for code, text in labels.value_labels[k].items()]
+              for k in keys if labels.value_labels.get(k)}
+    out = {**({"columns": columns} if columns else {}), **({"values": values} if values else {})}
+    return out or None
+
+
+def _check_labels(spec: dict, function) -> None:
+    """A specification's optional ``labels`` (:func:`key_labels`), of its keys only."""
+    if "labels" not in spec:
+        return
+    labels, keys = spec["labels"], set(function.columns or ())
+    ok = isinstance(labels, dict) and set(labels) <= {"columns", "values"}
+    columns, values = (labels.get("columns", {}), labels.get("values", {})) if ok else ({}, {})
+    ok = ok and isinstance(columns, dict) and isinstance(values, dict) and set(columns) | set(values) <= keys \
+        and all(isinstance(t, str) for t in columns.values()) \
+        and all(isinstance(pairs, list) and all(isinstance(p, list) and len(p) == 2 and isinstance(p[1], str)
+                                                 and isinstance(p[0], (str, int, float)) for p in pairs)
+                for pairs in values.values())
+    if not ok:
+        raise SpecificationError("specification: malformed 'labels' (variable and value labels of the keys)")
+
+
+def build_spec(d: SurveyDesign, participation_column: str | None = None, labels=None) -> dict:
     """The publishable specification of a design, digest included (``participation_column``
-    names the population column of a per-record design, for simulations)."""
+    names the population column of a per-record design, for simulations; ``labels``: the
+    population's SPSS/Stata labels, whose labels of the keys the specification carries,
+    :func:`key_labels`)."""
     if d.participation is not None:
         model = {"model": "constant", "pi": d.participation}
     else:
@@ -130,6 +165,9 @@ def build_spec(d: SurveyDesign, participation_column: str | None = None) -> dict
         "cells": cells,
         "distortion": d.distortion,
     }
+    carried = key_labels(labels, d.function.columns or ())
+    if carried is not None:
+        spec["labels"] = carried
     spec["digest"] = digest(spec)
     return spec
 
@@ -190,6 +228,7 @@ def verify(spec_or_path, expected_digest=None) -> VerifiedSpec:
         raise SpecificationError("digest mismatch: the specification was altered after it was published")
     try:
         function, failing = _check_guarantee(spec)
+        _check_labels(spec, function)
     except SpecificationError:
         raise
     except (TypeError, ValueError, KeyError, AttributeError) as exc:  # includes ParameterError
