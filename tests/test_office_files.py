@@ -292,6 +292,12 @@ def test_integer_columns_stay_integers(tmp_path, capsys):
     assert _run("swap", source, "-o", swapped, "-k", 3, "--method", "mdav-swap-informed", "--keys", "hours,region",
                 "--confidential", "edu", "--drop", "age,sex,native,gain", "--seed", 2) == 0
     assert pd.read_csv(swapped, dtype=str)["edu"].str.fullmatch(r"\d+").all()
+    aggregated = tmp_path / "aggregated.csv"  # MDAV-ID: group means, rounded as microaggregate's
+    assert _run("swap", source, "-o", aggregated, "-k", 3, "--method", "mdav-id", "--keys", "hours,region",
+                "--confidential", "edu", "--drop", "age,sex,native,gain", "--link", tmp_path / "l.csv") == 0
+    released = _original_order(pd.read_csv(aggregated, dtype=str), tmp_path / "l.csv")
+    assert released["edu"].str.fullmatch(r"\d+").all() and released["hours"].str.fullmatch(r"\d+").all()
+    assert _smallest_class(released, ["hours", "region", "edu"]) >= 3
 
 
 def _assert_rounded(released, means, decimals):
