@@ -34,7 +34,8 @@ from .cliargs import (
     write_release,
 )
 from ._validation import is_numeric_column, weights_of
-from .data import MISSING_HINT, csv_options, input_decimals, quasi_identifiers, read_chunks, read_table, synthetic_survey
+from .data import (MISSING_HINT, csv_options, input_decimals, quasi_identifiers, read_chunks, read_table,
+                   synthetic_survey)
 from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli

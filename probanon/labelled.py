@@ -133,8 +133,8 @@ def _tag_user_missing(frame: pd.DataFrame, labels: TableLabels) -> pd.DataFrame:
     for c, declared in labels.missing.items():
         column = frame[c]
         if labels.kind == "stata":  # the extended missing values come as their letters
-            letters = column.map(lambda v: isinstance(v, str)).to_numpy(bool)
-            x = pd.to_numeric(column.where(~letters), errors="coerce").to_numpy(np.float64, copy=True)
+            x = pd.to_numeric(column, errors="coerce").to_numpy(np.float64, copy=True)
+            letters = np.isnan(x) & column.notna().to_numpy()
             x[letters] = tagged_missing(column[letters])
             frame[c] = x
         elif pd.api.types.is_numeric_dtype(column):
@@ -307,5 +307,5 @@ def check_names(path, columns) -> None:
                        name=path)
 
 
-__all__ = ["TableLabels", "carry_labels", "check_names", "labels_of", "missing_codes", "read_labelled", "tagged_missing",
-           "write_labelled"]
+__all__ = ["TableLabels", "carry_labels", "check_names", "labels_of", "missing_codes", "read_labelled",
+           "tagged_missing", "write_labelled"]

@@ -115,4 +115,5 @@ def like_input(values, original: pd.Series, whole: bool | None = None, integer: 
     return pd.arrays.IntegerArray(np.where(missing, 0, array).astype(np.int64), missing)
 
 
-__all__ = ["MAX_DECIMALS", "decimals", "integer_columns", "whole_numbers", "like_input", "round_columns", "text_decimals"]
+__all__ = ["MAX_DECIMALS", "decimals", "integer_columns", "like_input", "round_columns", "text_decimals",
+           "whole_numbers"]
