@@ -86,10 +86,15 @@ def check_matrix(X, name: str = "X", missing: bool = False, hint: str = "") -> n
 
 def row_label(frame, position: int) -> str:
     """How a message names the record at ``position``: its file line (``line 7``) when the
-    frame was read from a file that records it (``attrs["first_line"]``, see
-    :func:`probanon.data.read_table`), else ``row <position>`` (counted from 0)."""
-    first = getattr(frame, "attrs", {}).get("first_line")
-    return f"line {first + int(position)}" if first is not None else f"row {int(position)}"
+    frame was read from a CSV file (``attrs["first_line"]``, see :func:`probanon.data.read_table`),
+    its case number counted from 1 as SPSS and Stata number them (``case 7``) when read from
+    such a file (``attrs["first_case"]``), else ``row <position>`` (counted from 0)."""
+    attrs = getattr(frame, "attrs", {})
+    if attrs.get("first_line") is not None:
+        return f"line {attrs['first_line'] + int(position)}"
+    if attrs.get("first_case") is not None:
+        return f"case {attrs['first_case'] + int(position)}"
+    return f"row {int(position)}"
 
 
 def is_numeric_column(series: pd.Series) -> bool:

@@ -24,6 +24,7 @@ from .cliargs import (
     add_input,
     add_match_options,
     add_output,
+    add_decimals_option,
     add_release_options,
     add_strata_options,
     check_categorical_keys,
@@ -35,7 +36,8 @@ from .cliargs import (
     write_release,
 )
 from ._validation import is_numeric_column, weights_of
-from .data import MISSING_HINT, csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
+from .data import (MISSING_HINT, csv_options, input_decimals, quasi_identifiers, read_chunks, read_table,
+                   synthetic_survey)
 from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
@@ -152,12 +154,14 @@ def cmd_microaggregate(args) -> int:
     roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
     keys = columns_with(roles, "key")
     numeric = [c for c in keys if c not in categorical]
-    X, columns = quasi_identifiers(frame, numeric, args.missing == "pattern", MISSING_HINT) if numeric else \
+    pattern = args.missing == "pattern"
+    X, columns = quasi_identifiers(frame, numeric, pattern, MISSING_HINT) if numeric else \
         (np.empty((len(frame), 0)), [])
-    lacking = bool(np.isnan(X).any())
+    lacking = bool(np.isnan(X).any()) or (pattern and bool(frame[categorical].isna().to_numpy().any()))
     if lacking and args.function:
         raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
     weights = weights_of(frame, args.weights, f"{args.input}: ")
+    digits = _released_decimals(args, frame, numeric)
     model = _method(args)
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
@@ -167,37 +171,44 @@ def cmd_microaggregate(args) -> int:
         released = model.fit_transform(data, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
                                        missing=args.missing, nominal=nominal, ordinal=ordinal, progress=progress)
     values = dict(zip(keys, released.T))
-    if categorical:  # numeric keys back to numbers; the share of categorical values a group's level replaced
-        values.update({c: values[c].astype(np.float64) for c in numeric})
-        changed = np.mean([(values[c] != frame[c].to_numpy()).mean() for c in categorical])
-        print(f"probanon: categorical keys: {100 * changed:.2f}% of their values replaced by the group's "
+    if categorical:  # the share of categorical values a group's level replaced (a suppressed one included)
+        same = [(values[c] == frame[c].to_numpy()) | (pd.isna(values[c]) & frame[c].isna().to_numpy())
+                for c in categorical]
+        print(f"probanon: categorical keys: {100 * (1 - np.mean(same)):.2f}% of their values replaced by the group's "
               "mode (nominal) or median level (ordinal)", file=sys.stderr)
-        released = np.column_stack([values[c] for c in numeric]) if numeric else None
+    released = _rounded(np.column_stack([values[c] for c in numeric]).astype(np.float64) if numeric else X,
+                        [digits[c] for c in numeric])  # what is released: the information loss is computed on it
+    values.update(zip(numeric, released.T))
     for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
         print(f"probanon: {line}", file=sys.stderr)
     if lacking:
-        suppressed = int((np.isnan(released) & ~np.isnan(X)).sum())
-        print(f"probanon: missing key values: {int(np.isnan(X).sum())} kept missing, {suppressed} more suppressed so "
-              "that every group agrees on each released value", file=sys.stderr)
-        report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True))
+        kept = int(np.isnan(X).sum()) + int(frame[categorical].isna().to_numpy().sum())
+        suppressed = int((np.isnan(released) & ~np.isnan(X)).sum()) + sum(
+            int((pd.isna(values[c]) & frame[c].notna().to_numpy()).sum()) for c in categorical)
+        print(f"probanon: missing key values: {kept} kept missing, {suppressed} more suppressed so that every group "
+              "agrees on each released value", file=sys.stderr)
+        report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True)) \
+            if numeric else None
     else:
         report = utility_report(X, released, weights=weights) if numeric else None
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
     check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
                            categorical)
     group = f"{name} group {'weighted ' * (weights is not None)}"
+    rounding = {c: f", rounded to {digits[c]} decimals" if digits[c] is not None else "" for c in numeric}
     release = make_release(frame, roles, replaced={**values, **recoded},
-                           actions={"key": f"key: replaced by its {group}mean",
+                           actions={**{c: f"key: replaced by its {group}mean{rounding[c]}" for c in numeric},
                                     **{c: f"key: replaced by its {group}mode" for c in nominal},
                                     **{c: f"key: replaced by its {group}median level" for c in ordinal},
                                     **{c: "stratum: released, merged strata recoded" for c in recoded}},
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), means=digits,
                            promise=_promise(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"))
     extra = {}
     if args.function:
         if model.function_ is None:
             raise InputError(f"--function: {model.unpublished_}; drop --split-duplicates to publish one")
         model.function_.columns = keys
+        model.function_.meta["decimals"] = {c: digits[c] for c in numeric}  # apply rounds as this release did
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
     loss = "no numeric key" if report is None else f"{report.information_loss:.2f}%"
@@ -228,6 +239,22 @@ def _function_promise(function, keys: list, roles: dict, strata) -> Promise:
     return _promise(k, keys, roles, strata, name, per_column=function.kind == "intervals")
 
 
+def _released_decimals(args, frame, numeric) -> dict:
+    """{numeric key: the decimals its released means are rounded to}: ``--decimals``, else the
+    input's own (:func:`probanon.data.input_decimals`)."""
+    if args.decimals is not None:
+        return {c: args.decimals for c in numeric}
+    return input_decimals(args.input, frame, numeric)
+
+
+def _rounded(values: np.ndarray, digits) -> np.ndarray:
+    """Released key values (records x numeric keys), column j rounded to ``digits[j]``
+    decimals (None: as they are; :func:`probanon.precision.round_columns`)."""
+    from .precision import round_columns
+
+    return round_columns(values, digits) if values.shape[1] else values
+
+
 def cmd_apply(args) -> int:
     function = function_from_json(args.function)
     keys = column_list(args.keys)
@@ -242,7 +269,11 @@ def cmd_apply(args) -> int:
                              "API with strata=")
         args.strata = function.rule["columns"]  # the strata columns: read, and released unchanged
 
-    def cells(X, frame):
+    columns = list(function.columns or keys)
+    numeric = [j for j, c in enumerate(columns) if c not in getattr(args, "categorical", ())]
+    digits = _function_decimals(args, function, [columns[j] for j in numeric])
+
+    def centroids(X, frame):
         if function.kind == "stratified":  # merged strata recoded as in the fit's release
             strata = frame[function.rule["columns"]]
             labels = function.assign(X, strata=strata)
@@ -254,9 +285,32 @@ def cmd_apply(args) -> int:
             return np.asarray(function.centroids)[labels], {"cell": labels}, {}
         return np.column_stack([function.centroids[j][labels[:, j]] for j in range(labels.shape[1])]), None, {}
 
+    def cells(X, frame):  # the numeric keys rounded as the fit's release was
+        values, added, recoded = centroids(X, frame)
+        if numeric:
+            values = values.copy()
+            values[:, numeric] = _rounded(values[:, numeric].astype(np.float64), digits)
+        return values, added, recoded
+
     strata = function.rule["columns"] if function.kind == "stratified" else None
-    return apply_to_file(args, function.columns or keys, cells,
-                         lambda roles: _function_promise(function, function.columns or keys, roles, strata))
+    return apply_to_file(args, columns, cells, means={columns[j]: d for j, d in zip(numeric, digits)},
+                         promise=lambda roles: _function_promise(function, columns, roles, strata))
+
+
+def _function_decimals(args, function, numeric) -> list:
+    """The decimals ``apply`` rounds each numeric key to: ``--decimals``, else those the fit
+    recorded in the function's ``meta`` (a function without them: not rounded)."""
+    from .errors import SpecificationError
+    from .precision import MAX_DECIMALS
+
+    if args.decimals is not None:
+        return [args.decimals] * len(numeric)
+    recorded = function.meta.get("decimals") or {}
+    ok = isinstance(recorded, dict) and all(d is None or (type(d) is int and 0 <= d <= MAX_DECIMALS)
+                                            for d in recorded.values())
+    if not ok:
+        raise SpecificationError(f"function: 'meta.decimals' must map key columns to 0..{MAX_DECIMALS} decimals")
+    return [recorded.get(c) for c in numeric]
 
 
 CHUNK_SIZE = 1_000_000
@@ -285,18 +339,20 @@ def _key_values(args, frame, keys):
     return quasi_identifiers(frame, list(keys))
 
 
-def apply_to_file(args, keys, cells, promise=None) -> int:
+def apply_to_file(args, keys, cells, promise=None, means: dict | None = None) -> int:
     """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
     function: (X, the records' table) -> (the keys' new values, added columns or None,
     {column: values} of other columns it recodes, e.g. merged strata)). ``promise``: None, or
-    roles -> the :class:`probanon.release.Promise` checked before anything is written. A file of
-    at most ``args.chunk_size`` records is read at once; a larger one chunk by chunk
+    roles -> the :class:`probanon.release.Promise` checked before anything is written;
+    ``means``: {key: decimals} of the keys it replaces by group means, see
+    :func:`probanon.release.make_release`. A file of at most ``args.chunk_size`` records is read
+    at once; a larger one chunk by chunk
     (:func:`apply_in_chunks`), with the same release."""
     chunks = read_chunks(args.input, args.chunk_size)
     frame = next(chunks)
     if next(chunks, None) is not None:
         chunks.close()
-        return apply_in_chunks(args, keys, cells, promise)
+        return apply_in_chunks(args, keys, cells, promise, means)
     roles = release_roles(args, frame, keys=keys)
     X, columns = _key_values(args, frame, keys)  # in the function's order
     values, added, recoded = cells(X, frame)
@@ -306,7 +362,7 @@ def apply_to_file(args, keys, cells, promise=None) -> int:
                            categorical)
     release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
-                           promise=None if promise is None else promise(roles))
+                           promise=None if promise is None else promise(roles), means=means)
     write_release(args, release)
     return 0
 
@@ -316,7 +372,7 @@ AUDIT_SAMPLE = 100_000
 APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"}
 
 
-def apply_in_chunks(args, keys, cells, promise=None) -> int:
+def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) -> int:
     """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
     (1) the number of records and the column types of the whole file (keys with text refused);
     (2) each chunk, read with
@@ -329,18 +385,21 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
     a chunk, the sample, the counts and O(n) integers (the record order)."""
     from .data import NumericColumns, in_file, table_dtypes
     from .outputs import OrderedTableWriter, TableWriter
+    from .outputs import table_format
+    from .precision import integer_columns, whole_numbers
     from .release import record_order
 
     size = args.chunk_size
     note = f"apply: {args.input}, chunks of {size:,} records"
     with Progress(note, quiet=args.quiet, desc="apply", unit="record") as progress:
-        types, n, roles = [], 0, None
+        types, n, roles, numbers = [], 0, None, []
         for chunk in read_chunks(args.input, size):
             if roles is None:
                 roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
                 numeric_keys = NumericColumns([c for c in keys if c not in getattr(args, "categorical", ())])
             numeric_keys.add(chunk)
             types.append(chunk.dtypes.to_dict())
+            numbers.append(whole_numbers(chunk))  # integer columns with empty cells, over the whole file
             n += len(chunk)
             progress("reading", n, None)
         numeric_keys.check()
@@ -359,17 +418,19 @@ def apply_in_chunks(args, keys, cells, promise=None) -> int:
         pairs = []  # sampled (original, released) keys and columns released per record: categorical keys checked
         writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
+            integers = integer_columns(None, numbers) if table_format(args.input) == "csv" else []  # as read_table
             for chunk in read_chunks(args.input, size, dtypes=dtypes):
                 first, done = done, done + len(chunk)
+                chunk.attrs["integer_columns"] = integers
                 numeric = [c for c in chunk.columns if is_numeric_column(chunk[c])]
                 audited = [[c for c in key_columns if c in numeric], [c for c in released if c in numeric]]
-                with in_file(chunk):  # the checks of the audit (numeric columns), then of the keys
-                    for group in audited if all(audited) else ():
-                        quasi_identifiers(chunk, group)
+                with in_file(chunk):  # the checks of the audit (numeric columns; confidential ones may lack values)
+                    for group, lacking in zip(audited, (False, True)) if all(audited) else ():
+                        quasi_identifiers(chunk, group, missing=lacking)
                     X, columns = _key_values(args, chunk, keys)
                 values, added, recoded = cells(X, chunk)
                 part = make_release(chunk, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
-                                    actions=APPLY_ACTIONS, keep_order=True)
+                                    actions=APPLY_ACTIONS, keep_order=True, means=means)
                 table.place(part.data, position[first:done])
                 if promised is not None:
                     counts = promised.add(counts, promised.counts(part.data))
@@ -842,6 +903,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=seed, default=None,
                    help="seed of the record order and of PCL's local search (default: fresh entropy; a "
                         "given seed makes the release reproducible: keep it secret, it undoes the order)")
+    add_decimals_option(m, "as many as the input's values have: for a CSV file as written, e.g. 2 for 12.50")
     m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
     m.add_argument("--init", choices=("auto", "mdav", "pca"), default="auto",
                    help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
@@ -866,6 +928,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output(a, "-o", "--output", required=True, table=True)
     add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
+    add_decimals_option(a, "as the function's fit rounded them, which the function records")
     add_chunk_options(a)
     a.set_defaults(func=cmd_apply)
 

@@ -218,6 +218,27 @@ def positive_int(text: str) -> int:
     return value
 
 
+def decimals(text: str) -> int:
+    """argparse type of ``--decimals``: an integer in 0..15."""
+    from .precision import MAX_DECIMALS
+
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of decimals, got {text!r}") from None
+    if not 0 <= value <= MAX_DECIMALS:
+        raise argparse.ArgumentTypeError(f"the number of decimals must be between 0 and {MAX_DECIMALS}, got {value}")
+    return value
+
+
+def add_decimals_option(p, default: str) -> None:
+    """``--decimals N``: the released group means rounded to N decimals (:mod:`probanon.precision`);
+    ``default`` says what happens without it."""
+    p.add_argument("--decimals", type=decimals, default=None, metavar="N",
+                   help=f"round the released group means of the numeric keys to N decimals (default: {default}); "
+                        "identical means stay identical, so the groups stay k-anonymous")
+
+
 def prepare_outputs(args) -> Outputs:
     """Check every output of the parsed command before any work (see the module docstring)."""
     inputs = []

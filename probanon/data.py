@@ -20,6 +20,7 @@ import pandas as pd
 from ._validation import check_matrix, is_numeric_column, row_label
 from .exactsum import exact_sums
 from .errors import InputError, ParameterError
+from .precision import integer_columns
 
 from .outputs import table_format
 
@@ -47,7 +48,8 @@ def read_table(path, sep=None, encoding=None, text: bool = False) -> pd.DataFram
     :class:`InputError`: a missing or empty file, no records, duplicate column names, text that is
     not in the encoding; when no column is numeric and the file looks separated by another
     character, the message names it. Row positions in later messages are file line numbers: the
-    frame carries ``attrs["first_line"]`` (the line of its first record, 2 for a CSV with a header).
+    frame carries ``attrs["first_line"]`` (the line of its first record, 2 for a CSV with a header);
+    SPSS and Stata records are named by their case number, from 1 (``attrs["first_case"]``).
     ``text``: every value is read as text, stripped, and nothing is taken for a missing value
     (labels of hierarchies and graphs). The whole table is the one chunk of :func:`read_chunks`.
     """
@@ -59,7 +61,10 @@ def read_chunks(path, chunk_size: int | None, sep=None, encoding=None, text: boo
     pandas' chunked reader; Parquet: ``pyarrow.parquet.ParquetFile.iter_batches``); ``None``: one
     DataFrame, the whole file (:func:`read_table`). Every chunk is read and checked as
     :func:`read_table` reads and checks the whole file (the separator hint on the first chunk), and
-    carries ``attrs["first_line"]`` (CSV: the file line of its first record) or
+    carries ``attrs["integer_columns"]`` (CSV: the columns of whole numbers with empty cells,
+    :func:`probanon.precision.integer_columns`, unless ``dtypes`` is given) and
+    ``attrs["first_line"]`` (CSV: the file line of its first record),
+    ``attrs["first_case"]`` (SPSS, Stata: the case number of its first record, from 1) or
     ``attrs["first_row"]`` (Parquet: the position of its first record in the file; see
     :func:`in_file`). ``dtypes`` ({column: dtype}): the chunks' columns are read (CSV) or cast
     (Parquet) to these types, e.g. those of the whole file from :func:`table_dtypes`."""
@@ -109,6 +114,10 @@ def read_chunks(path, chunk_size: int | None, sep=None, encoding=None, text: boo
                 _refuse_other_separator(path, sep, encoding, frame.shape[1])
         if kind == "csv":
             frame.attrs["first_line"] = 2 + offset
+            if not text and dtypes is None:  # with dtypes, the caller knows the whole file's
+                frame.attrs["integer_columns"] = integer_columns(frame)
+        elif kind in ("spss", "stata"):
+            frame.attrs["first_case"] = 1 + offset
         elif chunk_size is not None:
             frame.attrs["first_row"] = offset
         offset += frame.shape[0]
@@ -277,6 +286,26 @@ class NumericColumns:
             if not numeric:
                 _refuse_text(c, values, numbers, where)
                 raise InputError(f"column {c!r} is not numeric")
+
+
+def input_decimals(path, frame: pd.DataFrame, columns) -> dict:
+    """{column: the number of decimals of its values as read} of the numeric ``columns`` of
+    ``frame``, the table of ``path`` (:mod:`probanon.precision`): of a CSV file the text of its
+    values (``12.50``: 2), read again for these columns with the command's CSV options; of
+    another format the values themselves."""
+    from .precision import decimals, text_decimals
+
+    columns = list(columns)
+    if not columns:
+        return {}
+    if table_format(path) != "csv":
+        return {c: decimals(frame[c].to_numpy()) for c in columns}
+    options = _CSV_OPTIONS.get()
+    encoding = options.get("encoding") or "utf-8"
+    with _reading(Path(path), "csv", encoding):
+        texts = pd.read_csv(path, sep=options.get("sep") or ",", encoding=encoding, usecols=columns, dtype=str,
+                            keep_default_na=False)
+    return {c: text_decimals(texts[c]) for c in columns}
 
 
 #: how a refused missing key names the policy that takes it

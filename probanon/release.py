@@ -167,24 +167,36 @@ ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
 
 def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None, added: dict | None = None,
                  actions: dict | None = None, *, keep_order: bool = False, random_state=None,
-                 promise: Promise | None = None) -> Release:
+                 promise: Promise | None = None, means: dict | None = None) -> Release:
     """Apply the roles to ``frame`` and put the records in a random order.
 
-    ``replaced``: {column: new values} (the masked keys, swapped confidential columns);
-    ``added``: {column: values} appended at the end (e.g. the cell index); ``actions``: text per
-    role or per column overriding :data:`ACTIONS` in the summary. ``drop`` columns are removed.
-    The order is a permutation drawn from ``random_state`` (seed or Generator), or the input's
-    with ``keep_order``. ``promise``: what the mechanism promises of the records
-    (:class:`Promise`), checked before the release is written.
+    ``replaced``: {column: new values} (the masked keys, swapped confidential columns), each in
+    the type of its input column where the values fit it (:func:`probanon.precision.like_input`:
+    whole numbers of an integer column stay integers, also in a CSV column with empty cells,
+    ``frame.attrs["integer_columns"]``); ``added``: {column: values} appended at
+    the end (e.g. the cell index); ``actions``: text per role or per column overriding
+    :data:`ACTIONS` in the summary; ``means``: {replaced column: the decimals its values are
+    rounded to, or None} of the columns whose values are group means, not codes: integers only
+    when rounded to 0 decimals, and their SPSS/Stata value labels are dropped (also when the
+    means are whole numbers). ``drop`` columns are removed. The order is a permutation drawn from
+    ``random_state`` (seed or Generator), or the input's with ``keep_order``. ``promise``: what
+    the mechanism promises of the records (:class:`Promise`), checked before the release is
+    written.
     """
-    replaced, added, actions = replaced or {}, added or {}, actions or {}
+    from .precision import like_input
+
+    replaced, added, actions, means = replaced or {}, added or {}, actions or {}, means or {}
     out = {}
     described = {}
     for c, role in roles.items():
         described[c] = actions.get(c) or actions.get(role) or ACTIONS[role]
         if role == "drop":
             continue
-        out[c] = np.asarray(replaced[c]) if c in replaced else frame[c].to_numpy()
+        whole, integer = None if c not in means else means[c] == 0, c in frame.attrs.get("integer_columns", ())
+        if c in replaced:
+            out[c] = like_input(np.asarray(replaced[c]), frame[c], whole, integer)
+        else:
+            out[c] = like_input(frame[c].to_numpy(), frame[c], True, True) if integer else frame[c].to_numpy()
     for c, values in added.items():
         if c in out:
             raise InputError(f"the release would have two columns {c!r}; rename that column of the input")
@@ -192,10 +204,25 @@ def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None,
         described[c] = actions.get(c, "added")
     order, link = record_order(len(frame), keep_order=keep_order, random_state=random_state)
     data = carry_labels(frame, pd.DataFrame(out).iloc[order].reset_index(drop=True))
-    labels = labels_of(data)
-    for c in labels.dropped(data) if labels is not None else ():
+    for c in _drop_value_labels(data, means):
         described[c] += "; its value labels dropped (its values are no longer codes)"
     return Release(data=data, link=link, actions=described, promise=promise)
+
+
+def _drop_value_labels(data: pd.DataFrame, means) -> list:
+    """The columns of ``data`` whose value labels no longer apply: values that are not codes,
+    or ``means``; their labels are removed from ``data``'s."""
+    from dataclasses import replace
+
+    from .labelled import ATTR
+
+    labels = labels_of(data)
+    if labels is None:
+        return []
+    gone = list(dict.fromkeys(labels.dropped(data) + [c for c in means if c in labels.value_labels and c in data]))
+    if gone:
+        data.attrs[ATTR] = replace(labels, value_labels={c: v for c, v in labels.value_labels.items() if c not in gone})
+    return gone
 
 
 def record_order(n: int, *, keep_order: bool = False, random_state=None) -> tuple[np.ndarray, pd.DataFrame]:

@@ -111,13 +111,25 @@ def _regressions(A, B, names_a, names_b, direction, threshold, skip) -> list[Aud
     return out
 
 
+def _complete_records(frame, keys, confidential, missing: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The checked key and confidential matrices of the records that have every audited value
+    (confidential values may be missing; keys only with ``missing``)."""
+    if not (keys and confidential):
+        return np.empty((0, len(keys))), np.empty((0, len(confidential)))
+    X = quasi_identifiers(frame, keys, missing=missing)[0]
+    C = quasi_identifiers(frame, confidential, missing=True)[0]
+    complete = ~(np.isnan(X).any(axis=1) | np.isnan(C).any(axis=1))
+    return X[complete], C[complete]
+
+
 def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_THRESHOLD,
           min_share: float = MIN_SHARE, tolerance: float = TOLERANCE, max_terms: int = MAX_TERMS,
           missing: bool = False) -> AuditResult:
     """Audit ``frame`` (the original) for dependences between ``keys`` and ``confidential`` columns
     (module docstring). Non-numeric columns are left out (they take part in no linear relation).
-    ``missing``: missing values are allowed, and the records that have every audited value are
-    audited (a relation that holds on them is the one an intruder can use)."""
+    A confidential column may lack values (it is released as it is); ``missing``: so may the keys.
+    The records that have every audited value are audited (a relation that holds on them is the
+    one an intruder can use); a confidential column with no value at all relates to nothing."""
     if isinstance(r2_threshold, bool) or not isinstance(r2_threshold, (int, float)) or not 0 < r2_threshold <= 1:
         raise ParameterError(f"the R^2 threshold must be in (0, 1], got {r2_threshold!r}")
     if not isinstance(frame, pd.DataFrame):
@@ -129,14 +141,10 @@ def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_T
     numeric = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and not
                pd.api.types.is_bool_dtype(frame[c])]
     keys = [c for c in keys if c in numeric]
-    confidential = [c for c in confidential if c in numeric]
+    confidential = [c for c in confidential if c in numeric and frame[c].notna().any()]
     findings: list[AuditFinding] = []
-    if keys and confidential:
-        X = quasi_identifiers(frame, keys, missing=missing)[0]
-        C = quasi_identifiers(frame, confidential, missing=missing)[0]
-        if missing:
-            complete = ~(np.isnan(X).any(axis=1) | np.isnan(C).any(axis=1))
-            X, C = X[complete], C[complete]
+    X, C = _complete_records(frame, keys, confidential, missing)
+    if keys and confidential and X.shape[0]:
         for found in relations_in(X, C, keys, confidential, min_share=min_share, tolerance=tolerance,
                                   max_terms=max_terms):
             rel = found.relation

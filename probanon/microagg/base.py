@@ -23,7 +23,7 @@ from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_bloc
 from .function import MicroaggregationFunction
 from .potentials import split_duplicates
 from .settle import settle_power
-from .missing import check_policy, observed_standardizer, pattern_sets, released_means
+from .missing import check_policy, fit_mixed, fit_numeric
 from .mixed import Encoding
 
 
@@ -107,7 +107,7 @@ class Microaggregator(ParamsMixin):
         X = self._validate_input(X, check_policy(missing))
         w = None if weights is None else check_weights(weights, X.shape[0], "weights", weights)
         if missing == "pattern" and np.isnan(X).any():
-            return self._fit_patterns(X, w, strata, _quiet if progress is None else progress)
+            return self._fit_patterns(X, w, strata, merge_small_strata, _quiet if progress is None else progress)
         self.k_ = check_k(self.k, X.shape[0])  # the parameter itself stays as given
         self.n_features_in_ = X.shape[1]
         self.standardizer_ = Standardizer.fit(X)
@@ -177,8 +177,8 @@ class Microaggregator(ParamsMixin):
             raise ParameterError("categorical keys need a DataFrame X (columns by name)")
         if "block_size" not in self._param_names:
             raise ParameterError(f"categorical keys are available for MDAV, V-MDAV and PCL, not {type(self).__name__}")
-        if check_policy(missing) != "raise":
-            raise ParameterError("missing='pattern' does not combine with categorical keys yet")
+        if check_policy(missing) == "pattern" and frame.isna().to_numpy().any():  # issue 39: see missing.fit_mixed
+            return fit_mixed(self, frame, weights, strata, bool(merge), nominal, ordinal, progress)
         self.__dict__.pop("feature_names_in_", None)
         encoding = Encoding.fit(frame, nominal, ordinal)
         E = encoding.embed(frame)
@@ -201,28 +201,11 @@ class Microaggregator(ParamsMixin):
                        "weighted": w is not None, "nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)})
         return self
 
-    def _fit_patterns(self, X, w, strata, progress):
+    def _fit_patterns(self, X, w, strata, merge, progress):
         """``fit`` with missing key values, policy "pattern" (:mod:`.missing`)."""
-        if strata is not None:
-            raise ParameterError("missing='pattern' does not combine with strata yet: give the records of each "
-                                 "stratum separately")
         if "block_size" not in self._param_names:
             raise ParameterError(f"missing='pattern' is available for MDAV, V-MDAV and PCL, not {type(self).__name__}")
-        self.k_ = check_k(self.k, X.shape[0])
-        self.n_features_in_ = X.shape[1]
-        self._check_params()
-        self.standardizer_ = observed_standardizer(X)  # unweighted: the groups do not depend on the weights
-        Z = self.standardizer_.transform(X)
-        which, observed, self.missing_merged_ = pattern_sets(np.isnan(X), self.k_,
-                                                             getattr(self, "feature_names_in_", None))
-        labels, _ = self._partition_subsets(Z, X, which, observed, "missing-value pattern", progress)
-        self.labels_, self.missing_patterns_ = labels, len(observed)
-        self.blocks_ = f"{len(observed)} missing-value patterns"
-        self.centroids_ = released_means(X, labels, w)
-        self.sizes_ = np.bincount(labels)
-        self.function_ = None
-        self.unpublished_ = "a fit with missing='pattern' publishes no function"
-        return self
+        return fit_numeric(self, X, w, strata, bool(merge), progress)  # issue 39: strata in missing.fit_numeric
 
     def _stratified_partition(self, Z, X, strata, merge: bool, progress):
         """The partition within each stratum (:mod:`.strata`): (labels, "stratified", rule)."""

@@ -18,6 +18,14 @@ The default, ``"raise"``, refuses a key with a missing value and names this poli
    compared as equal, and a fortiori as sdcMicro counts them (a missing value matches any value).
 
 No published function for such a fit: the cells depend on which keys a record lacks.
+
+Categorical keys (:mod:`.mixed`) follow the same steps: a record's pattern counts the nominal and
+ordinal keys it lacks too, a set is microaggregated on the embedded columns of the keys all its
+records observe, and a group releases a category only when every member has one (else that key is
+missing for the whole group, as a number would be). With strata (:mod:`.strata`), the small strata
+are merged first (or refused) as without missing values; then the patterns are formed and merged
+within each stratum, never across strata, so every group lies within one stratum and k-anonymity
+with missing values compared as equal holds on the keys and the strata columns together.
 """
 
 from __future__ import annotations
@@ -69,6 +77,92 @@ def pattern_sets(lacking: np.ndarray, k: int, names=None) -> tuple[np.ndarray, l
     return member[which], observed, notes
 
 
+def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=None,
+                        strata_names=None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
+    """:func:`pattern_sets` within each stratum (``stratum``: the stratum index of each record,
+    0..S-1): (set of each record, numbered across the strata, the keys observed by each set,
+    merge statements naming the stratum by ``strata_names`` when there are several)."""
+    which = np.empty(lacking.shape[0], np.int64)
+    observed, notes = [], []
+    n_strata = int(stratum.max()) + 1
+    for s in range(n_strata):
+        rows = np.flatnonzero(stratum == s)
+        where = f"stratum {strata_names[s] if strata_names is not None else s}"
+        try:
+            local, seen, said = pattern_sets(lacking[rows], k, names)
+        except InputError as exc:
+            raise InputError(f"{where}: {exc}" if n_strata > 1 else str(exc)) from None
+        which[rows] = len(observed) + local
+        observed += seen
+        notes += [f"{where}: {note}" if n_strata > 1 else note for note in said]
+    return which, observed, notes
+
+
+def fit_numeric(model, X: np.ndarray, weights, strata, merge: bool, progress):
+    """``fit`` of ``model`` (MDAV, V-MDAV, PCL) on numeric keys ``X`` with missing values (NaN),
+    policy "pattern" (module docstring); ``weights`` checked, ``strata`` and ``merge`` as for
+    ``fit``. Sets what ``fit`` sets; ``function_`` is None (no published function)."""
+    model.n_features_in_ = X.shape[1]
+    standardizer = observed_standardizer(X)  # unweighted: the groups do not depend on the weights
+    labels = _pattern_partition(model, X, np.isnan(X), np.ones(X.shape[1], np.int64), standardizer, strata, merge,
+                                progress)
+    return _fitted(model, standardizer, labels, released_means(X, labels, weights))
+
+
+def fit_mixed(model, frame, weights, strata, merge: bool, nominal, ordinal, progress):
+    """``fit`` of ``model`` on the DataFrame of numeric and categorical keys ``frame``
+    (:mod:`.mixed`) with missing values, policy "pattern" (module docstring)."""
+    from .._validation import check_weights
+    from .mixed import Encoding
+
+    model.__dict__.pop("feature_names_in_", None)
+    encoding = Encoding.fit(frame, nominal, ordinal, missing=True)
+    V = encoding.values(frame, missing=True)
+    E = encoding.embed_values(V)
+    w = None if weights is None else check_weights(weights, E.shape[0], "weights", weights)
+    model.n_features_in_ = len(encoding.columns)
+    model.feature_names_in_ = list(encoding.columns)
+    standardizer = encoding.standardizer(E)  # observed numbers and ordinal ranks z-scored; indicators as they are
+    labels = _pattern_partition(model, E, np.isnan(V), encoding.widths(), standardizer, strata, merge, progress)
+    return _fitted(model, standardizer, labels, encoding.released(frame, labels, w))
+
+
+def _fitted(model, standardizer, labels, centroids):
+    model.standardizer_, model.labels_, model.centroids_ = standardizer, labels, centroids
+    model.sizes_ = np.bincount(labels)
+    model.function_ = None
+    model.unpublished_ = "a fit with missing='pattern' publishes no function"
+    return model
+
+
+def _pattern_partition(model, E: np.ndarray, lacking: np.ndarray, widths, standardizer, strata, merge: bool,
+                       progress) -> np.ndarray:
+    """The labels of a "pattern" fit (module docstring, steps 1-3): ``E`` the keys as embedded
+    (numeric keys: themselves), NaN where missing, z-scored by ``standardizer``; ``lacking``
+    (records x keys) the keys each record lacks; ``widths`` the embedded columns of each key.
+    Sets ``k_``, ``missing_patterns_``, ``missing_merged_``, ``blocks_`` and, with strata,
+    ``strata_`` and ``strata_merged_``; each set is fitted by ``model._partition_subsets``."""
+    from .._validation import check_k
+    from .strata import group_strata, stratum_label, strata_of
+
+    model.k_ = check_k(model.k, E.shape[0])
+    model._check_params()
+    if strata is None:
+        stratum, groups = np.zeros(E.shape[0], np.int64), None
+    else:
+        stratum, groups, model.strata_merged_ = group_strata(strata_of(strata, E.shape[0])[1], model.k_, merge)
+        model.strata_ = groups
+    which, observed, model.missing_merged_ = pattern_sets_within(
+        lacking, stratum, model.k_, getattr(model, "feature_names_in_", None),
+        None if groups is None else [stratum_label(g) for g in groups])
+    columns = [np.repeat(seen, widths) for seen in observed]
+    labels, _ = model._partition_subsets(standardizer.transform(E), E, which, columns, "missing-value pattern",
+                                         progress)
+    model.missing_patterns_ = len(observed)
+    model.blocks_ = ("" if groups is None else f"{len(groups)} strata, ") + f"{len(observed)} missing-value patterns"
+    return labels
+
+
 def _names(mask, names) -> str:
     positions = np.flatnonzero(mask)
     return "no key" if positions.size == 0 else ",".join(names[p] for p in positions)
@@ -99,4 +193,5 @@ def observed_standardizer(X: np.ndarray, weights=None):
     return Standardizer(mean_=np.concatenate([p.mean_ for p in parts]), scale_=np.concatenate([p.scale_ for p in parts]))
 
 
-__all__ = ["POLICIES", "check_policy", "observed_standardizer", "pattern_sets", "released_means"]
+__all__ = ["POLICIES", "check_policy", "fit_mixed", "fit_numeric", "observed_standardizer", "pattern_sets",
+           "pattern_sets_within", "released_means"]

@@ -17,6 +17,13 @@ Released values of a group: the (weighted) mean of a numeric key; for an ordinal
 (weighted) lower median level of the members; for a nominal key the (weighted) mode, ties going
 to the category first in the published order. So a categorical key never takes a category absent
 from the group. An unknown category of a new record is an error naming it.
+
+Missing key values (``missing=True`` below, the policy "pattern" of :mod:`.missing`): a missing
+value of any key is NaN in :meth:`Encoding.values`, and a record lacking a nominal key has NaN in
+each of its indicators; the levels are those observed, the z-scores those of the observed values.
+A group releases a key (number or category) only when every member has it, else that key is
+missing for the whole group: the rule of numeric keys (:func:`.missing.released_means`), applied
+to categories.
 """
 
 from __future__ import annotations
@@ -40,10 +47,16 @@ def _level(value):
     return value
 
 
-def _sorted_levels(series: pd.Series) -> list:
+def _sorted_levels(series: pd.Series, missing: bool = False) -> list:
+    """The distinct values of a categorical key, numbers first; a missing value refused unless
+    ``missing`` (then left out)."""
+    from ..data import MISSING_HINT
+
     values = pd.unique(series)
     if pd.isna(values).any():
-        raise InputError(f"categorical key {series.name!r} has a missing value")
+        if not missing:
+            raise InputError(f"categorical key {series.name!r} has a missing value{MISSING_HINT}")
+        values = values[~pd.isna(values)]
     return sorted({_level(v) for v in values}, key=lambda v: (isinstance(v, str), v))
 
 
@@ -57,9 +70,10 @@ class Encoding:
     nominal: dict
 
     @classmethod
-    def fit(cls, frame: pd.DataFrame, nominal=(), ordinal=()) -> "Encoding":
+    def fit(cls, frame: pd.DataFrame, nominal=(), ordinal=(), missing: bool = False) -> "Encoding":
         """From the keys ``frame``: ``nominal`` column names; ``ordinal`` column names (levels in
-        numeric, else text order) or {name: [levels in order]}."""
+        numeric, else text order) or {name: [levels in order]}; ``missing``: the keys may lack
+        values (module docstring)."""
         columns = [str(c) for c in frame.columns]
         ordinal = dict(ordinal) if isinstance(ordinal, dict) else {c: None for c in ordinal}
         nominal = list(nominal)
@@ -71,7 +85,7 @@ class Encoding:
             raise InputError(f"key {min(both)!r} is named both nominal and ordinal")
         levels = {}
         for c, given in ordinal.items():
-            found = _sorted_levels(frame[c])
+            found = _sorted_levels(frame[c], missing)
             levels[c] = [_level(v) for v in given] if given is not None else found
             unknown = [v for v in found if v not in levels[c]]
             if unknown:
@@ -79,7 +93,7 @@ class Encoding:
         for c in columns:
             if c not in nominal and c not in ordinal and not pd.api.types.is_numeric_dtype(frame[c]):
                 raise InputError(f"key {c!r} holds text: name it nominal or ordinal (--nominal/--ordinal)")
-        return cls(tuple(columns), levels, {c: _sorted_levels(frame[c]) for c in nominal})
+        return cls(tuple(columns), levels, {c: _sorted_levels(frame[c], missing) for c in nominal})
 
     def levels(self, c):
         """The levels (ordinal, in order) or categories (nominal) of key ``c``; None for a number."""
@@ -102,38 +116,45 @@ class Encoding:
 
     def standardizer(self, E: np.ndarray, weights=None):
         """The z-scoring of embedded records E: numbers and ordinal ranks z-scored (weighted by
-        ``weights`` if given), nominal indicators as they are."""
+        ``weights`` if given; missing values, NaN, skipped), nominal indicators as they are."""
         from ..data import Standardizer
+        from .missing import observed_standardizer
 
         scaled = self.scaled()
         mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
         if scaled.any():
-            fitted = Standardizer.fit(E[:, scaled], weights)
+            part = E[:, scaled]
+            fitted = observed_standardizer(part, weights) if np.isnan(part).any() else Standardizer.fit(part, weights)
             mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
         return Standardizer(mean_=mean, scale_=scale)
 
-    def values(self, frame: pd.DataFrame) -> np.ndarray:
+    def values(self, frame: pd.DataFrame, missing: bool = False) -> np.ndarray:
         """The key values of the records of ``frame`` (its key columns, by name), one column per
         key: the number of a numeric key, the position of the category among the key's levels
         (nominal: its categories) for a categorical key. An unknown category or level, a missing
-        or non-numeric value is an :class:`InputError`."""
-        missing = [c for c in self.columns if c not in frame.columns]
-        if missing:
-            raise InputError(f"records have no key column {missing[0]!r}")
+        (unless ``missing``: NaN) or non-numeric value is an :class:`InputError`."""
+        from .._validation import row_label
+
+        absent = [c for c in self.columns if c not in frame.columns]
+        if absent:
+            raise InputError(f"records have no key column {absent[0]!r}")
         V = np.empty((len(frame), len(self.columns)))
         for j, c in enumerate(self.columns):
             values = frame[c]
             if self.levels(c) is not None:
-                codes = pd.Index(self.levels(c)).get_indexer([_level(v) for v in values])
-                if (codes < 0).any():
-                    raise InputError(f"key {c!r}: the value {values.iloc[int(np.argmax(codes < 0))]!r} is not one of "
-                                     "the fitted categories")
+                lacking = values.isna().to_numpy() if missing else np.zeros(len(values), bool)
+                codes = pd.Index(self.levels(c)).get_indexer([_level(v) for v in values]).astype(np.float64)
+                if (codes[~lacking] < 0).any():
+                    bad = int(np.argmax((codes < 0) & ~lacking))
+                    raise InputError(f"key {c!r}: the value {values.iloc[bad]!r} is not one of the fitted categories")
+                codes[lacking] = np.nan
                 V[:, j] = codes
             else:
                 V[:, j] = pd.to_numeric(values, errors="coerce").to_numpy(np.float64)
-        if not np.isfinite(V).all():
-            row = int(np.argwhere(~np.isfinite(V))[0][0])
-            raise InputError(f"records have a missing, infinite or non-numeric key value (row {row})")
+        bad = np.isinf(V) | (np.isnan(V) & ~np.asarray(frame[list(self.columns)].isna().to_numpy() & missing))
+        if bad.any():
+            row = int(np.argwhere(bad)[0][0])
+            raise InputError(f"records have a missing, infinite or non-numeric key value ({row_label(frame, row)})")
         return V
 
     def embed(self, frame: pd.DataFrame) -> np.ndarray:
@@ -143,32 +164,42 @@ class Encoding:
 
     def embed_values(self, V: np.ndarray) -> np.ndarray:
         """Key values (:meth:`values`) in the embedding: a nominal key's position becomes its
-        scaled indicator columns."""
-        parts = [np.eye(len(self.nominal[c]))[V[:, j].astype(np.int64)] * NOMINAL_SCALE if c in self.nominal
-                 else V[:, j:j + 1] for j, c in enumerate(self.columns)]
+        scaled indicator columns (NaN in each of them for a missing value)."""
+        parts = []
+        for j, c in enumerate(self.columns):
+            if c not in self.nominal:
+                parts.append(V[:, j:j + 1])
+                continue
+            lacking = np.isnan(V[:, j])
+            indicators = np.eye(len(self.nominal[c]))[np.where(lacking, 0, V[:, j]).astype(np.int64)] * NOMINAL_SCALE
+            indicators[lacking] = np.nan
+            parts.append(indicators)
         return np.ascontiguousarray(np.hstack(parts))
 
     def released(self, frame: pd.DataFrame, labels: np.ndarray, weights=None) -> np.ndarray:
-        """(groups x keys, object) each group's released values (module docstring)."""
+        """(groups x keys, object) each group's released values (module docstring); a key some
+        member of a group lacks is missing (NaN) for the whole group."""
+        from .missing import released_means
+
         n_groups = int(labels.max()) + 1
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
         out = np.empty((n_groups, len(self.columns)), dtype=object)
         for j, c in enumerate(self.columns):
             levels = self.levels(c)
-            if levels is not None:
-                codes = pd.Index(levels).get_indexer([_level(v) for v in frame[c]])
-                table = np.zeros((n_groups, len(levels)))
-                np.add.at(table, (labels, codes), w)
-                if c in self.nominal:  # weighted mode; ties to the first category
-                    pick = table.argmax(axis=1)
-                else:  # weighted lower median: first level whose cumulative weight reaches half
-                    cum = table.cumsum(axis=1)
-                    pick = (cum >= cum[:, -1:] / 2).argmax(axis=1)
-                out[:, j] = [levels[p] for p in pick]
-            else:
-                from .base import group_means
-
-                out[:, j] = group_means(pd.to_numeric(frame[c]).to_numpy(np.float64)[:, None], labels, n_groups, w)[:, 0]
+            if levels is None:
+                out[:, j] = released_means(pd.to_numeric(frame[c]).to_numpy(np.float64)[:, None], labels, w)[:, 0]
+                continue
+            codes = pd.Index(levels).get_indexer([_level(v) for v in frame[c]])
+            lacking = frame[c].isna().to_numpy()
+            table = np.zeros((n_groups, len(levels)))
+            np.add.at(table, (labels[~lacking], codes[~lacking]), w[~lacking])
+            if c in self.nominal:  # weighted mode; ties to the first category
+                pick = table.argmax(axis=1)
+            else:  # weighted lower median: first level whose cumulative weight reaches half
+                cum = table.cumsum(axis=1)
+                pick = (cum >= cum[:, -1:] / 2).argmax(axis=1)
+            out[:, j] = [levels[p] for p in pick]
+            out[np.bincount(labels[lacking], minlength=n_groups) > 0, j] = np.nan
         return out
 
     def to_dict(self) -> dict:

@@ -94,6 +94,11 @@ def _label(values: list[tuple]) -> str:
     return " + ".join(str(v[0]) if len(v) == 1 else str(v) for v in values)
 
 
+def stratum_label(values: list[tuple]) -> str:
+    """How messages name a stratum of :func:`group_strata` (its value tuples): ``W``, ``W + X``."""
+    return _label(values)
+
+
 def stratum_index(rule: dict, values: list[tuple]) -> np.ndarray:
     """The stratum of each record of a "stratified" rule; a record of a stratum the function
     does not know is an :class:`InputError` naming it."""
@@ -124,4 +129,4 @@ def recode_merged(groups: list[list[tuple]], table: pd.DataFrame) -> dict:
     return recoded
 
 
-__all__ = ["group_strata", "recode_merged", "strata_of", "stratum_index"]
+__all__ = ["group_strata", "recode_merged", "strata_of", "stratum_index", "stratum_label"]

@@ -132,7 +132,9 @@ def cmd_assign(args) -> int:
         return centroids, {"cell": found}, {}
 
     args.input = args.responses  # read whole or in chunks (--chunk-size) as by 'probanon apply'
-    return apply_to_file(args, list(v.function.columns or column_list(args.keys)), cells)
+    keys = list(v.function.columns or column_list(args.keys))
+    means = {c: None for c in keys if c not in getattr(args, "categorical", ())}  # centroids: floats, not codes
+    return apply_to_file(args, keys, cells, means=means)
 
 
 def cmd_simulate(args) -> int:

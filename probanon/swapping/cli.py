@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from ..cliargs import (
+    add_decimals_option,
     add_input,
     add_output,
     add_release_options,
@@ -47,6 +48,8 @@ def cmd_swap(args) -> int:
         raise ParameterError(f"{args.method} needs --confidential")
     used = [c for c, r in roles.items() if r in ("key", "confidential")]
     X, columns = quasi_identifiers(frame, used)
+    if args.decimals is not None and args.method != "mdav-id":
+        raise InputError(f"--decimals rounds group means: mdav-id releases them, {args.method} moves values")
     positions = [columns.index(c) for c in confidential]
     strata = None if args.strata is None else frame[column_list(args.strata)]
     result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
@@ -54,8 +57,10 @@ def cmd_swap(args) -> int:
     for line in result.strata_merged:
         print(f"probanon: {line}", file=sys.stderr)
     values = released_table(frame[columns], columns, result)
+    means = _rounded_means(args, frame, columns, values) if result.sources is None else {}
     changed = [c for c in columns if not np.array_equal(values[c].to_numpy(), frame[c].to_numpy())]
-    actions = {c: f"{roles[c]}: {ACTIONS[args.method]}" for c in changed}
+    actions = {c: f"{roles[c]}: {ACTIONS[args.method]}" + (f", rounded to {means[c]} decimals" if c in means else "")
+               for c in changed}
     actions.update({c: f"{roles[c]}: kept unchanged" for c in columns if c not in changed})
     recoded = {} if strata is None else recode_merged(result.strata, strata)
     actions.update({c: "stratum: released, merged strata recoded" for c in recoded})
@@ -63,7 +68,8 @@ def cmd_swap(args) -> int:
     promise = Promise(args.k, (tuple(columns + [c for c in column_list(args.strata) if roles.get(c) != "drop"]),),
                       f"mdav-id (k = {args.k})") if args.method == "mdav-id" else None
     release = make_release(frame, roles, replaced={**{c: values[c] for c in changed}, **recoded}, actions=actions,
-                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), promise=promise)
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), promise=promise,
+                           means={c: means[c] for c in changed if c in means})
     if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
         released_row, value_rows = release.link["released_row"].to_numpy(), result.value_rows()
         for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
@@ -79,12 +85,24 @@ def cmd_swap(args) -> int:
             f"{max(s.max() for s in sizes)}")
     if positions:
         try:
-            diff = correlation_differences(X, result.released, positions)
+            diff = correlation_differences(X, values[columns].to_numpy(np.float64), positions)
             line += f", mean |correlation difference| to the confidential attributes = {diff.mean():.4f}"
         except InputError:  # a constant column: correlations undefined, nothing to report
             pass
     print(line, file=sys.stderr)
     return 0
+
+
+def _rounded_means(args, frame, columns, values) -> dict:
+    """MDAV-ID's group means rounded in ``values`` (in place) to ``--decimals``, else to the
+    input's decimals (:mod:`probanon.precision`); returns {column: decimals}."""
+    from ..data import input_decimals
+
+    digits = {c: args.decimals for c in columns} if args.decimals is not None else \
+        input_decimals(args.input, frame, columns)
+    for c in columns:
+        values[c] = np.round(values[c].to_numpy(np.float64), digits[c])
+    return digits
 
 
 def add_parser(sub) -> None:
@@ -107,6 +125,7 @@ def add_parser(sub) -> None:
                    help="seed of the permutations and the record order (default: fresh entropy). Keep it secret: "
                         "whoever knows the seed and the groups can undo the swap")
     add_strata_options(s, "groups are formed and values swapped")
+    add_decimals_option(s, "as many as the input's values have; mdav-id only, the other methods move values")
     s.add_argument("--raw-distances", action="store_true",
                    help="MDAV on raw values instead of z-scores (how the paper's experiments were run)")
     add_output(s, "--groups", metavar="GROUPS.csv", table=True,
