@@ -49,6 +49,7 @@ from .report import (  # plt: matplotlib on its Agg backend (set in .report)
     fixed,
     flag,
     plt,
+    shared_decimals,
 )
 
 #: runs of the empirical re-identification test (ties between released records drawn anew each run)
@@ -257,7 +258,7 @@ def _utility_rows(X: np.ndarray, Y: np.ndarray, numeric: list, u, weights=None) 
     w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
     mean_x, mean_y = np.average(X, axis=0, weights=w), np.average(Y, axis=0, weights=w)
     sd = np.sqrt(np.average((X - mean_x) ** 2, axis=0, weights=w))
-    return [{"key": c, "original mean": float(mean_x[j]), "released mean": float(mean_y[j]),
+    return [{"key": c, **shared_decimals({"original mean": mean_x[j], "released mean": mean_y[j]}),
              "mean difference (sd)": fixed(u.mean_difference[c] / sd[j], 4) if sd[j] > 0 else "constant",
              "variance difference %": "constant" if u.relative_variance_difference[c] is None else
              fixed(100 * u.relative_variance_difference[c], 2)} for j, c in enumerate(numeric)]
@@ -304,7 +305,8 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
         refs = references(X, k, weights) if refs is None else refs
         rep.figure("risk_utility_map", risk_utility_map([mine, *compared], k, refs),
                    "Risk-utility map: information loss against record linkage; red crosses are not k-anonymous"
-                   + ("; in grey, to read the releases against: the original and MDAV on the same keys at k = "
+                   + (f"; in grey, to read the releases against: the original and MDAV on the same numeric keys "
+                      f"({', '.join(numeric)}) at k = "
                       + ", ".join(str(r.k) for r in refs if r.k is not None) if refs else
                       f"; no references drawn above {REFERENCE_MAX_RECORDS:,} records"))
     plt.close("all")

@@ -169,6 +169,14 @@ def column_decimals(values) -> int | None:
     return min(cap, max(_decimals_of(v) for v in floats))
 
 
+def shared_decimals(figures: dict) -> dict:
+    """``figures`` ({name: number}) as texts with the decimals they share (:func:`column_decimals`):
+    the figures of one row of a table whose rows are in different units (a variable's mean, min, max)."""
+    values = {name: float(v) for name, v in figures.items()}
+    decimals = column_decimals(list(values.values())) or 0
+    return {name: fixed(v, decimals) for name, v in values.items()}
+
+
 def _cell(v, decimals: int | None) -> str:
     number = _fmt if decimals is None else (lambda x: _number(x, decimals))
     if isinstance(v, Flagged):
@@ -265,7 +273,8 @@ class Report:
         """The HTML page."""
         style = (f"body{{font-family:sans-serif;max-width:{PAGE_WIDTH_PX}px;margin:2em auto;padding:0 1em}}"
                  "table{border-collapse:collapse}div.wide{max-width:100%;overflow-x:auto}"
-                 "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}figure{margin:1em 0}"
+                 "td,th{border:1px solid #bbb;padding:.2em .6em;text-align:right}"
+                 "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}"
                  "img{max-width:100%;height:auto}"
                  f"td.{FLAG_CLASS}{{background:#f4b4b4;color:#700;font-weight:bold}}")
         return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"

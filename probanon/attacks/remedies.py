@@ -121,13 +121,15 @@ class Remedies:
                         + list(self.notes))
 
     def _sentence(self, kind: str, option: Option) -> str:
-        verdict = (f"brings them within the bound ({option.verdict})" if option.within else
-                   f"is the best found and leaves them above it ({option.verdict})")
         if kind == "drop one":
             ranked = sorted((o for o in self.options if o.kind == "drop one"), key=lambda o: o.worst)
             return (f"The intruders learned most from {ranked[0].columns[0]}: without it alone they reach "
                     f"{ranked[0].worst:.4f}.")
-        return f"{option.change[0].upper()}{option.change[1:]} {verdict} ({option.worst:.4f}{'; ' + option.cost if option.cost else ''})."
+        lead = {"larger k": f"The release made again at {option.change}",
+                "drop": f"Dropping {', '.join(option.columns)}",
+                "perturb": f"Perturbing {', '.join(option.columns)} (group means)"}[kind]
+        best = "" if option.within else ", the best found"
+        return f"{lead} gives {option.worst:.4f}{best}: {option.verdict}" + (f"; {option.cost}." if option.cost else ".")
 
     def lines(self) -> list[str]:
         """The options as printed by ``probanon attack``: one heading per kind, the chosen option
