@@ -158,14 +158,17 @@ def _decimals_of(v: float) -> int:
 def column_decimals(values) -> int | None:
     """Decimals shared by every float of a table column (consistent precision): those that write
     each float with four significant digits, but no more than four significant digits of the
-    column's largest magnitude give, nor :data:`MAX_DECIMALS` (12.345678 and 9.0 -> 12.35 and
-    9.00; 0.4677 and 0.0375 -> 4 decimals; 13.64 and 0.001711 -> 13.64 and 0.00); None when the
-    column holds no float."""
+    column's largest fractional magnitude give, nor :data:`MAX_DECIMALS` (12.345678 and 9.0 ->
+    12.35 and 9.00; 0.4677, 0.0375 and 1.0 -> 4 decimals; 13.64 and 0.001711 -> 13.64 and 0.00);
+    0 when every float is whole, None when the column holds no float."""
     floats = [float(v) for v in values if isinstance(v, (float, np.floating)) and np.isfinite(v)]
     if not floats:
         return None
-    largest = max(abs(v) for v in floats)
-    cap = 0 if largest == 0 else int(min(max(3 - np.floor(np.log10(largest)), 0), MAX_DECIMALS))
+    fractional = [abs(v) for v in floats if v != round(v)]
+    if not fractional:
+        return 0
+    largest = max(fractional)  # whole numbers (a count, a share of 1.0) need no decimals of their own
+    cap = int(min(max(3 - np.floor(np.log10(largest)), 0), MAX_DECIMALS))
     return min(cap, max(_decimals_of(v) for v in floats))
 
 
