@@ -109,3 +109,33 @@ def test_nothing_is_offered_within_the_bound(tmp_path, capsys):
     assert code == 0 and "What the office can do" not in out and "ABOVE" not in out
     code, out = _run(tmp_path, capsys, original, _microaggregated(original, K), "--json")
     assert code == 0 and "options" not in json.loads(out)
+
+
+def test_column_wise_options_remake_the_swap():
+    """MDAV-SWAP (informed) forms each column's groups on every other attribute: the release without
+    a column, or at a larger k, is the swap made again (same seed) -- the figures equal the attack
+    on such releases made here with probanon.swapping.swap; nothing is perturbed (no groups)."""
+    from probanon.attacks.remedies import remedies
+    from probanon.swapping import swap
+
+    original = _original(related=True)
+
+    def swapped(confidential, k):
+        result = swap(original[KEYS + confidential], k, "mdav-swap-informed", confidential, random_state=SEED)
+        value_rows = result.value_rows()
+        rows = {(KEYS + confidential)[cols[0]]: value_rows[:, t] for t, cols in enumerate(result.groups.columns)}
+        return original.assign(**{c: result.released[c] for c in confidential}), rows
+
+    released, rows = swapped(CONFIDENTIAL, K)
+    settings = dict(mechanism="mdav-swap-informed", runs=RUNS, random_state=SEED)
+    report = attack(original, released, KEYS, CONFIDENTIAL, k=K, column_rows=rows, **settings)
+    assert report.exceeded == ["learned likelihood"]
+    options = remedies(original, released, KEYS, CONFIDENTIAL, report, column_rows=rows, runs=RUNS, random_state=SEED)
+    assert {o.kind for o in options.options} == {"larger k", "drop one", "drop"}
+    assert any("Perturbing confidential columns: not measured" in note for note in options.notes)
+    for option in options.options:
+        rest = [c for c in CONFIDENTIAL if c not in option.columns]
+        table, value_rows = swapped(rest, option.k)
+        expected = attack(original, table, KEYS, rest, k=option.k, column_rows=value_rows,
+                          intruders=["likelihood"], **settings).results[0].rate
+        assert option.worst == pytest.approx(expected, abs=1e-12), option.change

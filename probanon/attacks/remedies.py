@@ -13,7 +13,8 @@ says whether the intervals certify it (:attr:`Option.verdict`).
 2. **Dropping confidential columns** the intruders learned from: each one alone first (how much
    the intruders learned from it: their success without it), then the most telling ones together,
    in that order, until the intruders are within the bound (never all of them: a release of the
-   keys alone has nothing left to attach to a person).
+   keys alone has nothing left to attach to a person). A column-wise swap forms each column's
+   groups on every other attribute, so there the release is made again without the columns.
 3. **Perturbing them instead**: the same columns, in the same order, replaced by their mean within
    each group of the release the intruder rebuilds (records sharing a released key tuple; MDAV
    groups of the released keys for MDAV-SWAP): the columns microaggregated in the release's own
@@ -99,7 +100,8 @@ class Remedies:
 
     ``intruders``: the intruders rerun (those above the bound); ``bound``: the office's 1/k;
     ``options``: every option measured, in the order tried; ``chosen``: per kind, the first
-    option that brings the intruders within the bound, else the best found; ``notes``: options
+    option that brings the intruders within the bound, else the best found (of the columns
+    dropped one at a time: the most telling); ``notes``: options
     not measured, and why; ``seed``: the seed of every rerun."""
 
     mechanism: str
@@ -212,11 +214,12 @@ def remedies(original: pd.DataFrame, released: pd.DataFrame, keys, confidential,
                      ("no intruder above the bound learns from them)." if not learned else
                       "a single confidential column: dropping it leaves nothing to attach to a person)."))
     else:
-        alone = _drop_each(released, confidential, report, rerun, link, column_rows)
+        alone = _drop_each(original, released, keys, confidential, report, rerun, link, column_rows, seed, standardize)
         options += alone
         order = [o.columns[0] for o in sorted(alone, key=lambda o: o.worst)]
         if not any(o.within for o in alone):
-            options += _drop_together(released, confidential, order, report, rerun, link, column_rows)
+            options += _drop_together(original, released, keys, confidential, order, report, rerun, link,
+                                      column_rows, seed, standardize)
         perturbed, note = _perturb_together(original, released, keys, confidential, order, report, rerun, link,
                                             column_rows, standardize)
         options += perturbed
@@ -224,80 +227,110 @@ def remedies(original: pd.DataFrame, released: pd.DataFrame, keys, confidential,
     chosen = {}
     for kind in dict.fromkeys(o.kind for o in options):
         of_kind = [o for o in options if o.kind == kind]
-        chosen[kind] = next((o for o in of_kind if o.within), min(of_kind, key=lambda o: o.worst))
+        best = min(of_kind, key=lambda o: o.worst)
+        chosen[kind] = best if kind == "drop one" else next((o for o in of_kind if o.within), best)
     return Remedies(report.mechanism, report.k, report.bound, tuple(report.exceeded), runs, seed, tuple(options),
                     chosen, tuple(notes))
 
 
-def _keys_loss(original, keys, released_keys: np.ndarray) -> float:
-    return information_loss(original[keys].to_numpy(np.float64), released_keys)
+def _moved(mechanism: str, keys: list, confidential: list) -> list:
+    """The columns the mechanism changes: the keys (microaggregation, MDAV-SWAP), every attribute
+    (MDAV-ID) or the confidential columns (column-wise swaps)."""
+    kind = MECHANISMS[mechanism]
+    return confidential if kind == "column-wise" else keys + confidential if mechanism == "mdav-id" else keys
+
+
+def _loss(original, released, columns) -> float:
+    """Information loss (%) of ``columns`` of ``released`` (aligned with ``original``)."""
+    return information_loss(original[columns].to_numpy(np.float64), released[columns].to_numpy(np.float64))
+
+
+def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardize) -> tuple:
+    """(release, column rows or None): the mechanism run again on the original at ``k``, on the
+    keys and ``confidential`` only, the other columns as in ``aligned`` (the release in the
+    original's record order); microaggregation as MDAV (:class:`probanon.microagg.MDAV`), the
+    swapping mechanisms by :func:`probanon.swapping.swap` with the attack's seed."""
+    if mechanism == "microaggregation":
+        from ..microagg import MDAV
+
+        Y = MDAV(k).fit_transform(original[keys].to_numpy(np.float64))
+        return aligned.assign(**{c: Y[:, j] for j, c in enumerate(keys)}), None
+    from ..swapping import swap
+
+    frame = original[keys + confidential].astype(np.float64)
+    result = swap(frame, k, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
+                  random_state=seed, standardize=standardize)
+    remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential})
+    if MECHANISMS[mechanism] != "column-wise":
+        return remade, None
+    value_rows = result.value_rows()
+    return remade, {frame.columns[cols[0]]: value_rows[:, t] for t, cols in enumerate(result.groups.columns)}
+
+
+def _aligned(released, link):
+    return released if link is None else released.iloc[np.asarray(link)].reset_index(drop=True)
 
 
 def _larger_k(original, released, keys, confidential, report, rerun, link, standardize, seed) -> tuple[list, str]:
     """The release remade at each larger k, until one brings the intruders within the bound."""
-    mechanism, kind = report.mechanism, MECHANISMS[report.mechanism]
+    mechanism = report.mechanism
     if mechanism in ("survey", "unknown"):
         return [], (f"A larger k: not measured (the {mechanism} release cannot be remade here"
                     + ("; design the survey again at a larger k with 'probanon survey design')." if mechanism == "survey"
                        else ")."))
     n = len(original)
-    aligned = released if link is None else released.iloc[np.asarray(link)].reset_index(drop=True)
+    aligned = _aligned(released, link)
+    moved = _moved(mechanism, keys, confidential)
+    current = _loss(original, aligned, moved)
+    what = "the keys" if moved == keys else "the confidential columns" if moved == confidential else "every attribute"
     out = []
-    current = _keys_loss(original, keys, aligned[keys].to_numpy(np.float64))
     for factor in K_FACTORS:
         k2 = factor * report.k
         if k2 > n:
             break
-        if mechanism == "microaggregation":
-            from ..microagg import MDAV
-
-            Y = MDAV(k2).fit_transform(original[keys].to_numpy(np.float64))
-            remade = aligned.assign(**{c: Y[:, j] for j, c in enumerate(keys)})
-            results, change = rerun(remade, confidential, k2), f"k = {k2} (MDAV on the keys)"
-        else:
-            from ..swapping import swap
-
-            frame = original[keys + confidential].astype(np.float64)
-            result = swap(frame, k2, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
-                          random_state=seed, standardize=standardize)
-            remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential})
-            rows = None
-            if kind == "column-wise":
-                value_rows = result.value_rows()
-                rows = {frame.columns[cols[0]]: value_rows[:, t] for t, cols in enumerate(result.groups.columns)}
-            results, change = rerun(remade, confidential, k2, column_rows=rows), f"k = {k2} ({mechanism} again)"
-        loss = _keys_loss(original, keys, remade[keys].to_numpy(np.float64))
-        out.append(Option("larger k", change, k2, (), results,
-                          f"information loss on the keys {loss:.2f} %, now {current:.2f} %"))
+        remade, rows = _remake(original, aligned, keys, confidential, mechanism, k2, seed, standardize)
+        change = f"k = {k2} ({'MDAV on the keys' if mechanism == 'microaggregation' else mechanism + ' again'})"
+        out.append(Option("larger k", change, k2, (), rerun(remade, confidential, k2, column_rows=rows),
+                          f"information loss on {what} {_loss(original, remade, moved):.2f} %, now {current:.2f} %"))
         if out[-1].within:
             break
     return out, "" if out else f"A larger k: not measured (2k = {2 * report.k} exceeds the {n} records)."
 
 
-def _without(released, confidential, columns, column_rows):
+def _without(original, released, keys, confidential, columns, report, link, column_rows, seed, standardize) -> tuple:
+    """(release, confidential columns left, link, column rows) without ``columns``: dropped from the
+    release, or for a column-wise swap, whose groups are formed on every other attribute, the
+    release made again without them (:func:`_remake`)."""
     rest = [c for c in confidential if c not in columns]
+    if MECHANISMS[report.mechanism] == "column-wise":
+        remade, rows = _remake(original, _aligned(released, link).drop(columns=list(columns)), keys, rest,
+                               report.mechanism, report.k, seed, standardize)
+        return remade, rest, None, rows
     rows = None if column_rows is None else {c: column_rows[c] for c in rest}
-    return released.drop(columns=list(columns)), rest, rows
+    return released.drop(columns=list(columns)), rest, link, rows
 
 
-def _drop_each(released, confidential, report, rerun, link, column_rows) -> list:
+def _drop_each(original, released, keys, confidential, report, rerun, link, column_rows, seed, standardize) -> list:
     out = []
     for c in confidential:
-        table, rest, rows = _without(released, confidential, [c], column_rows)
+        table, rest, position, rows = _without(original, released, keys, confidential, [c], report, link, column_rows,
+                                               seed, standardize)
         out.append(Option("drop one", f"drop {c} alone", report.k, (c,),
-                          rerun(table, rest, report.k, link=link, column_rows=rows),
+                          rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"1 of {len(confidential)} confidential columns withheld"))
     return out
 
 
-def _drop_together(released, confidential, order, report, rerun, link, column_rows) -> list:
+def _drop_together(original, released, keys, confidential, order, report, rerun, link, column_rows, seed,
+                   standardize) -> list:
     """Drop the columns in ``order``, one more each time, until within the bound (never all)."""
     out = []
     for m in range(2, len(order)):
         columns = tuple(order[:m])
-        table, rest, rows = _without(released, confidential, columns, column_rows)
+        table, rest, position, rows = _without(original, released, keys, confidential, columns, report, link,
+                                               column_rows, seed, standardize)
         out.append(Option("drop", f"drop {', '.join(columns)}", report.k, columns,
-                          rerun(table, rest, report.k, link=link, column_rows=rows),
+                          rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"{len(columns)} of {len(confidential)} confidential columns withheld"))
         if out[-1].within:
             break
