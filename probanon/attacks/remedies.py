@@ -114,10 +114,14 @@ class Remedies:
     chosen: dict
     notes: tuple = ()
 
+    @property
+    def seed_text(self) -> str:
+        return "no seed: each rerun draws its own ties" if self.seed is None else f"seed {self.seed}"
+
     def summary(self) -> str:
         """One paragraph: how the options were measured and what each achieves."""
         head = (f"Each option measured by running the intruders above the bound ({', '.join(self.intruders)}) "
-                f"again on the release it gives ({self.runs} runs, seed {self.seed}), against the bound 1/{self.k} "
+                f"again on the release it gives ({self.runs} runs, {self.seed_text}), against the bound 1/{self.k} "
                 f"= {self.bound:.4f}.")
         return " ".join([head] + [self._sentence(kind, option) for kind, option in self.chosen.items()]
                         + list(self.notes))
@@ -137,7 +141,7 @@ class Remedies:
         """The options as printed by ``probanon attack``: one heading per kind, the chosen option
         of each kind marked ``*``; the columns dropped one at a time on one line, most telling first."""
         out = [f"What the office can do (each option measured: {', '.join(self.intruders)} run again on the release "
-               f"it gives, {self.runs} runs, seed {self.seed}; bound 1/{self.k} = {self.bound:.4f}; * the first "
+               f"it gives, {self.runs} runs, {self.seed_text}; bound 1/{self.k} = {self.bound:.4f}; * the first "
                "option of its kind within the bound, else the best of its kind):"]
         for kind, heading in HEADINGS.items():
             of_kind = [o for o in self.options if o.kind == kind]
