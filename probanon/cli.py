@@ -563,9 +563,10 @@ def cmd_evaluate(args) -> int:
     return 1 if holds is False else 0
 
 
-def demo_release_reports(folder, data, qi, X, released, seed) -> None:
+def demo_release_reports(folder, data, qi, X, released, seed, release=None) -> None:
     """The demo's risk-utility reports (:mod:`probanon.release_report`) of its MDAV release at
-    k = 5, with V-MDAV, PCL, individual ranking and MDAV-SWAP (informed) on its map."""
+    k = 5, with V-MDAV, PCL, individual ranking and MDAV-SWAP (informed) on its map; the
+    external one lists the variables of ``release`` (:class:`probanon.release.Release`) with their treatment."""
     from .release_report import assess, external_report, internal_report
     from .swapping import swap
 
@@ -582,7 +583,9 @@ def demo_release_reports(folder, data, qi, X, released, seed) -> None:
     method = "MDAV microaggregation of the quasi-identifiers, k = 5"
     internal_report(original, mine, keys, [], 5, method, compared=compared, label="MDAV (this release)",
                     mechanism="microaggregation", confidential=confidential).write(Path(folder) / "internal")
-    external_report(original, mine, keys, [], 5, method).write(Path(folder) / "external")
+    external_report(original, mine, keys, [], 5, method, dataset="release_mdav_k5.csv", mechanism="microaggregation",
+                    confidential=confidential, variables=None if release is None else release.actions,
+                    ).write(Path(folder) / "external")
 
 
 DEMO_FILES = ("index.html", "il_vs_k.png", "risk_vs_k.png", "release_mdav_k5.csv", "function_mdav_k5.json",
@@ -661,10 +664,13 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
              f"{', '.join(qi)}. The survey was closed, and an analyst fetched the release (survey_release.csv: "
              "each response as its cell's centroid and its answers, in random order; cells that ended with "
              f"0 < responses < k suppressed) and its report (survey_release_report.json).")
+    from .report import shared_decimals
+
     roles = {"cell": "cell index", **{q: "cell centroid" for q in qi}, **{a: "answer" for a in answered}}
     summary = [{"column": col, "released as": roles.get(col, ""), "records": int(release[col].count()),
-                "distinct values": int(release[col].nunique()), "mean": float(release[col].mean()),
-                "min": float(release[col].min()), "max": float(release[col].max())} for col in release.columns]
+                "distinct values": int(release[col].nunique()),
+                **shared_decimals({"mean": release[col].mean(), "min": release[col].min(), "max": release[col].max()})}
+               for col in release.columns]
     rep.table([dict(row, mean="", min="", max="") if row["column"] == "cell" else row for row in summary])
     rep.text(None, "Cell failures predicted by the design against those observed in this collection, and the "
                    "release rule's outcome: a failed cell is suppressed, so every released cell holds >= k "
@@ -721,6 +727,7 @@ def cmd_demo(args) -> int:
     main = METHODS["mdav"](5).set_output(transform="default")
     roles = assign_roles(data.columns, qi, ["health_spending", "savings"], ["id"])
     release = make_release(data, roles, replaced=dict(zip(qi, main.fit_transform(data[qi]).T)),
+                           actions={"key": "key: replaced by its MDAV group mean (k = 5)"},
                            random_state=shuffle_stream(args.seed))
     evaluation = utility_report(data[qi], data[qi].assign(**dict(zip(qi, main.transform(data[qi]).T)))).to_dict()
     evaluation["k_achieved"] = k_achieved(release.data, qi)
@@ -730,7 +737,7 @@ def cmd_demo(args) -> int:
                   link=release.link["released_row"].to_numpy() - 1,
                   random_state=np.random.default_rng(np.random.SeedSequence(args.seed).spawn(2)[1]))
     out_dir.mkdir(parents=True, exist_ok=True)
-    demo_release_reports(out_dir / "release_report", data, qi, X, main.transform(data[qi]), args.seed)
+    demo_release_reports(out_dir / "release_report", data, qi, X, main.transform(data[qi]), args.seed, release)
     write_outputs({
         out_dir / "release_mdav_k5.csv": release.data,
         out_dir / "function_mdav_k5.json": main.function_.to_json(indent=1),
@@ -758,7 +765,12 @@ def cmd_demo(args) -> int:
              f"{', '.join(map(str, ranking_k))} for k = {ks[0]}..{ks[-1]}): it is listed for its risk only, never "
              f"as a method to choose. Among the k-anonymous methods {best} has the lowest mean information loss "
              f"({mean_il[best]:.2f}% over these k).")
-    rep.table(rows)
+    rep.table(rows, decimals={"information loss %": 3, "record linkage": 4})
+    rep.links("Risk-utility reports of the release at k = 5", "The office's internal report (risk before and "
+              "after, utility, the risk-utility map, the attack suite) and the publishable one (dataset, variables, "
+              "method, guarantee, aggregate utility), as 'probanon report' writes them:",
+              {"internal report (for the office)": "release_report/internal/index.html",
+               "external report (to publish with the data)": "release_report/external/index.html"})
     rep.text("Release at k = 5 (MDAV)", f"k achieved = {evaluation['k_achieved']}, IL = "
              f"{evaluation['information_loss']:.2f}%, record linkage = {evaluation['record_linkage']:.4f}, "
              f"max |correlation difference| = {evaluation['correlation_difference_max']:.4f}. Records in random "
@@ -775,7 +787,7 @@ def cmd_demo(args) -> int:
              f"with its {risk.results[0].confidence:.0%} Clopper-Pearson interval beside the claimed bound 1/5 = "
              f"{risk.bound:.2f}; a success whose interval lies entirely above the bound is marked {FLAG_MARK} (red). "
              + above)
-    rep.table([dict(row, success=flag(row["success"], r.lower_exceeds_bound))
+    rep.table([dict(row, success=flag(row["success"], r.lower_exceeds_bound, limit=f"{r.bound:.4f}"))
                for row, r in zip(risk.rows(), risk.results)])
     rep.text(None, "What each intruder knows and does: " + "; ".join(f"{r.rule}: {r.knows}" for r in risk.results)
              + ".")
@@ -814,7 +826,8 @@ def cmd_report(args) -> int:
 
         check_mechanism(args.mechanism)
     args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
-                                       compared, args.probabilistic, args.mechanism, confidential))
+                                       compared, args.probabilistic, args.mechanism, confidential,
+                                       dataset=Path(args.released).name))
     print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
           f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
@@ -835,7 +848,8 @@ def _recipe_reports(run, release) -> dict:
     return report_contents(run.report, original, released, numeric, categorical, run.k,
                            f"{run.command} --method {run.method}, k = {run.k}", weights,
                            probabilistic=run.command == "swap", mechanism=mechanism,
-                           confidential=column_list(getattr(run, "confidential", None)))
+                           confidential=column_list(getattr(run, "confidential", None)),
+                           dataset=Path(run.output).name, variables=release.actions)
 
 
 def cmd_release(args) -> int:

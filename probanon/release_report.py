@@ -1,27 +1,37 @@
-"""Risk-utility report of a release (issue 17, point 7): ``probanon report``.
+"""Risk-utility report of a release (issue 17, point 7; issue 39, point 12): ``probanon report``.
 
 Two reports of one release, each a folder with ``index.html`` (through :class:`.report.Report`):
 
 ``internal/`` for the office: risk before and after (k achieved, sample uniques, k-anonymity
     violations and expected re-identifications of the frequency-based risk, record linkage,
     interval disclosure, and the empirical re-identification test of the nearest-neighbour
-    intruder with its exact interval against 1/k), utility (information loss, the change of each key's mean and variance,
-    correlations), before/after histograms of every numeric key, and the risk-utility map of the
-    releases compared (this one and any ``--compare``): information loss against record linkage,
-    a release that is not k-anonymous at the required k drawn apart (a red cross, labelled with
-    its k achieved) so that it does not read as the best method.
-``external/`` for publication: the method and its parameters as stated by the office, the
-    guarantee (k achieved on the keys), and utility as aggregates only (information loss,
+    intruder with its exact interval against 1/k), each flagged figure with its limit beside it;
+    utility (information loss, each key's mean and variance, correlations); before/after
+    histograms of every numeric key (rows of :data:`PANELS_PER_ROW` panels; a key with more
+    than :data:`ZERO_HEAVY` zeros on a log count scale), before/after frequency tables of every
+    categorical key; and the risk-utility map: information loss against record linkage of
+    this release and any ``--compare``, a release that is not k-anonymous at the required k
+    drawn apart (a red cross, labelled with its k achieved) so that it does not read as the best
+    method, beside the references the office can always read it against: the original and MDAV
+    at :data:`REFERENCE_KS` on the same keys.
+``external/`` for publication: the dataset (file name, date, record count), every released
+    variable with its treatment, the method and its parameters as stated by the office, the
+    guarantee (k achieved on the keys) with what it bounds and what it does not
+    (:data:`probanon.attacks.GUARANTEES`), and utility as aggregates only (information loss,
     largest changes of a mean, a variance and a correlation in percent). Nothing computed from a
     single original record: no histogram, no extreme, no record count below k.
 """
 
 from __future__ import annotations
 
+import datetime
+import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .metrics import (
     information_loss,
@@ -33,13 +43,30 @@ from .metrics import (
 )
 from .metrics.frequency import VIOLATION_KS, frequency_risk
 from .report import (  # plt: matplotlib on its Agg backend (set in .report)
+    FIGURE_WIDTH,
     Report,
+    compact_number,
+    fixed,
     flag,
     plt,
+    shared_decimals,
 )
 
 #: runs of the empirical re-identification test (ties between released records drawn anew each run)
 RUNS = 100
+#: A key is zero-heavy when more than this share of its original values are exactly 0: its
+#: histogram counts are then drawn on a log scale, so that the other values stay visible beside
+#: the bar at zero.
+ZERO_HEAVY = 0.25
+#: Panels per row of the histogram figure (rows are added for more keys).
+PANELS_PER_ROW = 3
+#: k of the MDAV releases drawn on the risk-utility map as references (with the original and the
+#: required k), computed on the release's own numeric keys.
+REFERENCE_KS = (2, 3, 5, 10)
+#: The references are computed up to this many records (MDAV's time grows as n^2 / k).
+REFERENCE_MAX_RECORDS = 20_000
+#: Categories listed per categorical key in its before/after table; the others are summed in one row.
+CATEGORIES_SHOWN = 15
 
 
 @dataclass(frozen=True)
@@ -67,119 +94,329 @@ def assess(label: str, X: np.ndarray, Y: np.ndarray, released: pd.DataFrame, key
     return Assessment(label, information_loss(X, Y, weights=weights), record_linkage(X, Y), achieved, guarantee)
 
 
+@dataclass(frozen=True)
+class Reference:
+    """A point of the risk-utility map drawn for comparison, not a release: the original
+    (``k`` None) or MDAV at ``k`` on the same keys."""
+
+    label: str
+    information_loss: float
+    record_linkage: float
+    k: int | None = None
+
+
+def references(X: np.ndarray, k: int, weights=None, ks=REFERENCE_KS) -> list:
+    """The original and MDAV (:class:`probanon.microagg.MDAV`) at each of ``ks`` and the required
+    ``k`` (those <= n), on the numeric keys ``X``: information loss and record linkage, as
+    :func:`assess` measures a release; empty above :data:`REFERENCE_MAX_RECORDS` records."""
+    from .microagg import MDAV
+
+    n = X.shape[0]
+    if n > REFERENCE_MAX_RECORDS:
+        return []
+    out = [Reference("original", information_loss(X, X, weights=weights), record_linkage(X, X))]
+    for kk in sorted({*ks, k}):
+        if kk <= n:
+            Y = MDAV(kk).fit_transform(X)
+            out.append(Reference(f"MDAV, k = {kk}", information_loss(X, Y, weights=weights), record_linkage(X, Y), kk))
+    return out
+
+
 STYLE = {"k-anonymous": dict(marker="o", s=60), "probabilistic": dict(marker="^", s=70),
          "none": dict(marker="x", s=90, color="tab:red")}
 
 
-def risk_utility_map(assessments: list, k: int):
+def _draw_references(ax, refs: list) -> None:
+    """The original as a black square, the MDAV references as a grey line of diamonds labelled by k."""
+    mdav = [r for r in refs if r.k is not None]
+    if mdav:
+        ax.plot([r.information_loss for r in mdav], [r.record_linkage for r in mdav], color="grey", linestyle=":",
+                marker="D", markersize=5, label=f"reference: MDAV at k = {', '.join(str(r.k) for r in mdav)}", zorder=1)
+        for r in mdav:
+            ax.annotate(f"k = {r.k}", (r.information_loss, r.record_linkage), textcoords="offset points",
+                        xytext=(6, 4), fontsize=8, color="dimgrey")
+    for r in refs:
+        if r.k is None:
+            ax.scatter(r.information_loss, r.record_linkage, marker="s", s=50, color="black", zorder=2,
+                       label="reference: the original (no protection)")
+
+
+def risk_utility_map(assessments: list, k: int, refs=()):
     """Information loss against record linkage, one point per release (legend): k-anonymous
     releases as dots, probabilistically k-anonymous ones as triangles, and releases without
-    the guarantee as red crosses whose legend says NOT k-anonymous with their k achieved."""
-    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    the guarantee as red crosses whose legend says NOT k-anonymous with their k achieved;
+    ``refs`` (:func:`references`): the original and MDAV at several k, in grey, to read them against."""
+    fig, ax = plt.subplots(figsize=(7.6, 5.0))
+    _draw_references(ax, list(refs))
     for a in assessments:
         text = {"k-anonymous": f"{a.label} ({k}-anonymous)", "probabilistic": f"{a.label} (probabilistic {k}-anonymity)",
                 "none": f"{a.label}: NOT {k}-anonymous (k achieved = {a.k_achieved})"}[a.guarantee]
-        ax.scatter(a.information_loss, a.record_linkage, label=text, **STYLE[a.guarantee])
+        ax.scatter(a.information_loss, a.record_linkage, label=text, zorder=3, **STYLE[a.guarantee])
     ax.axhline(1.0 / k, color="grey", linestyle="--", linewidth=1)
+    ax.margins(0.08)
     ax.text(ax.get_xlim()[0], 1.0 / k, f" 1/k = {1 / k:.3g}", va="bottom", color="grey")
     ax.set_xlabel("information loss (%)")
     ax.set_ylabel("record linkage (share re-identified)")
     ax.set_title(f"Risk and utility of the releases (required k = {k})")
-    ax.margins(0.15)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2, frameon=False)
     return fig
 
 
+def zero_share(values: np.ndarray) -> float:
+    """Share of the values that are exactly 0."""
+    return float(np.mean(np.asarray(values) == 0)) if len(values) else 0.0
+
+
 def _histograms(X: np.ndarray, Y: np.ndarray, names: list):
-    count = min(len(names), 6)
-    fig, axes = plt.subplots(1, count, figsize=(3.2 * count, 2.8), squeeze=False)
-    for j, ax in enumerate(axes[0]):
-        bins = np.histogram_bin_edges(X[:, j], bins=30)
+    """One panel per key, :data:`PANELS_PER_ROW` to a row, original and released values on the
+    same bins; counts on a log scale for a zero-heavy key (:data:`ZERO_HEAVY`)."""
+    count = len(names)
+    columns = min(PANELS_PER_ROW, count)
+    rows = math.ceil(count / columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(FIGURE_WIDTH, 2.7 * rows), squeeze=False)
+    for j, ax in enumerate(axes.flat):
+        if j >= count:
+            ax.set_visible(False)
+            continue
+        both = np.concatenate([X[:, j], Y[:, j]])
+        bins = np.histogram_bin_edges(both[np.isfinite(both)], bins=30)
         ax.hist(X[:, j], bins=bins, alpha=0.5, label="original")
         ax.hist(Y[:, j], bins=bins, alpha=0.5, label="released")
-        ax.set_title(str(names[j]), fontsize=9)
+        title = str(names[j])
+        zeros = zero_share(X[:, j])
+        if zeros > ZERO_HEAVY:
+            ax.set_yscale("log")
+            title += f" (log count: {100 * zeros:.0f}% zeros)"
+        ax.set_title(title, fontsize=9)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
+        ax.xaxis.set_major_formatter(FuncFormatter(compact_number))
+        if ax.get_yscale() == "linear":
+            ax.yaxis.set_major_locator(MaxNLocator(5, integer=True))
         ax.tick_params(labelsize=7)
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
+def _categories(series: pd.Series) -> pd.Series:
+    """The values of a categorical key as text, a missing value as "(missing)"."""
+    return series.astype(object).where(series.notna(), "(missing)").astype(str)
+
+
+def frequency_rows(original: pd.Series, released: pd.Series, shown: int = CATEGORIES_SHOWN) -> list[dict]:
+    """Before/after counts of one categorical key: its categories by decreasing original count
+    (then those only in the release), the first ``shown`` listed, the rest summed in one row."""
+    before, after = _categories(original).value_counts(), _categories(released).value_counts()
+    order = list(before.index) + [c for c in after.index if c not in before.index]
+    rows = [{"category": c, "original": int(before.get(c, 0)), "released": int(after.get(c, 0))} for c in order]
+    for r in rows:
+        r["change"] = f"{r['released'] - r['original']:+d}" if r["released"] != r["original"] else "0"
+    if len(rows) > shown + 1:
+        rest = rows[shown:]
+        total = {key: sum(r[key] for r in rest) for key in ("original", "released")}
+        rows = rows[:shown] + [{"category": f"({len(rest)} other categories)", **total,
+                                "change": f"{total['released'] - total['original']:+d}"
+                                if total["released"] != total["original"] else "0"}]
+    return rows
+
+
+def _risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilistic) -> list[dict]:
+    """The disclosure-risk table: each measure before and after, with the limit it is held
+    against; a figure beyond its limit is a flagged cell carrying that limit."""
+    before, after = (frequency_risk(t, keys, weights) for t in (original, released))
+    bound = f"<= {fixed(1 / k, 4)} (1/k)"
+    achieved = k_achieved(released, keys)
+    rows = [{"measure": "k achieved on the keys", "original": k_achieved(original, keys),
+             "release": flag(achieved, achieved < k and not probabilistic, limit=f">= {k}", mark="BELOW"),
+             "limit": "probabilistic: not required" if probabilistic else f">= {k}"},
+            {"measure": "sample uniques", "original": before.sample_uniques, "release": after.sample_uniques,
+             "limit": ""}]
+    rows += [{"measure": f"records violating {v}-anonymity", "original": before.violations(v),
+              "release": after.violations(v), "limit": ""} for v in VIOLATION_KS]
+    rows.append({"measure": "expected re-identifications (individual risk)",
+                 "original": fixed(before.expected_reidentifications, 2),
+                 "release": fixed(after.expected_reidentifications, 2), "limit": ""})
+    if numeric:
+        linkage = record_linkage(X, Y)
+        rows += [{"measure": "record linkage (share re-identified)", "original": fixed(record_linkage(X, X), 4),
+                  "release": flag(fixed(linkage, 4), linkage > 1 / k, limit=bound), "limit": bound},
+                 {"measure": "interval disclosure (5% of sd)", "original": fixed(1.0, 4),
+                  "release": fixed(interval_disclosure(X, Y), 4), "limit": ""}]
+        test = reidentification_test(X, Y, rule="nearest", k=k, runs=RUNS, random_state=0)
+        rows.append({"measure": f"empirical re-identification, nearest-neighbour intruder ({RUNS} runs, "
+                                f"{100 * test.confidence:.0f}% interval)", "original": fixed(1.0, 4),
+                     "release": flag(f"{test.rate:.4f} [{test.interval[0]:.4f}, {test.interval[1]:.4f}]",
+                                     bool(test.lower_exceeds_bound), limit=bound),
+                     "limit": bound})
+    return rows
+
+
+def _utility_rows(X: np.ndarray, Y: np.ndarray, numeric: list, u, weights=None) -> list[dict]:
+    """Each numeric key's mean before and after (weighted with ``weights``), the change of its
+    mean in standard deviations of the original, and the change of its variance in percent."""
+    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
+    mean_x, mean_y = np.average(X, axis=0, weights=w), np.average(Y, axis=0, weights=w)
+    sd = np.sqrt(np.average((X - mean_x) ** 2, axis=0, weights=w))
+    return [{"key": c, **shared_decimals({"original mean": mean_x[j], "released mean": mean_y[j]}),
+             "mean difference (sd)": fixed(u.mean_difference[c] / sd[j], 4) if sd[j] > 0 else "constant",
+             "variance difference %": "constant" if u.relative_variance_difference[c] is None else
+             fixed(100 * u.relative_variance_difference[c], 2)} for j, c in enumerate(numeric)]
+
+
 def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
                     method: str, weights=None, compared=(), probabilistic: bool = False,
-                    label: str = "this release", mechanism=None, confidential=()) -> Report:
+                    label: str = "this release", mechanism=None, confidential=(), refs=None) -> Report:
     """The office's report (module docstring); ``released`` aligned row by row with
-    ``original``; ``compared``: further :class:`Assessment` for the map; ``probabilistic``:
-    the release's mechanism is probabilistically k-anonymous (swapping); ``mechanism`` (a name
-    of :data:`probanon.attacks.setting.MECHANISMS`) with the ``confidential`` columns: the
-    attack suite of that mechanism (:func:`probanon.attacks.attack`) too."""
+    ``original``; ``compared``: further :class:`Assessment` for the map; ``refs``: its
+    references (default :func:`references` of the numeric keys); ``probabilistic``: the
+    release's mechanism is probabilistically k-anonymous (swapping); ``mechanism`` (a name of
+    :data:`probanon.attacks.setting.MECHANISMS`) with the ``confidential`` columns: the attack
+    suite of that mechanism (:func:`probanon.attacks.attack`) too, and when an intruder is
+    above the bound the office's options, each measured (:mod:`probanon.attacks.remedies`)."""
     keys = numeric + categorical
     X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
     rep = Report(f"Internal risk-utility report: {method}")
     rep.text("The release", f"{len(original):,} records; keys: {', '.join(keys)}; required k = {k}; {method}. "
              "For the office only: it describes the original data.")
-    before, after = (frequency_risk(t, keys, weights) for t in (original, released))
-    rows = [{"measure": "k achieved on the keys", "original": k_achieved(original, keys),
-             "release": flag(k_achieved(released, keys), k_achieved(released, keys) < k and not probabilistic)},
-            {"measure": "sample uniques", "original": before.sample_uniques, "release": after.sample_uniques}]
-    rows += [{"measure": f"records violating {v}-anonymity", "original": before.violations(v),
-              "release": after.violations(v)} for v in VIOLATION_KS]
-    rows.append({"measure": "expected re-identifications (individual risk)",
-                 "original": round(before.expected_reidentifications, 2),
-                 "release": round(after.expected_reidentifications, 2)})
-    if numeric:
-        rows += [{"measure": "record linkage (share re-identified)", "original": 1.0,
-                  "release": flag(round(record_linkage(X, Y), 4), record_linkage(X, Y) > 1 / k)},
-                 {"measure": "interval disclosure (5% of sd)", "original": 1.0,
-                  "release": round(interval_disclosure(X, Y), 4)}]
-        test = reidentification_test(X, Y, rule="nearest", k=k, runs=RUNS, random_state=0)
-        rows.append({"measure": f"empirical re-identification, nearest-neighbour intruder ({RUNS} runs, "
-                                f"{100 * test.confidence:.0f}% interval)", "original": 1.0,
-                     "release": flag(f"{test.rate:.4f} [{test.interval[0]:.4f}, {test.interval[1]:.4f}]",
-                                     bool(test.lower_exceeds_bound))})
     rep.text("Disclosure risk", "Frequency-based risk as sdcMicro's measure_risk (Benedetti-Franconi, "
              + ("weighted" if weights is not None else "the file taken as the population")
-             + "); record linkage by the nearest-neighbour intruder; a flagged value exceeds its limit.")
-    rep.table(rows)
+             + "); record linkage by the nearest-neighbour intruder; a flagged value exceeds its limit, written "
+             "beside it.")
+    rep.table(_risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilistic))
     if mechanism is not None and numeric:
-        from .attacks import attack
-
-        suite = attack(original, released, numeric, list(confidential), mechanism=mechanism, k=k, runs=10,
-                       random_state=0)
-        rep.text("The attack suite (the mechanism known)", f"Intruders who know the keys and how the release was "
-                 f"made ({mechanism}), 10 runs each, against the claimed bound 1/{k}: " +
-                 (f"ABOVE it: {', '.join(suite.exceeded)}." if suite.exceeded else "none significantly above it."))
-        rep.table(suite.rows())
+        _attack_section(rep, original, released, numeric, list(confidential), mechanism, k)
     if numeric:
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
-        rep.text("Utility", f"Information loss {u.information_loss:.3f} %; largest |correlation difference| "
-                 f"{u.correlation_difference_max if u.correlation_difference_max is not None else 0:.4f}.")
-        rep.table([{"key": c, "mean difference": round(u.mean_difference[c], 6),
-                    "variance difference %": None if u.relative_variance_difference[c] is None else
-                    round(100 * u.relative_variance_difference[c], 3)} for c in numeric])
-        rep.figure("histograms", _histograms(X, Y, numeric), "Original and released values of the numeric keys")
+        rep.text("Utility", f"Information loss {u.information_loss:.2f} %; largest |correlation difference| "
+                 f"{u.correlation_difference_max if u.correlation_difference_max is not None else 0:.4f}"
+                 + (" (weighted)" if weights is not None else "") + ".")
+        rep.table(_utility_rows(X, Y, numeric, u, weights))
+        heavy = [c for j, c in enumerate(numeric) if zero_share(X[:, j]) > ZERO_HEAVY]
+        rep.figure("histograms", _histograms(X, Y, numeric),
+                   "Original and released values of the numeric keys"
+                   + (f"; counts on a log scale for the keys with more than {100 * ZERO_HEAVY:.0f}% zeros "
+                      f"({', '.join(heavy)})" if heavy else ""))
+    for c in categorical:
+        rep.text(f"Categories of {c}", f"Records per category of the key {c}, in the original and in the release.")
+        rep.table(frequency_rows(original[c], released[c]))
+    if numeric:
         mine = assess(label, X, Y, released, keys, k, weights, probabilistic)
-        rep.figure("risk_utility_map", risk_utility_map([mine, *compared], k),
-                   "Risk-utility map: information loss against record linkage; red crosses are not k-anonymous")
+        refs = references(X, k, weights) if refs is None else refs
+        rep.figure("risk_utility_map", risk_utility_map([mine, *compared], k, refs),
+                   "Risk-utility map: information loss against record linkage; red crosses are not k-anonymous"
+                   + (f"; in grey, to read the releases against: the original and MDAV on the same numeric keys "
+                      f"({', '.join(numeric)}) at k = "
+                      + ", ".join(str(r.k) for r in refs if r.k is not None) if refs else
+                      f"; no references drawn above {REFERENCE_MAX_RECORDS:,} records"))
     plt.close("all")
     return rep
 
 
+def _attack_section(rep: Report, original, released, numeric, confidential, mechanism, k) -> None:
+    """The attack suite of ``mechanism`` against 1/k, each success flagged with its bound, and
+    the options measured when an intruder is above it."""
+    from .attacks import attack
+    from .attacks.remedies import remedies
+
+    runs = 10
+    suite = attack(original, released, numeric, confidential, mechanism=mechanism, k=k, runs=runs, random_state=0)
+    rep.text("The attack suite (the mechanism known)", f"Intruders who know the keys and how the release was "
+             f"made ({mechanism}), {runs} runs each, against the claimed bound 1/{k}: " +
+             (f"ABOVE it: {', '.join(suite.exceeded)}." if suite.exceeded else "none significantly above it."))
+    rep.table([dict(row, success=flag(row["success"], bool(r.lower_exceeds_bound), limit=f"{r.bound:.4f}"))
+               for row, r in zip(suite.rows(), suite.results)])
+    if suite.exceeded:
+        options = remedies(original, released, numeric, confidential, suite, runs=runs, random_state=0)
+        rep.text("What the office can do", options.summary())
+        rep.table(options.rows())
+
+
+def treatments(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list,
+               confidential=(), method: str = "") -> dict:
+    """{column: treatment} of every column of the original and of the release, read from the two
+    tables (aligned row by row) when the release's own summary (:attr:`probanon.release.Release.actions`)
+    is not at hand: a key "masked" when its released values differ, a column whose values moved
+    between records "swapped", one absent from the release "removed", one only in the release "added"."""
+    keys, confidential = set(numeric) | set(categorical), set(confidential)
+    out = {}
+    for c in list(original.columns) + [c for c in released.columns if c not in original.columns]:
+        role = "key" if c in keys else "confidential" if c in confidential else None
+        if c not in released.columns:
+            out[c] = "removed (not released)"
+            continue
+        if c not in original.columns:
+            out[c] = "added"
+            continue
+        change = _change(original[c], released[c])
+        if role == "key":
+            out[c] = "key: released unchanged" if change == "unchanged" else \
+                f"key: {'swapped between records' if change == 'swapped' else 'masked'}" + (f" ({method})" if method else "")
+        else:
+            text = {"unchanged": "released unchanged", "swapped": "values swapped between records",
+                    "changed": "values changed"}[change]
+            out[c] = f"{role}: {text}" if role else text
+    return out
+
+
+def _change(before: pd.Series, after: pd.Series) -> str:
+    """"unchanged", "swapped" (the same values, moved between records) or "changed"."""
+    a, b = before.reset_index(drop=True), after.reset_index(drop=True)
+    numeric = pd.api.types.is_numeric_dtype(a) and pd.api.types.is_numeric_dtype(b)
+    if numeric:
+        x, y = a.to_numpy(np.float64), b.to_numpy(np.float64)
+        same = lambda u, v: np.array_equal(u, v, equal_nan=True)  # noqa: E731
+    else:
+        x, y = _categories(a).to_numpy(), _categories(b).to_numpy()
+        same = np.array_equal
+    if same(x, y):
+        return "unchanged"
+    return "swapped" if same(np.sort(x), np.sort(y)) else "changed"
+
+
+def _guarantee_text(keys: list, k: int, achieved: int, probabilistic: bool, mechanism) -> str:
+    """What the release guarantees and, from :data:`probanon.attacks.GUARANTEES`, what that bounds and what not."""
+    from .attacks.scope import GUARANTEES
+    from .attacks.setting import MECHANISMS
+
+    kind = MECHANISMS.get(mechanism or "", "aggregated")
+    if probabilistic or kind == "swapped":
+        claim = (f"Probabilistic {k}-anonymity: the values of the key variables ({', '.join(keys)}) were swapped "
+                 f"within groups of at least {k} records, so an intruder who links a person by them is right with "
+                 f"probability at most 1/{k}.")
+        scope = GUARANTEES[mechanism if kind == "swapped" else "mdav-swap"]
+    elif kind == "column-wise":
+        scope = GUARANTEES[mechanism]
+        claim = f"{scope.claim[0].upper()}{scope.claim[1:]}, k = {k}."
+    else:
+        claim = (f"Every combination of the key variables ({', '.join(keys)}) is shared by at least {achieved} "
+                 f"released records" + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
+        scope = GUARANTEES[mechanism if mechanism in GUARANTEES and kind == "aggregated" else "microaggregation"]
+        if achieved < k:
+            return claim + " The release therefore carries no k-anonymity guarantee at the required k."
+    return f"{claim} What this bounds: {scope.bounded}. What it does not bound: {scope.not_bounded}."
+
+
 def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
-                    method: str, weights=None, probabilistic: bool = False) -> Report:
-    """The publishable report (module docstring): method, guarantee, aggregate utility;
-    ``probabilistic``: the mechanism's guarantee is probabilistic k-anonymity (swapping)."""
+                    method: str, weights=None, probabilistic: bool = False, *, dataset: str | None = None,
+                    variables: dict | None = None, mechanism=None, confidential=(), date: str | None = None) -> Report:
+    """The publishable report (module docstring): the dataset (``dataset``, its file name; the
+    ``date``, default today; the record count), every variable with its treatment (``variables``,
+    the release's own summary, else :func:`treatments`), method, guarantee (of ``mechanism``)
+    and aggregate utility; ``probabilistic``: the mechanism's guarantee is probabilistic
+    k-anonymity (swapping)."""
     keys = numeric + categorical
     achieved = k_achieved(released, keys)
-    rep = Report("About this release")
+    variables = treatments(original, released, numeric, categorical, confidential, method) if variables is None \
+        else variables
+    rep = Report("About this release" + (f": {dataset}" if dataset else ""))
+    published = [c for c, t in variables.items() if not t.endswith("removed") and "removed (" not in t]
+    rep.text("The dataset", f"{dataset or 'This release'}: {len(released):,} records, {len(published)} variables "
+             f"released; report of {date or datetime.date.today().isoformat()}.")
     rep.text("Method", method)
-    if probabilistic:
-        rep.text("Guarantee", f"Probabilistic {k}-anonymity: the values of the key variables ({', '.join(keys)}) were "
-                 f"swapped within groups of at least {k} records, so an intruder who links a person by them is right "
-                 f"with probability at most 1/{k}.")
-    else:
-        rep.text("Guarantee", f"Every combination of the key variables ({', '.join(keys)}) is shared by at least "
-                 f"{achieved} released records" + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
+    rep.text("Guarantee", _guarantee_text(keys, k, achieved, probabilistic, mechanism))
+    rep.text("Variables", "Every variable of the data and what the release did with it.")
+    rep.table([{"variable": c, "treatment": t} for c, t in variables.items()])
     if numeric:
         X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
@@ -196,16 +433,16 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
 
 def report_contents(folder, original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
                     method: str, weights=None, compared=(), probabilistic: bool = False, mechanism=None,
-                    confidential=()) -> dict:
+                    confidential=(), dataset: str | None = None, variables: dict | None = None) -> dict:
     """{path: text or bytes} of both reports in ``folder``/internal and ``folder``/external,
     for the all-or-nothing writer (:meth:`probanon.outputs.Outputs.write`, ``folder`` declared)."""
-    from pathlib import Path
-
     folder = Path(folder)
     internal = internal_report(original, released, numeric, categorical, k, method, weights, compared, probabilistic,
                                mechanism=mechanism, confidential=confidential)
-    external = external_report(original, released, numeric, categorical, k, method, weights, probabilistic)
+    external = external_report(original, released, numeric, categorical, k, method, weights, probabilistic,
+                               dataset=dataset, variables=variables, mechanism=mechanism, confidential=confidential)
     return {**internal.contents(folder / "internal"), **external.contents(folder / "external")}
 
 
-__all__ = ["Assessment", "assess", "external_report", "internal_report", "report_contents", "risk_utility_map"]
+__all__ = ["Assessment", "Reference", "assess", "external_report", "frequency_rows", "internal_report", "references",
+           "report_contents", "risk_utility_map", "treatments"]

@@ -292,6 +292,18 @@ def _check_demo_risk(folder, page, release):
         assert ('<td class="above">' in row) == r["lower_exceeds_bound"] == (" ABOVE</td>" in row)
 
 
+def _check_demo_links(folder, page, release):
+    """Issue 39, point 12: the index links to the release reports, every relative link resolves to a
+    file the demo wrote, and the external report lists every released column with its treatment."""
+    links = re.findall(r'<a href="([^"]+)"', page)
+    assert {"release_report/internal/index.html", "release_report/external/index.html"} <= set(links)
+    assert all((folder / link).is_file() for link in links if "://" not in link)
+    external = (folder / "release_report" / "external" / "index.html").read_text()
+    rows = dict(re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", external))
+    assert set(release.columns) <= set(rows) and rows["id"] == "direct identifier: removed"
+    assert "release_mdav_k5.csv" in external and f"{len(release):,} records" in external
+
+
 def test_demo_writes_report(tmp_path):
     assert main(["demo", "--output-dir", str(tmp_path / "rep"), "--records", "300", "--quiet"]) == 0
     page = (tmp_path / "rep" / "index.html").read_text()
@@ -311,6 +323,7 @@ def test_demo_writes_report(tmp_path):
     assert "never as a method to choose" in page
     release = pd.read_csv(tmp_path / "rep" / "release_mdav_k5.csv")
     assert "id" not in release.columns  # the direct identifier is not published
+    _check_demo_links(tmp_path / "rep", page, release)
     _check_demo_risk(tmp_path / "rep", page, release)
     # the survey part (issue 15): a collector run whose release holds only cells of >= k responses
     survey = json.loads((tmp_path / "rep" / "survey_release_report.json").read_text())

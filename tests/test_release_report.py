@@ -42,6 +42,7 @@ def test_external_report_holds_none_of_the_original_records(reports):
     assert "<img" not in page and "k = 5" in page and "at least 5 released records" in page
     original = pd.read_csv(DATA / "census.csv")
     text = re.sub("<[^>]+>", " ", re.sub(r"<style>.*?</style>", " ", page, flags=re.DOTALL))
+    text = re.sub(r"\b\d{4}-\d{2}-\d{2}\b", " ", text)  # the report's date (issue 39): no record's value
     numbers = set(re.findall(r"\d+(?:\.\d+)?", text))
     values = {f"{v:g}" for v in original.to_numpy().ravel()} | {str(v) for v in original.to_numpy().ravel()}
     leaked = {n for n in numbers if n in values and len(n.replace(".", "")) >= 4}  # no value of 4+ digits
@@ -54,6 +55,10 @@ def test_internal_report_renders_in_a_browser(reports, tmp_path):
         images = driver.find_elements("tag name", "img")
         assert len(images) == 2
         assert all(driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 300", img)
+                   for img in images)
+        # issue 39, point 12: no figure wider than the page's column, none cut off at its right edge
+        body = driver.execute_script("return document.body.getBoundingClientRect().right")
+        assert all(driver.execute_script("return arguments[0].getBoundingClientRect().right", img) <= body + 0.5
                    for img in images)
         shot = tmp_path / "internal.png"
         assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 5_000

@@ -6,12 +6,14 @@ import re
 from probanon.report import FLAG_CLASS, FLAG_MARK, Flagged, Report, flag, html_table
 
 
-def test_plain_tables_render_as_before():
+def test_plain_tables_render_with_one_precision_per_column():
+    """Issue 39, point 12: the floats of a column share their decimals (four significant digits of
+    the column's largest value): 9.0 beside 12.345678 reads 9.00, not 9."""
     rows = [{"method": "MDAV", "k": 5, "IL %": 12.345678}, {"method": "<PCL>", "k": 10, "IL %": 9.0}]
     assert html_table(rows) == (
         "<table><thead><tr><th>method</th><th>k</th><th>IL %</th></tr></thead><tbody>"
         "<tr><td>MDAV</td><td>5</td><td>12.35</td></tr>"
-        "<tr><td>&lt;PCL&gt;</td><td>10</td><td>9</td></tr></tbody></table>")
+        "<tr><td>&lt;PCL&gt;</td><td>10</td><td>9.00</td></tr></tbody></table>")
     assert html_table([]) == "<p>(no rows)</p>"
 
 
@@ -21,7 +23,7 @@ def test_flagged_cells_are_coloured_and_marked():
     table = html_table(rows)
     assert FLAG_CLASS == "above" and FLAG_MARK == "ABOVE"
     assert '<td class="above">0.7831 ABOVE</td>' in table  # the value formatted like any float cell
-    assert "<td>0.19</td>" in table and table.count('class="above"') == 1
+    assert "<td>0.1900</td>" in table and table.count('class="above"') == 1  # the column's decimals
     assert str(Flagged("0.783 / 0.200")) == "0.783 / 0.200 ABOVE"  # plain-text tables
     assert '<td class="above">a &lt; b ABOVE</td>' in html_table([{"x": Flagged("a < b")}])
     assert isinstance(flag(1, True), Flagged) and flag(1, True).value == 1 and flag("x", False) == "x"

@@ -76,7 +76,9 @@ def _print_report(report, confidence: float, knows: str) -> None:
 
 
 def _table_report(args):
-    """The attack suite against one released table (:func:`probanon.attacks.attack`)."""
+    """The attack suite against one released table (:func:`probanon.attacks.attack`) and, when an
+    intruder is above the bound, the office's options, each measured (:func:`probanon.attacks.remedies.remedies`)."""
+    from .remedies import remedies
     from .suite import attack
 
     if len(args.released) != 1:
@@ -100,26 +102,31 @@ def _table_report(args):
         position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
     intruders = column_list(args.intruders) or None
     with Progress(f"attack: {len(original):,} records", quiet=args.quiet or args.json, desc="intruder runs") as bar:
-        report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k, link=position,
-                        column_rows=column_rows, intruders=intruders, runs=args.runs or 10,
-                        confidence=args.confidence, standardize=not args.raw_distances, random_state=args.seed,
-                        progress=bar)
+        settings = dict(link=position, column_rows=column_rows, runs=args.runs or 10, confidence=args.confidence,
+                        standardize=not args.raw_distances, random_state=args.seed, progress=bar)
+        report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k,
+                        intruders=intruders, **settings)
+        options = remedies(original, released, keys, confidential, report, **settings)
     return report, (f"every target's original {', '.join(keys)}, the release and the mechanism "
-                    f"({report.mechanism})")
+                    f"({report.mechanism})"), options
 
 
 def cmd_attack(args) -> int:
     wrong = [(n, m) for n, m in _OPTION_OF.items() if getattr(args, n) is not None and m != args.mechanism]
     if wrong:
         raise InputError(f"--{wrong[0][0]} applies to --mechanism {wrong[0][1]} only")
+    options = None
     if args.mechanism in CLAIMS:
         report, knows = _claim_report(args), CLAIMS[args.mechanism]
     else:
-        report, knows = _table_report(args)
+        report, knows, options = _table_report(args)
     if args.json:
-        print(json.dumps(report.to_dict(), allow_nan=False))
+        print(json.dumps({**report.to_dict(), **({"options": options.to_dict()} if options else {})},
+                         allow_nan=False))
     else:
         _print_report(report, args.confidence, knows)
+        if options is not None:
+            print("\n".join(options.lines()))
     return 1 if report.exceeded else 0
 
 
