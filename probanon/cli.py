@@ -38,7 +38,7 @@ from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
-from .metrics import information_loss, k_achieved, utility_report
+from .metrics import format_information_loss, information_loss, k_achieved, utility_report
 from .metrics.frequency import VIOLATION_KS, frequency_risk
 from .outputs import check_output_folder, write_outputs
 from .progress import Progress
@@ -130,7 +130,8 @@ def _microaggregate_folder(args) -> int:
     print(f"wrote {args.output} ({len(files)} Parquet files, {n} records, "
           f"{'input order kept' if args.keep_order else 'records in random order within each file'})", file=sys.stderr)
     print(f"{args.method}: {n} records, {len(keys)} quasi-identifiers, k = {fitted.k_}, smallest group "
-          f"{int(fitted.sizes_.min())}, information loss = {fitted.information_loss_:.2f}%, {fitted.blocks_}",
+          f"{int(fitted.sizes_.min())}, information loss = {format_information_loss(fitted.information_loss_)}, "
+          f"{fitted.blocks_}",
           file=sys.stderr)
     return 0
 
@@ -187,7 +188,7 @@ def cmd_microaggregate(args) -> int:
         model.function_.columns = keys
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
-    loss = "no numeric key" if report is None else f"{report.information_loss:.2f}%"
+    loss = "no numeric key" if report is None else format_information_loss(report.information_loss)
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
         f"k achieved = {k_achieved(release.data, keys + column_list(args.strata))}, "
@@ -407,7 +408,8 @@ def cmd_evaluate(args) -> int:
     else:
         print(f"records:            {result['n_records']}")
         print(f"quasi-identifiers:  {', '.join(columns)}")
-        print(f"information loss:   {result['information_loss']:.4f} %")
+        print(f"information loss:   {format_information_loss(result['information_loss'])}"
+              + " (weighted)" * (weights is not None))
         print(f"k achieved:         {result['k_achieved']}"
               + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
         if result["correlation_difference_max"] is not None:
@@ -622,7 +624,8 @@ def cmd_demo(args) -> int:
              f"({mean_il[best]:.2f}% over these k).")
     rep.table(rows)
     rep.text("Release at k = 5 (MDAV)", f"k achieved = {evaluation['k_achieved']}, IL = "
-             f"{evaluation['information_loss']:.2f}%, record linkage = {evaluation['record_linkage']:.4f}, "
+             f"{format_information_loss(evaluation['information_loss'])}, "
+             f"record linkage = {evaluation['record_linkage']:.4f}, "
              f"max |correlation difference| = {evaluation['correlation_difference_max']:.4f}. Records in random "
              "order, id removed. Files: release_mdav_k5.csv, function_mdav_k5.json (the publishable "
              "microaggregation function), evaluation_mdav_k5.json, attack_mdav_k5.json (the attack suite).")

@@ -83,7 +83,8 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
     """Variable roles (every column must have one), record order and the private link file."""
     p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", help=f"comma-separated {keys_help}")
     p.add_argument("--confidential", metavar="COLS", help=f"comma-separated {confidential_help}")
-    p.add_argument("--drop", metavar="COLS", help="comma-separated direct identifiers (removed from the release)")
+    p.add_argument("--drop", metavar="COLS", help="comma-separated columns removed from the release: direct identifiers, or any column "
+                        "not to publish")
     p.add_argument("--keep-other", action="store_true",
                    help="publish the columns without a role unchanged (default: refuse to run, listing them)")
     p.add_argument("--keep-order", action="store_true",
