@@ -30,6 +30,7 @@ from .cliargs import (
     prepare_outputs,
     release_roles,
     seed,
+    summary_lines,
     write_release,
 )
 from ._validation import is_numeric_column, weights_of
@@ -39,7 +40,7 @@ from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import format_information_loss, information_loss, k_achieved, utility_report
-from .metrics.frequency import VIOLATION_KS, frequency_risk
+from .metrics.frequency import VIOLATION_KS, frequency_risk, main_risk_level
 from .outputs import check_output_folder, write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
@@ -355,22 +356,31 @@ def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list) -
     return released.iloc[position].reset_index(drop=True)
 
 
+def _key_names(args, tables: dict, numeric_required: bool = True) -> tuple[list, list]:
+    """The numeric ``--keys`` and the ``--categorical-keys`` ({name: table} must all hold them):
+    named once each, at least one (a numeric one when ``numeric_required``)."""
+    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
+    if not keys and (numeric_required or not categorical):
+        raise InputError("name the quasi-identifiers with --keys" + " or --categorical-keys" * (not numeric_required))
+    both = sorted(set(keys) & set(categorical))
+    if both:
+        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
+    for name, table in tables.items():
+        absent = [c for c in keys + categorical if c not in table.columns]
+        if absent:
+            where = f"{name} has no column {absent[0]!r}" if len(tables) == 1 else \
+                f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables"
+            raise InputError(where)
+    return keys, categorical
+
+
 def _matched_keys(args, lacking: bool = False):
     """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
     the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
     weights). ``--keys`` are numeric (``lacking``: missing values allowed), ``--categorical-keys``
     compared as categories; every key in both tables."""
     original, released = read_table(args.original), read_table(args.released)
-    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
-    if not keys:
-        raise InputError("name the quasi-identifiers with --keys")
-    both = sorted(set(keys) & set(categorical))
-    if both:
-        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
-    for name, table in (("original", original), ("released", released)):
-        absent = [c for c in keys + categorical if c not in table.columns]
-        if absent:
-            raise InputError(f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables")
+    keys, categorical = _key_names(args, {"original": original, "released": released})
     X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     weights = weights_of(original, args.weights, f"{args.original}: ")
     quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
@@ -425,6 +435,82 @@ def cmd_evaluate(args) -> int:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
     return 1 if holds is False else 0
+
+
+RISK_MISSING_HINT = "; give --missing pattern to let a missing value match any value (sdcMicro's rule)"
+
+
+def cmd_risk(args) -> int:
+    """``probanon risk FILE``: the frequency-based risk profile of one file, as sdcMicro's
+    ``print(sdc, "risk")`` and ``print(sdc, "kAnon")`` (:mod:`probanon.metrics.frequency`)."""
+    frame = read_table(args.input)
+    keys, categorical = _key_names(args, {args.input: frame}, numeric_required=False)
+    if keys:  # numbers, checked with the line of a bad value; a missing value only with --missing pattern
+        quasi_identifiers(frame, keys, args.missing == "pattern", RISK_MISSING_HINT)
+    weights = weights_of(frame, args.weights, f"{args.input}: ")
+    risk = frequency_risk(frame, keys + categorical, weights)
+    above = risk.above(args.threshold)
+    if args.output:
+        clash = sorted(set(keys + categorical) & {"record", "fk", "Fk", "risk", "above_level"})
+        if clash:
+            raise InputError(f"-o: the key {clash[0]!r} has the name of a column of the risk file; rename it")
+        table = frame[keys + categorical].reset_index(drop=True)
+        table.insert(0, "record", np.arange(1, risk.n + 1))
+        args.outputs.write({args.output: table.assign(fk=risk.fk, Fk=risk.Fk, risk=risk.risk, above_level=above)})
+    result = risk.to_dict(level=args.threshold)
+    result.update(numeric_keys=keys, categorical_keys=categorical, weights=args.weights,
+                  risk_level_rule="--threshold" if args.threshold is not None else "max(0.1, median + 2 MAD)")
+    if args.json:
+        print(json.dumps(result, allow_nan=False))
+    else:
+        lacking = int(frame[keys + categorical].isna().any(axis=1).sum())
+        print(_risk_summary(args, risk, keys, categorical, int(above.sum()), lacking))
+    return 0
+
+
+def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking: int) -> str:
+    """The readable profile of :func:`cmd_risk` (sdcMicro's wording where it has one); ``above``:
+    records above the risk level, ``lacking``: records with a missing key value."""
+    n = risk.n
+    share = lambda count: f"{count:,} ({100 * count / n:.3f} %)"  # noqa: E731
+    q = risk.risk_summary()
+    named = [f"{', '.join(names)} ({kind})" for names, kind in ((keys, "numeric"), (categorical, "categorical"))
+             if names]
+    population = (f"estimated from the weights in {args.weights!r} (F_k = sum of the weights sharing a record's keys)"
+                  if args.weights else "no weights: the file is the population (F_k = f_k)")
+    if args.threshold is None:
+        level = (f"(risk > {main_risk_level(risk.risk):.4g} = max(0.1, median + 2 MAD): sdcMicro's \"higher risk "
+                 "than the main part of the data\")")
+    else:
+        level = f"(risk > {args.threshold:g}, --threshold)"
+    rows = [("records", f"{n:,}"), ("keys", "; ".join(named))]
+    if lacking:
+        rows.append(("", f"{share(lacking)} with a missing key value, which matches any value (sdcMicro's rule)"))
+    rows += [("population frequencies", population),
+            ("sample uniques", share(risk.sample_uniques) + " (f_k = 1: no other record shares their keys)")]
+    rows += [("records violating" if i == 0 else "", f"{k}-anonymity: {share(risk.violations(k))}")
+             for i, k in enumerate(VIOLATION_KS)]
+    rows += [("individual risk", f"min {q['min']:.4g}, 25 % {q['q25']:.4g}, median {q['median']:.4g}, "
+                                 f"75 % {q['q75']:.4g}, max {q['max']:.4g}, mean {q['mean']:.4g}"),
+             ("", "(Benedetti-Franconi, as sdcMicro's measure_risk: the probability that an intruder who"),
+             ("", "knows a person's keys picks that person's record)"),
+             ("expected re-identifications", f"{risk.expected_reidentifications:,.2f} "
+                                             f"({100 * risk.global_risk:.2f} % of the records: the global risk)"),
+             ("records above the risk level", share(above)), ("", level)]
+    if args.output:
+        rows.append(("per-record risk", f"written to {args.output} (record, keys, fk, Fk, risk, above_level)"))
+    return summary_lines(rows)
+
+
+def _risk_level(text: str) -> float:
+    """argparse type of ``risk --threshold``: a probability in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text}")
+    return value
 
 
 def demo_release_reports(folder, data, qi, X, released, seed) -> None:
@@ -807,6 +893,27 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--risk", action="store_true",
                    help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
+
+    k = sub.add_parser("risk", help="risk profile of one file: sample uniques, k-anonymity violations, individual and "
+                                    "global risk (as sdcMicro's print(sdc, \"risk\"))")
+    add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
+    k.add_argument("--keys", metavar="COLS",
+                   help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
+    k.add_argument("--categorical-keys", metavar="COLS",
+                   help="comma-separated quasi-identifiers compared as categories (text or codes)")
+    k.add_argument("--weights", metavar="COL",
+                   help="sampling weights (numbers > 0): the population frequency F_k of a record's keys is the sum "
+                        "of the weights of the records sharing them (default: the file is the population)")
+    k.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="a missing value of a numeric key: raise (default) refuses it, naming its line; pattern lets "
+                        "it match any value, as a missing categorical value always does (sdcMicro's rule)")
+    k.add_argument("--threshold", type=_risk_level, default=None, metavar="R",
+                   help="count the records whose individual risk is above R, in (0, 1] (default: sdcMicro's level "
+                        "max(0.1, median + 2 MAD) of print(sdc, \"risk\"))")
+    add_output(k, "-o", "--output", table=True, metavar="FILE",
+               help="also write every record's risk: record (from 1), the keys, fk, Fk, risk, above_level")
+    k.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
+    k.set_defaults(func=cmd_risk)
 
     rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)")
     add_input(rr, "original")

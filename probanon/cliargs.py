@@ -234,3 +234,10 @@ def write_release(args, release, extra: dict | None = None) -> None:
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
+
+
+def summary_lines(rows) -> str:
+    """A readable summary: one ``label:  text`` line per (label, text) row, the texts aligned
+    (a row with an empty label continues the one above); what commands print without ``--json``."""
+    width = max((len(label) for label, _ in rows if label), default=0) + 2
+    return "\n".join(f"{label + ':' if label else '':<{width}}{text}" for label, text in rows)
