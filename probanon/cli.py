@@ -492,8 +492,8 @@ def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking
              for i, k in enumerate(VIOLATION_KS)]
     rows += [("individual risk", f"min {q['min']:.4g}, 25 % {q['q25']:.4g}, median {q['median']:.4g}, "
                                  f"75 % {q['q75']:.4g}, max {q['max']:.4g}, mean {q['mean']:.4g}"),
-             ("", "(Benedetti-Franconi, as sdcMicro's measure_risk: the probability that an intruder who"),
-             ("", "knows a person's keys picks that person's record)"),
+             ("", "(Benedetti-Franconi, as sdcMicro's measure_risk: the probability that an intruder who knows a "
+                  "person's keys picks that person's record)"),
              ("expected re-identifications", f"{risk.expected_reidentifications:,.2f} "
                                              f"({100 * risk.global_risk:.2f} % of the records: the global risk)"),
              ("records above the risk level", share(above)), ("", level)]

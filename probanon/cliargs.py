@@ -236,8 +236,19 @@ def write_release(args, release, extra: dict | None = None) -> None:
           + release.summary(), file=sys.stderr)
 
 
+#: the width summaries wrap their texts at
+SUMMARY_WIDTH = 110
+
+
 def summary_lines(rows) -> str:
-    """A readable summary: one ``label:  text`` line per (label, text) row, the texts aligned
-    (a row with an empty label continues the one above); what commands print without ``--json``."""
+    """A readable summary: one ``label:  text`` line per (label, text) row, the texts aligned and
+    wrapped at :data:`SUMMARY_WIDTH` (a row with an empty label continues the one above); what
+    commands print without ``--json``."""
+    import textwrap
+
     width = max((len(label) for label, _ in rows if label), default=0) + 2
-    return "\n".join(f"{label + ':' if label else '':<{width}}{text}" for label, text in rows)
+    lines = []
+    for label, text in rows:
+        wrapped = textwrap.wrap(text, max(40, SUMMARY_WIDTH - width), break_on_hyphens=False) or [""]
+        lines += [f"{label + ':' if label and i == 0 else '':<{width}}{part}" for i, part in enumerate(wrapped)]
+    return "\n".join(lines)

@@ -102,7 +102,7 @@ def test_the_summary_reads_like_sdcmicro(tmp_path, capsys):
         assert any(line.startswith(f"{label}:") and line.split(":", 1)[1].strip().startswith(text)
                    for line in lines), (label, out)
     assert "3-anonymity: 2 (18.182 %)" in out and "5-anonymity: 5 (45.455 %)" in out
-    assert "risk > 0.1667 = max(0.1, median + 2 MAD)" in out
+    assert "risk > 0.1667 = max(0.1, median + 2 MAD)" in " ".join(out.split())
     code, out, _ = _run(capsys, ["risk", str(path), "--keys", "zip", "--categorical-keys", "sex", "--threshold", "0.5"])
     assert code == 0 and "records above the risk level: 2 (18.182 %)" in out and "(risk > 0.5, --threshold)" in out
 

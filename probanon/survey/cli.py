@@ -4,15 +4,31 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 
-from ..cliargs import add_input, add_output, add_release_options, ordinal_keys, positive_int, seed
+from ..cliargs import (
+    SUMMARY_WIDTH,
+    add_input,
+    add_output,
+    add_release_options,
+    ordinal_keys,
+    positive_int,
+    seed,
+    summary_lines,
+)
 from ..data import read_table
 from ..errors import ParameterError
-from .anonymity import required_anonymity, table_failure
+from .anonymity import required_anonymity, table_failure, table_sizes
 
 
 def _print(obj) -> None:
     print(json.dumps(obj, allow_nan=False))
+
+
+def _probability(p: float) -> str:
+    """A probability for a reader: four significant digits, and ``1 - 7.18e-10`` rather than a
+    rounded 1 when it is that close to one."""
+    return f"1 - {1 - p:.3g}" if 0.9995 <= p < 1 else f"{p:.4g}"
 
 
 def cmd_plan(args) -> int:
@@ -28,8 +44,36 @@ def cmd_plan(args) -> int:
     if args.records is not None:
         out["records"] = args.records
         out["table_failure"] = table_failure(args.records, args.k, args.participation, args.risk)
-    _print(out)
+    if args.json:
+        _print(out)
+    else:
+        print(_plan_summary(out))
     return 0
+
+
+def _plan_summary(out: dict) -> str:
+    """``survey plan`` in words (paper 1, Algorithm A): what each indicator is the probability of."""
+    k, n = out["k"], out["n_min"]
+    rows = [("survey plan", f"k = {k}, participation pi = {out['participation']:g}, acceptable cell failure "
+                            f"{out['risk']:g} (paper 1, Algorithm A)"),
+            ("effective anonymity n_min", f"{n:,} records per cell: the smallest cell that fails with probability "
+                                          f"<= {out['risk']:g}"),
+            ("cell failure qbar", f"{_probability(out['cell_failure'])}: probability that a cell of {n:,} records ends "
+                                  f"with 0 < respondents < {k} (an empty cell is safe)"),
+            ("mean unprotected u", f"{out['mean_unprotected']:.4g} respondents: how many a failing cell holds, "
+                                   "on average"),
+            ("record failure rbar", f"{_probability(out['record_failure'])}: probability that a record responds and "
+                                    "lands in a failing cell"),
+            ("given participation rbar'", f"{_probability(out['record_failure_participant'])}: probability that a "
+                                          "respondent lands in a failing cell")]
+    if "records" in out:
+        sizes = table_sizes(out["records"], k, out["participation"], out["risk"])
+        shape = (f"{len(sizes) - 1:,} cells of {n:,} and one of {sizes[-1]:,}" if len(sizes) > 1 else
+                 f"one cell of {sizes[0]:,}")
+        rows += [("table", f"{out['records']:,} records: {shape}"),
+                 ("table failure tbar", f"{_probability(out['table_failure'])}: probability that at least one cell "
+                                        "of the table fails")]
+    return summary_lines(rows)
 
 
 def _participation_model(args):
@@ -137,8 +181,70 @@ def cmd_simulate(args) -> int:
     note = f"survey simulate: {args.runs:,} runs of {len(frame):,} records"
     with cluster_from_args(args) as client, Progress(note, quiet=args.quiet, desc="survey simulate") as progress:
         result = simulate_spec(v, frame, args.runs, random_state=args.seed, client=client, progress=progress)
-    _print(result.to_dict())
+    if args.json:
+        _print(result.to_dict())
+    else:
+        print(_simulation_summary(result))
     return 0
+
+
+#: the indicators of a simulation: (field, name, what was counted)
+SIMULATED = (("cell_failure", "cell failure qbar", "share of the (cell, run) pairs in which a cell ends with "
+                                                   "0 < respondents < k"),
+             ("mean_unprotected", "mean unprotected u", "respondents in a failing cell, on average"),
+             ("record_failure", "record failure rbar", "share of all records that respond into a failing cell"),
+             ("record_failure_participant", "given participation rbar'", "share of the respondents in a failing "
+                                                                         "cell"),
+             ("table_failure", "table failure tbar", "share of the runs in which at least one cell fails"))
+#: fewer failing cells than this: the normal interval of a ratio (u, rbar, rbar') is not reliable
+FEW_FAILURES = 30
+
+
+def _simulation_summary(r) -> str:
+    """``survey simulate`` in words: each indicator observed, its interval, Algorithm A's
+    prediction and whether the prediction lies in the interval (``*_agrees``), and why not."""
+    level = f"{100 * r.confidence:g} %"
+    table = [("", "observed", f"{level} interval", "predicted", "agrees")]
+    for field, name, _ in SIMULATED:
+        interval, agrees = getattr(r, f"{field}_interval"), getattr(r, f"{field}_agrees")
+        table.append((name, f"{getattr(r, f'observed_{field}'):.4g}",
+                       "-" if interval is None else f"[{interval[0]:.4g}, {interval[1]:.4g}]",
+                       f"{getattr(r, f'predicted_{field}'):.4g}", {True: "yes", False: "NO", None: "-"}[agrees]))
+    widths = [max(len(row[j]) for row in table) for j in range(5)]
+    lines = [f"survey simulate: {r.runs:,} runs of {r.records:,} records in {r.cells:,} cells, k = {r.k}; "
+             f"{r.failing_cells:,} failing (cell, run) pairs of {r.cells * r.runs:,}"]
+    lines += ["  " + "  ".join(text.ljust(w) for text, w in zip(row, widths)).rstrip() for row in table]
+    lines += ["where"] + [f"  {name}: {what}" for _, name, what in SIMULATED]
+    lines += textwrap.wrap("predicted: Algorithm A's value; agrees: the prediction lies in the interval (exact "
+                           "Clopper-Pearson for the cell and table failures, approximate normal for the three ratios; "
+                           "'-': fewer than two failing cells, no interval)", SUMMARY_WIDTH,
+                           initial_indent="  ", subsequent_indent="    ")
+    for field, name, _ in SIMULATED:
+        if getattr(r, f"{field}_agrees") is False:
+            lines += textwrap.wrap(_disagreement(r, field, name, level), SUMMARY_WIDTH, subsequent_indent="  ")
+    missed = sum(getattr(r, f"{field}_agrees") is False for field, _, _ in SIMULATED)
+    lines += textwrap.wrap("result: " + ("every prediction lies in its interval" if not missed else
+                                         f"{missed} of {len(SIMULATED)} predictions outside their interval (each "
+                                         f"misses with probability about {100 - 100 * r.confidence:g} % when the "
+                                         "prediction is right)"), SUMMARY_WIDTH, subsequent_indent="  ")
+    return "\n".join(lines)
+
+
+def _disagreement(r, field: str, name: str, level: str) -> str:
+    """Why one prediction lies outside its interval, in words."""
+    low, high = getattr(r, f"{field}_interval")
+    text = (f"{name} does not agree: Algorithm A predicts {getattr(r, f'predicted_{field}'):.4g}, outside the {level} "
+            f"interval [{low:.4g}, {high:.4g}] of the observed {getattr(r, f'observed_{field}'):.4g}.")
+    if field in ("cell_failure", "table_failure"):
+        return text + (" The interval is exact: a difference that persists with another --seed points at the "
+                       "design.")
+    if low == high:
+        text += (f" Every one of the {r.failing_cells:,} failing cells held the same number of respondents, so the "
+                 "interval has no width at all.")
+    if r.failing_cells < FEW_FAILURES:
+        text += (f" The interval of a ratio is approximate and rests on {r.failing_cells:,} failing cells; below about "
+                 f"{FEW_FAILURES} it cannot be trusted: repeat with more --runs.")
+    return text
 
 
 def cmd_respond(args) -> int:
@@ -163,6 +269,7 @@ def add_parser(sub) -> None:
     p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
     p.add_argument("--records", type=int, help="records N of the table, for the table failure")
     p.add_argument("--max-records", type=int, default=None, help="largest cell to try (default 10^7)")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     p.set_defaults(func=cmd_plan)
 
     d = ss.add_parser("design", help="design and publish the microaggregation function")
@@ -244,6 +351,7 @@ def add_parser(sub) -> None:
     m.add_argument("--runs", type=positive_int, default=1000)
     m.add_argument("--seed", type=seed, default=None)
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     from ..distributed.cluster import add_cluster_options
 
     add_cluster_options(m, "the seeded batches of runs")
