@@ -29,6 +29,7 @@ from .cliargs import (
     positive_int,
     prepare_outputs,
     release_roles,
+    example,
     seed,
     summary_lines,
     write_release,
@@ -813,18 +814,30 @@ def cmd_release(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.")
+    p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.", epilog=example(
+        "probanon risk census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX       # the original's risk",
+        "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL --link census_k5.link.csv",
+        "# every command's --help ends with an example: probanon microaggregate --help"))
     p.add_argument("--version", action="version", version=f"probanon {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids")
-    add_input(m, "input")
-    add_output(m, "-o", "--output", required=True, table=True)
+    m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids", epilog=example(
+        "# census.csv: the CASC census file (1,080 records, 13 numeric columns)",
+        "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
+        "    --function census_k5.json --link census_k5.link.csv --seed 7"))
+    add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
+                               "Parquet files with --workers or --scheduler)")
+    add_output(m, "-o", "--output", required=True, table=True,
+               help="the release, in the format of its ending (.csv, .csv.gz, .parquet, .sav, .dta)")
     m.add_argument("-k", type=positive_int, required=True,
                    help="minimum group size: an intruder who links by the keys alone picks a person's row with "
                         "probability <= 1/k; linking through the confidential columns (released per record) is not "
                         "bounded ('probanon audit', 'probanon attack')")
-    m.add_argument("--method", choices=sorted(METHODS), default="mdav")
+    m.add_argument("--method", choices=sorted(METHODS), default="mdav",
+                   help="mdav (default), vmdav (V-MDAV: groups of k..2k-1 records), pcl (k-anonymous Lloyd, paper 3: "
+                        "lower information loss), ranking (individual ranking: each column alone, NOT k-anonymous)")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
     m.add_argument("--nominal", metavar="COLS",
                    help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
@@ -862,18 +875,24 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 
-    a = sub.add_parser("apply", help="apply a published function to records")
-    add_input(a, "function", metavar="FUNC.json", table=False)
-    add_input(a, "input")
-    add_output(a, "-o", "--output", required=True, table=True)
+    a = sub.add_parser("apply", help="apply a published function to records", epilog=example(
+        "# census_k5.json: written by 'probanon microaggregate ... --function census_k5.json'",
+        "probanon apply census_k5.json census.csv -o applied.csv \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL"))
+    add_input(a, "function", metavar="FUNC.json", table=False,
+              help="the published function (microaggregate --function, or a survey specification's)")
+    add_input(a, "input", help="the records whose keys the function replaces (CSV, Parquet, SPSS, Stata)")
+    add_output(a, "-o", "--output", required=True, table=True, help="the release (format by its ending)")
     add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     add_chunk_options(a)
     a.set_defaults(func=cmd_apply)
 
-    e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)")
-    add_input(e, "original")
-    add_input(e, "released")
+    e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)", epilog=example(
+        "probanon evaluate census.csv census_k5.csv -k 5 --risk \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv"))
+    add_input(e, "original", help="the original table")
+    add_input(e, "released", help="its release (records matched by --link, --id or --by-position)")
     e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
                    help="comma-separated quasi-identifier columns (numeric)")
     e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
@@ -895,7 +914,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.set_defaults(func=cmd_evaluate)
 
     k = sub.add_parser("risk", help="risk profile of one file: sample uniques, k-anonymity violations, individual and "
-                                    "global risk (as sdcMicro's print(sdc, \"risk\"))")
+                                    "global risk (as sdcMicro's print(sdc, \"risk\"))", epilog=example(
+        "# adult.csv: UCI Adult (48,842 records); fnlwgt: its census weights",
+        "probanon risk adult.csv --keys age --categorical-keys sex,race,workclass,education --weights fnlwgt",
+        "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv"))
     add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
     k.add_argument("--keys", metavar="COLS",
                    help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
@@ -915,9 +937,12 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     k.set_defaults(func=cmd_risk)
 
-    rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)")
-    add_input(rr, "original")
-    add_input(rr, "released")
+    rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)",
+                        epilog=example(
+        "probanon report census.csv census_k5.csv -k 5 --method \"MDAV, k = 5\" \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv -o census_k5_report"))
+    add_input(rr, "original", help="the original table")
+    add_input(rr, "released", help="its release (records matched by --link, --id or --by-position)")
     rr.add_argument("--keys", metavar="COLS", help="comma-separated numeric quasi-identifiers")
     rr.add_argument("--categorical-keys", metavar="COLS", help="quasi-identifiers compared as categories only")
     rr.add_argument("--weights", metavar="COL", help="sampling weights (a column of the original)")
@@ -937,21 +962,39 @@ def build_parser() -> argparse.ArgumentParser:
                     help="another release of the same original for the risk-utility map (repeatable; matched by "
                          "its link file, or by position)")
     add_match_options(rr)
-    add_output(rr, "-o", "--output-dir", required=True,
-               folder=lambda args: ("internal/index.html", "external/index.html"))
+    add_output(rr, "-o", "--output-dir", required=True, metavar="DIR",
+               folder=lambda args: ("internal/index.html", "external/index.html"),
+               help="folder of the reports: DIR/internal/index.html (for the office) and DIR/external/index.html "
+                    "(publishable); created if absent, in a folder that exists")
     rr.set_defaults(func=cmd_report)
 
-    r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it")
+    r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it",
+                       epilog=example(
+        "# census.toml, beside census.csv:",
+        "#   command = \"microaggregate\"",
+        "#   input = \"census.csv\"",
+        "#   output = \"census_k5.csv\"",
+        "#   report = \"census_k5_report\"",
+        "#   [options]",
+        "#   k = 5",
+        "#   keys = [\"AFNLWGT\", \"AGI\", \"EMCONTRB\", \"FEDTAX\", \"STATETAX\"]",
+        "#   confidential = [\"PTOTVAL\", \"TAXINC\", \"POTHVAL\", \"INTVAL\", \"PEARNVAL\", \"FICA\",",
+        "#                   \"WSALVAL\", \"ERNVAL\"]",
+        "#   link = \"census_k5.link.csv\"",
+        "probanon release census.toml",
+        "probanon release census_k5.csv.recipe.toml --force    # the resolved recipe: the same release, byte for byte"))
     add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
     r.add_argument("--force", action="store_true", help="overwrite existing output files (an input is never overwritten)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_release)
 
-    d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report")
-    add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES)
-    d.add_argument("--records", type=positive_int, default=2000)
-    d.add_argument("--seed", type=seed, default=2026)
-    d.add_argument("--quiet", action="store_true")
+    d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report", epilog=example(
+        "probanon demo --output-dir report      # then open report/index.html"))
+    add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES, metavar="DIR",
+               help="folder of the report and its files (default: report)")
+    d.add_argument("--records", type=positive_int, default=2000, help="synthetic records (default 2000)")
+    d.add_argument("--seed", type=seed, default=2026, help="seed of the synthetic data and the methods (default 2026)")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_demo)
 
     survey_cli.add_parser(sub)

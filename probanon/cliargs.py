@@ -22,9 +22,14 @@ from .outputs import Outputs, check_output_folder
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``;
-    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe)."""
+    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe).
+    Descriptions and epilogs keep their lines (the worked example of :func:`example`)."""
 
     _prefix = None
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         if Parser._prefix is not None:
@@ -40,6 +45,12 @@ class Parser(argparse.ArgumentParser):
             yield
         finally:
             Parser._prefix = None
+
+
+def example(*lines: str) -> str:
+    """The epilog that ends a command's ``--help``: a worked example. ``lines``: command lines
+    (``probanon ...``; a long one continued on the next line after `` \\``) and ``#`` comments."""
+    return "example:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cliargs import add_input, add_output, positive_int, summary_lines
+from ..cliargs import add_input, add_output, example, positive_int, summary_lines
 from ..data import read_table
 from .distribution import check_margin, read_distribution
 from .planning import M_RULES, METHODS, pareto_front, plan_diversity
@@ -91,10 +91,18 @@ def _order(text: str):
 
 
 def add_parser(sub) -> None:
-    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)")
+    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)",
+                       epilog=example(
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 -o plan.json",
+        "probanon diversity release plan.json adult.csv --sensitive occupation -o counts.csv",
+        "probanon diversity check counts.csv -k 20 -l 3"))
     dsub = d.add_subparsers(dest="diversity_command", required=True)
 
-    p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution")
+    p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution",
+                        epilog=example(
+        "# pmf.csv: columns sex, race (the QI), sensitive (e.g. the occupation), probability (summing to 1)",
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 -o plan.json",
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 --datasets 4 --front"))
     add_input(p, "--distribution", required=True, metavar="FILE",
                    help="CSV/Parquet: the QI columns, then 'sensitive', then 'probability'")
     p.add_argument("-l", type=positive_int, required=True, help="diversity l (distinct sensitive values per class)")
@@ -121,10 +129,15 @@ def add_parser(sub) -> None:
     add_output(p, "-o", "--output", metavar="PLAN.json", help="save the plan")
     p.set_defaults(func=cmd_plan)
 
-    r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan")
-    add_input(r, "plan", metavar="PLAN", table=False)
-    add_input(r, "sample", metavar="SAMPLE")
-    add_output(r, "-o", "--output", required=True, table=True)
+    r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan",
+                        epilog=example(
+        "probanon diversity release plan.json adult.csv --sensitive occupation -o counts.csv"))
+    add_input(r, "plan", metavar="PLAN", table=False, help="the plan (diversity plan -o PLAN.json)")
+    add_input(r, "sample", metavar="SAMPLE",
+              help="the sample: N or more records drawn from the planned distribution, with the QI columns and "
+                   "the sensitive column")
+    add_output(r, "-o", "--output", required=True, table=True,
+               help="the count table: class, sensitive, count (no record-level data)")
     r.add_argument("--sensitive", help="the sample's sensitive column (default: the plan's)")
     r.add_argument("--allow-fewer", action="store_true",
                    help="release even with fewer records than the plan's N (no guarantee)")

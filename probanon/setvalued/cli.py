@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 from .._validation import check_k
-from ..cliargs import SUMMARY_WIDTH, add_input, add_output, positive_int, seed
+from ..cliargs import SUMMARY_WIDTH, add_input, add_output, example, positive_int, seed
 from ..distributed.cluster import add_cluster_options, cluster_from_args
 from ..outputs import TABLE_FORMATS
 from ..progress import Progress
@@ -295,10 +295,14 @@ def _values(cast):
 
 
 def add_parser(sub) -> None:
-    km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)")
+    km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)", epilog=example(
+        "probanon km generate-cdr --users 20000 -o cdr --seed 1",
+        "probanon km anonymize cdr/records.txt -k 20 -m 3 --sigma 0.99 --coordinates cdr/towers.csv -o rel.txt",
+        "probanon km check cdr/records.txt rel.txt.partition.json -m 2"))
     ksub = km.add_subparsers(dest="km_command", required=True)
 
-    g = ksub.add_parser("generate-cdr", help="synthetic call-detail records calibrated to the paper's Table II")
+    g = ksub.add_parser("generate-cdr", help="synthetic call-detail records calibrated to the paper's Table II",
+                        epilog=example("probanon km generate-cdr --users 20000 -o cdr --seed 1"))
     g.add_argument("--users", type=positive_int, default=TABLE_II["users"],
                    help=f"number of users (default: the paper's {TABLE_II['users']:,})")
     add_output(g, "-o", "--output", required=True, metavar="DIR", folder=lambda args: ("towers.csv", "records.txt"),
@@ -307,7 +311,10 @@ def add_parser(sub) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_generate_cdr)
 
-    a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)")
+    a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)",
+                        epilog=example(
+        "probanon km anonymize cdr/records.txt -k 20 -m 3 --sigma 0.99 --coordinates cdr/towers.csv \\",
+        "    --runs 2 --seed 1 -o rel.txt"))
     add_input(a, "input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
     a.add_argument("-k", type=_values(int), required=True,
                    help="k (at least k records per known itemset), or k_1,...,k_m per level")
@@ -336,7 +343,9 @@ def add_parser(sub) -> None:
                            "it: a path they can reach; otherwise the r runs)")
     a.set_defaults(func=cmd_anonymize)
 
-    c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")
+    c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)",
+                        epilog=example(
+        "probanon km check cdr/records.txt rel.txt.partition.json -m 2   # k and sigma from the partition file"))
     add_input(c, "input", help="the ORIGINAL records")
     add_input(c, "partition", table=False, help="OUT.partition.json written by anonymize")
     c.add_argument("-k", type=_values(int), default=None,
@@ -349,12 +358,15 @@ def add_parser(sub) -> None:
     c.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     c.set_defaults(func=cmd_check)
 
-    u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals")
-    add_input(u, "input")
-    u.add_argument("-m", type=positive_int, required=True)
-    u.add_argument("--epsilon", type=float, default=0.01)
-    u.add_argument("--delta", type=float, default=0.01)
-    u.add_argument("--seed", type=seed, default=None)
+    u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals",
+                        epilog=example("probanon km uniqueness cdr/records.txt -m 3 --seed 1"))
+    add_input(u, "input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
+    u.add_argument("-m", type=positive_int, required=True, help="largest itemset size l estimated (l = 1..m)")
+    u.add_argument("--epsilon", type=float, default=0.01,
+                   help="half-width of each estimate's interval, in (0, 1) (default 0.01; sets the samples drawn)")
+    u.add_argument("--delta", type=float, default=0.01,
+                   help="probability that an interval misses, in (0, 1) (default 0.01)")
+    u.add_argument("--seed", type=seed, default=None, help="seed of the samples (default: fresh entropy)")
     u.add_argument("--quiet", action="store_true", help="no progress bar")
     u.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     u.set_defaults(func=cmd_uniqueness)

@@ -11,6 +11,7 @@ from ..cliargs import (
     add_input,
     add_output,
     add_release_options,
+    example,
     ordinal_keys,
     positive_int,
     seed,
@@ -260,11 +261,16 @@ def cmd_respond(args) -> int:
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)")
+    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)", epilog=example(
+        "probanon survey plan -k 5 --participation 0.6 --risk 0.001",
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.001 --columns AGI,FEDTAX -o spec.json",
+        "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
     ss = s.add_subparsers(dest="survey_command", required=True)
 
-    p = ss.add_parser("plan", help="effective anonymity n_min and failure rates")
-    p.add_argument("-k", type=positive_int, required=True)
+    p = ss.add_parser("plan", help="effective anonymity n_min and failure rates", epilog=example(
+        "probanon survey plan -k 20 --participation 0.5 --risk 0.1 --records 10000   # n_min = 48 (paper 1, Table II)"))
+    p.add_argument("-k", type=positive_int, required=True,
+                   help="the k every cell must reach among its respondents (0 respondents is safe too)")
     p.add_argument("--participation", type=float, required=True, help="participation probability pi in (0, 1]")
     p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
     p.add_argument("--records", type=int, help="records N of the table, for the table failure")
@@ -272,12 +278,17 @@ def add_parser(sub) -> None:
     p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     p.set_defaults(func=cmd_plan)
 
-    d = ss.add_parser("design", help="design and publish the microaggregation function")
-    add_input(d, "population")
-    d.add_argument("-k", type=positive_int, required=True)
+    d = ss.add_parser("design", help="design and publish the microaggregation function", epilog=example(
+        "# census.csv: a model population of the survey (here the CASC census file)",
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.001 \\",
+        "    --columns AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX -o spec.json"))
+    add_input(d, "population", help="a model population: records like those the survey will reach, with the "
+                                    "quasi-identifier columns")
+    d.add_argument("-k", type=positive_int, required=True, help="the k every cell must reach among its respondents")
     g = d.add_mutually_exclusive_group(required=True)
-    g.add_argument("--participation", type=float)
-    g.add_argument("--participation-column")
+    g.add_argument("--participation", type=float, help="one participation probability pi in (0, 1] for everyone")
+    g.add_argument("--participation-column", metavar="COL",
+                   help="a population column of per-record participation probabilities pi_j in (0, 1]")
     add_input(g, "--previous-wave", metavar="FILE",
               help="a previous wave of the same frame with a 0/1 --responded column: pi_j from a logistic "
                    "regression on --covariates, applied to the population (the model is published in the spec)")
@@ -287,8 +298,11 @@ def add_parser(sub) -> None:
                    help="design with each pi_j's one-sided lower confidence bound at this level, in (0.5, 1)")
     d.add_argument("--optimism", type=float, metavar="F",
                    help="how much too high the model may be (e.g. 0.2): pi_j divided by 1 + F")
-    d.add_argument("--risk", type=float, required=True)
-    d.add_argument("--columns")
+    d.add_argument("--risk", type=float, required=True,
+                   help="acceptable cell failure pbar in (0, 1): each cell ends with 0 < respondents < k with "
+                        "probability at most this")
+    d.add_argument("--columns", metavar="COLS",
+                   help="comma-separated quasi-identifier columns (default: every numeric column)")
     d.add_argument("--weights", metavar="COL",
                    help="design weights (a population column, numbers > 0): the centroids and the distortion D weight "
                         "each record by d_j pi_j; the cells do not change")
@@ -300,12 +314,17 @@ def add_parser(sub) -> None:
     d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys, NAME (levels in numeric, else "
                                                      "text order) or NAME=L1<L2<... (levels in that order)")
     d.add_argument("--seed", type=seed, default=None, help="pcl: seed of its random kicks (default: fresh entropy)")
-    add_output(d, "-o", "--output", required=True)
+    add_output(d, "-o", "--output", required=True, metavar="SPEC.json",
+               help="the specification to publish (the function, the cells, the guarantee and its digest)")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)
 
-    q = ss.add_parser("questionnaire", help="the printable questions of a tree design (survey design --method tree)")
-    add_input(q, "spec", table=False)
+    q = ss.add_parser("questionnaire", help="the printable questions of a tree design (survey design --method tree)",
+                      epilog=example(
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.01 --columns AGI,FEDTAX \\",
+        "    --method tree -o tree_spec.json",
+        "probanon survey questionnaire tree_spec.json -o form.html --label AGI=\"adjusted gross income\""))
+    add_input(q, "spec", table=False, help="a tree specification (survey design --method tree)")
     add_output(q, "-o", "--output", required=True, help="the HTML page (self-contained; print it from a browser)")
     q.add_argument("--digest", metavar="sha256:HEX", help="the digest the specification must have (see verify)")
     q.add_argument("--label", action="append", metavar="NAME=TEXT",
@@ -313,17 +332,26 @@ def add_parser(sub) -> None:
     q.add_argument("--title", help="the page's title (default: 'Find your cell')")
     q.set_defaults(func=cmd_questionnaire)
 
-    v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)")
-    add_input(v, "spec", table=False)
+    v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)",
+                      epilog=example(
+        "probanon survey verify spec.json     # prints its digest: compare it with the invitation's",
+        "# or let the command compare it: the digest printed in the invitation letter",
+        "probanon survey verify spec.json --digest sha256:"
+        "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
+    add_input(v, "spec", table=False, help="the specification (a file, as published by the office)")
     v.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest published through another channel (e.g. the invitation letter): "
                         "the specification must have exactly this digest")
     v.set_defaults(func=cmd_verify)
 
-    a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid")
-    add_input(a, "spec", table=False)
-    add_input(a, "responses")
-    add_output(a, "-o", "--output", required=True, table=True)
+    a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid",
+                      epilog=example(
+        "probanon survey assign spec.json my_answers.csv -o send.csv \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL"))
+    add_input(a, "spec", table=False, help="the verified specification")
+    add_input(a, "responses", help="the responses: quasi-identifiers and answers, one record per respondent")
+    add_output(a, "-o", "--output", required=True, table=True,
+               help="what is sent: each record's cell, its centroid and the answers")
     add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
                         confidential_help="the answers (kept unchanged)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
@@ -333,7 +361,11 @@ def add_parser(sub) -> None:
     a.set_defaults(func=cmd_assign)
 
     r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
-                                        "send only the cell and your answers")
+                                        "send only the cell and your answers", epilog=example(
+        "# --digest: the digest printed in your invitation letter; your AGI and FEDTAX never leave this machine",
+        "probanon survey respond https://survey.example.org --survey 1 --values AGI=41000,FEDTAX=3900 \\",
+        "    --answers satisfaction=7,tenure=owner --digest sha256:"
+        "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
     r.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
     r.add_argument("--survey", type=positive_int, required=True, metavar="ID", help="the survey's number")
     r.add_argument("--values", required=True, metavar="NAME=X,...",
@@ -345,11 +377,15 @@ def add_parser(sub) -> None:
                         "(default: the digest the collector lists, which proves less)")
     r.set_defaults(func=cmd_respond)
 
-    m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates")
-    add_input(m, "spec", table=False)
-    add_input(m, "population")
-    m.add_argument("--runs", type=positive_int, default=1000)
-    m.add_argument("--seed", type=seed, default=None)
+    m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(
+        "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
+    add_input(m, "spec", table=False, help="the specification")
+    add_input(m, "population", help="the population it was designed on (checked: the same records and cells)")
+    m.add_argument("--runs", type=positive_int, default=1000,
+                   help="simulated participations (default 1000); more runs, more failing cells observed, tighter "
+                        "intervals")
+    m.add_argument("--seed", type=seed, default=None, help="seed of the simulated participations (default: fresh "
+                                                           "entropy)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     from ..distributed.cluster import add_cluster_options
