@@ -23,7 +23,8 @@ For record i with key combination c(i):
   risk than the main part of the data", R/printFunctions.R) counts the records with
   r > median(r) + 2 mad(r) and r > 0.1, R's ``mad`` being scaled by 1.4826 (consistent with the
   sd of a normal distribution): the records above the level max(0.1, median(r) + 2 mad(r))
-  (:func:`main_risk_level`).
+  (:func:`main_risk_level`). (sdcMicro's ``print.measure_risk``, R/measure_risk.R, counts with
+  3 mad instead; we follow ``print(sdc, "risk")``, the summary sdcMicro users read.)
 
 Keys are compared by exact value (numbers and texts alike): after microaggregation the released
 keys of a group are identical, so f_k >= k there.
