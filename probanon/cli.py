@@ -32,7 +32,9 @@ from .cliargs import (
     positive_int,
     prepare_outputs,
     release_roles,
+    example,
     seed,
+    summary_lines,
     write_release,
 )
 from ._validation import is_numeric_column, weights_of
@@ -42,8 +44,8 @@ from .attacks import cli as attacks_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
-from .metrics import information_loss, k_achieved, utility_report
-from .metrics.frequency import VIOLATION_KS, frequency_risk
+from .metrics import format_information_loss, information_loss, k_achieved, utility_report
+from .metrics.frequency import VIOLATION_KS, frequency_risk, main_risk_level
 from .outputs import check_output_folder, write_outputs
 from .progress import Progress
 from .microagg import METHODS, function_from_json
@@ -140,7 +142,8 @@ def _microaggregate_folder(args) -> int:
     print(f"wrote {args.output} ({len(files)} Parquet files, {n} records, "
           f"{'input order kept' if args.keep_order else 'records in random order within each file'})", file=sys.stderr)
     print(f"{args.method}: {n} records, {len(keys)} quasi-identifiers, k = {fitted.k_}, smallest group "
-          f"{int(fitted.sizes_.min())}, information loss = {fitted.information_loss_:.2f}%, {fitted.blocks_}",
+          f"{int(fitted.sizes_.min())}, information loss = {format_information_loss(fitted.information_loss_)}, "
+          f"{fitted.blocks_}",
           file=sys.stderr)
     return 0
 
@@ -211,7 +214,7 @@ def cmd_microaggregate(args) -> int:
         model.function_.meta["decimals"] = {c: digits[c] for c in numeric}  # apply rounds as this release did
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
-    loss = "no numeric key" if report is None else f"{report.information_loss:.2f}%"
+    loss = "no numeric key" if report is None else format_information_loss(report.information_loss)
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
         f"k achieved = {k_achieved(release.data, keys + column_list(args.strata))}, "
@@ -490,6 +493,24 @@ def _match_name(args) -> str:
     return f"--link {args.link}" if args.link else f"--id {args.id}" if args.id else "--by-position"
 
 
+def _key_names(args, tables: dict, numeric_required: bool = True) -> tuple[list, list]:
+    """The numeric ``--keys`` and the ``--categorical-keys`` ({name: table} must all hold them):
+    named once each, at least one (a numeric one when ``numeric_required``)."""
+    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
+    if not keys and (numeric_required or not categorical):
+        raise InputError("name the quasi-identifiers with --keys" + " or --categorical-keys" * (not numeric_required))
+    both = sorted(set(keys) & set(categorical))
+    if both:
+        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
+    for name, table in tables.items():
+        absent = [c for c in keys + categorical if c not in table.columns]
+        if absent:
+            where = f"{name} has no column {absent[0]!r}" if len(tables) == 1 else \
+                f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables"
+            raise InputError(where)
+    return keys, categorical
+
+
 def _matched_keys(args, lacking: bool = False, changed=()):
     """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
     the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
@@ -497,16 +518,7 @@ def _matched_keys(args, lacking: bool = False, changed=()):
     compared as categories; every key in both tables. The match is checked: the shared columns
     other than the keys and ``changed`` agree under it, and the information loss is <= 100%."""
     original, released = read_table(args.original), read_table(args.released)
-    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
-    if not keys:
-        raise InputError("name the quasi-identifiers with --keys")
-    both = sorted(set(keys) & set(categorical))
-    if both:
-        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
-    for name, table in (("original", original), ("released", released)):
-        absent = [c for c in keys + categorical if c not in table.columns]
-        if absent:
-            raise InputError(f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables")
+    keys, categorical = _key_names(args, {"original": original, "released": released})
     X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     weights = weights_of(original, args.weights, f"{args.original}: ")
     quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
@@ -545,7 +557,8 @@ def cmd_evaluate(args) -> int:
     else:
         print(f"records:            {result['n_records']}")
         print(f"quasi-identifiers:  {', '.join(columns)}")
-        print(f"information loss:   {result['information_loss']:.4f} %")
+        print(f"information loss:   {format_information_loss(result['information_loss'])}"
+              + " (weighted)" * (weights is not None))
         print(f"k achieved:         {result['k_achieved']}"
               + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
         if result["correlation_difference_max"] is not None:
@@ -561,6 +574,82 @@ def cmd_evaluate(args) -> int:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
     return 1 if holds is False else 0
+
+
+RISK_MISSING_HINT = "; give --missing pattern to let a missing value match any value (sdcMicro's rule)"
+
+
+def cmd_risk(args) -> int:
+    """``probanon risk FILE``: the frequency-based risk profile of one file, as sdcMicro's
+    ``print(sdc, "risk")`` and ``print(sdc, "kAnon")`` (:mod:`probanon.metrics.frequency`)."""
+    frame = read_table(args.input)
+    keys, categorical = _key_names(args, {args.input: frame}, numeric_required=False)
+    if keys:  # numbers, checked with the line of a bad value; a missing value only with --missing pattern
+        quasi_identifiers(frame, keys, args.missing == "pattern", RISK_MISSING_HINT)
+    weights = weights_of(frame, args.weights, f"{args.input}: ")
+    risk = frequency_risk(frame, keys + categorical, weights)
+    above = risk.above(args.threshold)
+    if args.output:
+        clash = sorted(set(keys + categorical) & {"record", "fk", "Fk", "risk", "above_level"})
+        if clash:
+            raise InputError(f"-o: the key {clash[0]!r} has the name of a column of the risk file; rename it")
+        table = frame[keys + categorical].reset_index(drop=True)
+        table.insert(0, "record", np.arange(1, risk.n + 1))
+        args.outputs.write({args.output: table.assign(fk=risk.fk, Fk=risk.Fk, risk=risk.risk, above_level=above)})
+    result = risk.to_dict(level=args.threshold)
+    result.update(numeric_keys=keys, categorical_keys=categorical, weights=args.weights,
+                  risk_level_rule="--threshold" if args.threshold is not None else "max(0.1, median + 2 MAD)")
+    if args.json:
+        print(json.dumps(result, allow_nan=False))
+    else:
+        lacking = int(frame[keys + categorical].isna().any(axis=1).sum())
+        print(_risk_summary(args, risk, keys, categorical, int(above.sum()), lacking))
+    return 0
+
+
+def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking: int) -> str:
+    """The readable profile of :func:`cmd_risk` (sdcMicro's wording where it has one); ``above``:
+    records above the risk level, ``lacking``: records with a missing key value."""
+    n = risk.n
+    share = lambda count: f"{count:,} ({100 * count / n:.3f} %)"  # noqa: E731
+    q = risk.risk_summary()
+    named = [f"{', '.join(names)} ({kind})" for names, kind in ((keys, "numeric"), (categorical, "categorical"))
+             if names]
+    population = (f"estimated from the weights in {args.weights!r} (F_k = sum of the weights sharing a record's keys)"
+                  if args.weights else "no weights: the file is the population (F_k = f_k)")
+    if args.threshold is None:
+        level = (f"(risk > {main_risk_level(risk.risk):.4g} = max(0.1, median + 2 MAD): sdcMicro's \"higher risk "
+                 "than the main part of the data\")")
+    else:
+        level = f"(risk > {args.threshold:g}, --threshold)"
+    rows = [("records", f"{n:,}"), ("keys", "; ".join(named))]
+    if lacking:
+        rows.append(("", f"{share(lacking)} with a missing key value, which matches any value (sdcMicro's rule)"))
+    rows += [("population frequencies", population),
+            ("sample uniques", share(risk.sample_uniques) + " (f_k = 1: no other record shares their keys)")]
+    rows += [("records violating" if i == 0 else "", f"{k}-anonymity: {share(risk.violations(k))}")
+             for i, k in enumerate(VIOLATION_KS)]
+    rows += [("individual risk", f"min {q['min']:.4g}, 25 % {q['q25']:.4g}, median {q['median']:.4g}, "
+                                 f"75 % {q['q75']:.4g}, max {q['max']:.4g}, mean {q['mean']:.4g}"),
+             ("", "(Benedetti-Franconi, as sdcMicro's measure_risk: the probability that an intruder who knows a "
+                  "person's keys picks that person's record)"),
+             ("expected re-identifications", f"{risk.expected_reidentifications:,.2f} "
+                                             f"({100 * risk.global_risk:.2f} % of the records: the global risk)"),
+             ("records above the risk level", share(above)), ("", level)]
+    if args.output:
+        rows.append(("per-record risk", f"written to {args.output} (record, keys, fk, Fk, risk, above_level)"))
+    return summary_lines(rows)
+
+
+def _risk_level(text: str) -> float:
+    """argparse type of ``risk --threshold``: a probability in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text}")
+    return value
 
 
 def demo_release_reports(folder, data, qi, X, released, seed, release=None) -> None:
@@ -772,7 +861,8 @@ def cmd_demo(args) -> int:
               {"internal report (for the office)": "release_report/internal/index.html",
                "external report (to publish with the data)": "release_report/external/index.html"})
     rep.text("Release at k = 5 (MDAV)", f"k achieved = {evaluation['k_achieved']}, IL = "
-             f"{evaluation['information_loss']:.2f}%, record linkage = {evaluation['record_linkage']:.4f}, "
+             f"{format_information_loss(evaluation['information_loss'])}, "
+             f"record linkage = {evaluation['record_linkage']:.4f}, "
              f"max |correlation difference| = {evaluation['correlation_difference_max']:.4f}. Records in random "
              "order, id removed. Files: release_mdav_k5.csv, function_mdav_k5.json (the publishable "
              "microaggregation function), evaluation_mdav_k5.json, attack_mdav_k5.json (the attack suite).")
@@ -881,18 +971,30 @@ def cmd_release(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.")
+    p = Parser(prog="probanon", description="Probabilistic anonymity for microdata.", epilog=example(
+        "probanon risk census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX       # the original's risk",
+        "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL --link census_k5.link.csv",
+        "# every command's --help ends with an example: probanon microaggregate --help"))
     p.add_argument("--version", action="version", version=f"probanon {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids")
-    add_input(m, "input")
-    add_output(m, "-o", "--output", required=True, table=True)
+    m = sub.add_parser("microaggregate", help="replace quasi-identifiers by group centroids", epilog=example(
+        "# census.csv: the CASC census file (1,080 records, 13 numeric columns)",
+        "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
+        "    --function census_k5.json --link census_k5.link.csv --seed 7"))
+    add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
+                               "Parquet files with --workers or --scheduler)")
+    add_output(m, "-o", "--output", required=True, table=True,
+               help="the release, in the format of its ending (.csv, .csv.gz, .parquet, .sav, .dta)")
     m.add_argument("-k", type=positive_int, required=True,
                    help="minimum group size: an intruder who links by the keys alone picks a person's row with "
                         "probability <= 1/k; linking through the confidential columns (released per record) is not "
                         "bounded ('probanon audit', 'probanon attack')")
-    m.add_argument("--method", choices=sorted(METHODS), default="mdav")
+    m.add_argument("--method", choices=sorted(METHODS), default="mdav",
+                   help="mdav (default), vmdav (V-MDAV: groups of k..2k-1 records), pcl (k-anonymous Lloyd, paper 3: "
+                        "lower information loss), ranking (individual ranking: each column alone, NOT k-anonymous)")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
     m.add_argument("--nominal", metavar="COLS",
                    help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
@@ -936,19 +1038,25 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 
-    a = sub.add_parser("apply", help="apply a published function to records")
-    add_input(a, "function", metavar="FUNC.json", table=False)
-    add_input(a, "input")
-    add_output(a, "-o", "--output", required=True, table=True)
+    a = sub.add_parser("apply", help="apply a published function to records", epilog=example(
+        "# census_k5.json: written by 'probanon microaggregate ... --function census_k5.json'",
+        "probanon apply census_k5.json census.csv -o applied.csv \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL"))
+    add_input(a, "function", metavar="FUNC.json", table=False,
+              help="the published function (microaggregate --function, or a survey specification's)")
+    add_input(a, "input", help="the records whose keys the function replaces (CSV, Parquet, SPSS, Stata)")
+    add_output(a, "-o", "--output", required=True, table=True, help="the release (format by its ending)")
     add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     add_decimals_option(a, "as the function's fit rounded them, which the function records")
     add_chunk_options(a)
     a.set_defaults(func=cmd_apply)
 
-    e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)")
-    add_input(e, "original")
-    add_input(e, "released")
+    e = sub.add_parser("evaluate", help="utility and anonymity of a release (exit 1 when -k fails)", epilog=example(
+        "probanon evaluate census.csv census_k5.csv -k 5 --risk \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv"))
+    add_input(e, "original", help="the original table")
+    add_input(e, "released", help="its release (records matched by --link, --id or --by-position)")
     e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
                    help="comma-separated quasi-identifier columns (numeric)")
     e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
@@ -969,9 +1077,36 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
     e.set_defaults(func=cmd_evaluate)
 
-    rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)")
-    add_input(rr, "original")
-    add_input(rr, "released")
+    k = sub.add_parser("risk", help="risk profile of one file: sample uniques, k-anonymity violations, individual and "
+                                    "global risk (as sdcMicro's print(sdc, \"risk\"))", epilog=example(
+        "# adult.csv: UCI Adult (48,842 records); fnlwgt: its census weights",
+        "probanon risk adult.csv --keys age --categorical-keys sex,race,workclass,education --weights fnlwgt",
+        "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv"))
+    add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
+    k.add_argument("--keys", metavar="COLS",
+                   help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
+    k.add_argument("--categorical-keys", metavar="COLS",
+                   help="comma-separated quasi-identifiers compared as categories (text or codes)")
+    k.add_argument("--weights", metavar="COL",
+                   help="sampling weights (numbers > 0): the population frequency F_k of a record's keys is the sum "
+                        "of the weights of the records sharing them (default: the file is the population)")
+    k.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="a missing value of a numeric key: raise (default) refuses it, naming its line; pattern lets "
+                        "it match any value, as a missing categorical value always does (sdcMicro's rule)")
+    k.add_argument("--threshold", type=_risk_level, default=None, metavar="R",
+                   help="count the records whose individual risk is above R, in (0, 1] (default: sdcMicro's level "
+                        "max(0.1, median + 2 MAD) of print(sdc, \"risk\"))")
+    add_output(k, "-o", "--output", table=True, metavar="FILE",
+               help="also write every record's risk: record (from 1), the keys, fk, Fk, risk, above_level")
+    k.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
+    k.set_defaults(func=cmd_risk)
+
+    rr = sub.add_parser("report", help="internal and publishable risk-utility reports of a release (HTML)",
+                        epilog=example(
+        "probanon report census.csv census_k5.csv -k 5 --method \"MDAV, k = 5\" \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv -o census_k5_report"))
+    add_input(rr, "original", help="the original table")
+    add_input(rr, "released", help="its release (records matched by --link, --id or --by-position)")
     rr.add_argument("--keys", metavar="COLS", help="comma-separated numeric quasi-identifiers")
     rr.add_argument("--categorical-keys", metavar="COLS", help="quasi-identifiers compared as categories only")
     rr.add_argument("--weights", metavar="COL", help="sampling weights (a column of the original)")
@@ -991,21 +1126,39 @@ def build_parser() -> argparse.ArgumentParser:
                     help="another release of the same original for the risk-utility map (repeatable; matched by "
                          "its link file, or by position)")
     add_match_options(rr)
-    add_output(rr, "-o", "--output-dir", required=True,
-               folder=lambda args: ("internal/index.html", "external/index.html"))
+    add_output(rr, "-o", "--output-dir", required=True, metavar="DIR",
+               folder=lambda args: ("internal/index.html", "external/index.html"),
+               help="folder of the reports: DIR/internal/index.html (for the office) and DIR/external/index.html "
+                    "(publishable); created if absent, in a folder that exists")
     rr.set_defaults(func=cmd_report)
 
-    r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it")
+    r = sub.add_parser("release", help="a whole release from a TOML recipe; writes the resolved recipe beside it",
+                       epilog=example(
+        "# census.toml, beside census.csv:",
+        "#   command = \"microaggregate\"",
+        "#   input = \"census.csv\"",
+        "#   output = \"census_k5.csv\"",
+        "#   report = \"census_k5_report\"",
+        "#   [options]",
+        "#   k = 5",
+        "#   keys = [\"AFNLWGT\", \"AGI\", \"EMCONTRB\", \"FEDTAX\", \"STATETAX\"]",
+        "#   confidential = [\"PTOTVAL\", \"TAXINC\", \"POTHVAL\", \"INTVAL\", \"PEARNVAL\", \"FICA\",",
+        "#                   \"WSALVAL\", \"ERNVAL\"]",
+        "#   link = \"census_k5.link.csv\"",
+        "probanon release census.toml",
+        "probanon release census_k5.csv.recipe.toml --force    # the resolved recipe: the same release, byte for byte"))
     add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
     r.add_argument("--force", action="store_true", help="overwrite existing output files (an input is never overwritten)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=cmd_release)
 
-    d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report")
-    add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES)
-    d.add_argument("--records", type=positive_int, default=2000)
-    d.add_argument("--seed", type=seed, default=2026)
-    d.add_argument("--quiet", action="store_true")
+    d = sub.add_parser("demo", help="end-to-end run on built-in synthetic data, HTML report", epilog=example(
+        "probanon demo --output-dir report      # then open report/index.html"))
+    add_output(d, "--output-dir", default="report", folder=lambda args: DEMO_FILES, metavar="DIR",
+               help="folder of the report and its files (default: report)")
+    d.add_argument("--records", type=positive_int, default=2000, help="synthetic records (default 2000)")
+    d.add_argument("--seed", type=seed, default=2026, help="seed of the synthetic data and the methods (default 2026)")
+    d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_demo)
 
     survey_cli.add_parser(sub)

@@ -22,9 +22,14 @@ from .outputs import Outputs, check_output_folder
 
 class Parser(argparse.ArgumentParser):
     """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``;
-    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe)."""
+    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe).
+    Descriptions and epilogs keep their lines (the worked example of :func:`example`)."""
 
     _prefix = None
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
 
     def error(self, message):
         if Parser._prefix is not None:
@@ -40,6 +45,12 @@ class Parser(argparse.ArgumentParser):
             yield
         finally:
             Parser._prefix = None
+
+
+def example(*lines: str) -> str:
+    """The epilog that ends a command's ``--help``: a worked example. ``lines``: command lines
+    (``probanon ...``; a long one continued on the next line after `` \\``) and ``#`` comments."""
+    return "example:\n" + "\n".join(f"  {line}" for line in lines)
 
 
 @dataclass(frozen=True)
@@ -83,7 +94,8 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
     """Variable roles (every column must have one), record order and the private link file."""
     p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", help=f"comma-separated {keys_help}")
     p.add_argument("--confidential", metavar="COLS", help=f"comma-separated {confidential_help}")
-    p.add_argument("--drop", metavar="COLS", help="comma-separated direct identifiers (removed from the release)")
+    p.add_argument("--drop", metavar="COLS", help="comma-separated columns removed from the release: direct identifiers, or any column "
+                        "not to publish")
     p.add_argument("--keep-other", action="store_true",
                    help="publish the columns without a role unchanged (default: refuse to run, listing them)")
     p.add_argument("--keep-order", action="store_true",
@@ -277,3 +289,21 @@ def write_release(args, release, extra: dict | None = None) -> None:
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
+
+
+#: the width summaries wrap their texts at
+SUMMARY_WIDTH = 110
+
+
+def summary_lines(rows) -> str:
+    """A readable summary: one ``label:  text`` line per (label, text) row, the texts aligned and
+    wrapped at :data:`SUMMARY_WIDTH` (a row with an empty label continues the one above); what
+    commands print without ``--json``."""
+    import textwrap
+
+    width = max((len(label) for label, _ in rows if label), default=0) + 2
+    lines = []
+    for label, text in rows:
+        wrapped = textwrap.wrap(text, max(40, SUMMARY_WIDTH - width), break_on_hyphens=False) or [""]
+        lines += [f"{label + ':' if label and i == 0 else '':<{width}}{part}" for i, part in enumerate(wrapped)]
+    return "\n".join(lines)

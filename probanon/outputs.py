@@ -76,13 +76,16 @@ def check_output(path, inputs=(), force: bool = False, table: bool = False) -> P
 
 
 def check_output_folder(folder, names=(), force: bool = False) -> Path:
-    """Check a folder a command writes its files ``names`` into: not an existing file; when it
-    exists, none of ``names`` exists in it unless ``force``. The folder is created at write time."""
+    """Check a folder a command writes its files ``names`` into: not an existing file; the folder
+    it lies in exists, as for a file output (:func:`check_output`); when it exists, none of
+    ``names`` exists in it unless ``force``. The folder itself is created at write time."""
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise InputError(f"{folder}: is a file, not a folder")
-    parent = next((p for p in [folder, *folder.parents] if p.exists()), Path("."))
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
+    parent = folder if folder.is_dir() else folder.parent
+    if not parent.is_dir():
+        raise InputError(f"{folder}: the folder {parent} does not exist")
+    if not os.access(parent, os.W_OK):
         raise InputError(f"{folder}: cannot be created ({parent} is not a writable folder)")
     if not force:
         present = [n for n in names if (folder / n).exists()]

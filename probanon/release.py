@@ -5,7 +5,7 @@ attribute types). Every column of the table has exactly one role:
 
 ``key``           a quasi-identifier: masked by the method (microaggregated, swapped...);
 ``confidential``  kept, as the method defines (copied unchanged, or swapped by ``swap``);
-``drop``          a direct identifier: removed from the release;
+``drop``          removed from the release (a direct identifier, or any column not to publish);
 ``other``         passed through unchanged, only when asked for (``keep_other=True``,
                   ``--keep-other``): a column nobody assigned is an error naming it, never
                   published silently.
@@ -161,7 +161,7 @@ class Release:
 
 
 ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
-           "drop": "direct identifier: removed", "other": "other: passed through unchanged",
+           "drop": "removed (--drop)", "other": "other: passed through unchanged",
            "weight": "sampling weight: released unchanged", "stratum": "stratum: released unchanged"}
 
 

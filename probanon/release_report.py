@@ -34,6 +34,7 @@ import pandas as pd
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from .metrics import (
+    format_information_loss,
     information_loss,
     interval_disclosure,
     k_achieved,
@@ -288,7 +289,8 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
         _attack_section(rep, original, released, numeric, list(confidential), mechanism, k)
     if numeric:
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
-        rep.text("Utility", f"Information loss {u.information_loss:.2f} %; largest |correlation difference| "
+        rep.text("Utility", f"Information loss {format_information_loss(u.information_loss)}; "
+                 "largest |correlation difference| "
                  f"{u.correlation_difference_max if u.correlation_difference_max is not None else 0:.4f}"
                  + (" (weighted)" if weights is not None else "") + ".")
         rep.table(_utility_rows(X, Y, numeric, u, weights))
@@ -423,8 +425,8 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
         variance = [abs(v) for v in u.relative_variance_difference.values() if v is not None]
         sd = np.sqrt(np.cov(X, rowvar=False, aweights=weights, ddof=0).reshape(len(numeric), -1).diagonal())
         moved = max((abs(u.mean_difference[c]) / s for c, s in zip(numeric, sd) if s > 0), default=0.0)
-        rep.text("Utility", f"Information loss {u.information_loss:.1f} % (0: unchanged, 100: every key replaced "
-                 f"by its mean). The means of the keys moved by at most {moved:.3f} standard deviations"
+        rep.text("Utility", f"Information loss {format_information_loss(u.information_loss)} (0: unchanged, 100: "
+                 f"every key replaced by its mean). The means of the keys moved by at most {moved:.3f} standard deviations"
                  f"{' (weighted)' * (weights is not None)}, the variances by at most "
                  f"{100 * max(variance, default=0):.1f} %, the correlations by at most "
                  f"{u.correlation_difference_max or 0:.3f}.")

@@ -64,6 +64,13 @@ COMMANDS = {
                         {"data": "people", "released": "release", "link": "link"},
                         one_row=("data", "released", "link"),
                         bad_parameters={"key-unknown": ("--keys age,income", "--keys age,nope")}),
+    "risk": Command("risk {data} --keys age,income --categorical-keys name --weights hours -o {out}",
+                    {"data": "people"}, {"out": "out.csv"},
+                    bad_parameters={"threshold-zero": ("-o", "--threshold 0 -o"),
+                                    "key-unknown": ("--keys age,income", "--keys age,nope")}),
+    "report": Command("report {data} {released} --keys age,income --link {link} -k 3 -o {report}",
+                      {"data": "people", "released": "release", "link": "link"}, {"report": "report/"},
+                      one_row=("data", "released", "link"), folder_files=("internal/index.html",)),
     "swap": Command(
         "swap {data} -o {out} -k 3 --method mdav-swap --keys age,income --confidential secret --drop name "
         "--keep-other --seed 1 --groups {groups}",
@@ -334,7 +341,7 @@ def _cases() -> list:
             cases += [Case(name, slot, v) for v in _input_variants(kind, slot in c.one_row)]
         for slot, filename in c.outputs.items():
             if filename.endswith("/"):
-                cases += [Case(name, slot, v) for v in ("is-a-file", "has-its-files")]
+                cases += [Case(name, slot, v) for v in ("is-a-file", "has-its-files", "missing-folder")]
                 continue
             variants = ["missing-folder", "is-a-folder", "exists"]
             variants += ["unknown-type"] if filename.endswith(".csv") else []
@@ -384,7 +391,7 @@ def _stage(case: Case, valid: Path, folder: Path) -> list:
             if v == "is-a-file":
                 path.write_text("a file\n")
             elif v == "has-its-files":
-                path.mkdir()
+                (path / c.folder_files[0]).parent.mkdir(parents=True)
                 (path / c.folder_files[0]).write_text("an earlier result\n")
             elif v == "missing-folder":
                 path = folder / "no-such-folder" / filename

@@ -113,7 +113,7 @@ def test_survey_simulate_same_result_on_the_cluster(client, survey, capsys):
                            progress=lambda *a: steps.append(a))
     assert remote == local
     assert steps[0] == ("batches", 0, 5) and steps[-1] == ("batches", 5, 5) and len(steps) == 6
-    argv = ["survey", "simulate", spec_path, pop_path, "--runs", "450", "--seed", "5"]
+    argv = ["survey", "simulate", spec_path, pop_path, "--runs", "450", "--seed", "5", "--json"]
     code, out, _ = _cli(capsys, argv + ["--quiet"])
     assert code == 0 and json.loads(out) == local.to_dict()
     code, out, err = _cli(capsys, argv + ["--scheduler", _address(client)])

@@ -168,7 +168,7 @@ def test_cli_folder_in_folder_out(folder, tmp_path, capsys):
     for r, a, b in zip(released, bounds, bounds[1:]):  # each file holds its own rows' group means
         np.testing.assert_array_equal(_sorted_rows(r[KEYS].to_numpy()), _sorted_rows(want[a:b]))
     il = information_loss(frame[KEYS].to_numpy(), want)
-    assert f"information loss = {il:.2f}%" in err and "Dask: 2 workers" in err
+    assert f"information loss = {il:.2f} %" in err and "Dask: 2 workers" in err
     relation = tmp_path / "rel"
     relation.mkdir()
     frame.assign(total=frame["a"] + frame["b"]).to_parquet(relation / "1.parquet", index=False)

@@ -137,7 +137,7 @@ def _uniform(tmp_path, scale, name="dist.csv"):
 
 def _plan(capsys, path, *extra):
     return run(capsys, ["diversity", "plan", "--distribution", str(path), "-l", "2", "--delta", "0.01",
-                        "--beta", "0.5", "--quiet", *extra])
+                        "--beta", "0.5", "--quiet", "--json", *extra])
 
 
 def test_normalize_accepts_a_sum_within_1e6(tmp_path, capsys):
@@ -207,7 +207,7 @@ def test_plan_reports_progress_after_its_checks_and_before_the_kernels(monkeypat
 
 def test_plan_cli_progress_on_stderr_and_quiet(tmp_path, capsys):
     path = _uniform(tmp_path, 1.0)
-    argv = ["diversity", "plan", "--distribution", str(path), "-l", "2", "--delta", "0.01", "--front"]
+    argv = ["diversity", "plan", "--distribution", str(path), "-l", "2", "--delta", "0.01", "--json", "--front"]
     code, out, err = run(capsys, argv)
     assert code == 0 and json.loads(out)["classes"] == 10
     assert err.startswith("diversity plan: 10 QI values x 5 sensitive values") and "partitions" in err

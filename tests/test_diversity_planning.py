@@ -461,7 +461,8 @@ def test_cli_plan_and_release_on_adult(adult, tmp_path, capsys):
     adult.to_csv(data_path, index=False)
 
     assert main(["diversity", "plan", "--distribution", str(dist_path), "-l", str(l), "--delta", str(delta),
-                 "--datasets", str(t), "--budget", str(n), "--order", "sex,race,age", "-o", str(plan_path)]) == 0
+                 "--datasets", str(t), "--budget", str(n), "--order", "sex,race,age", "-o", str(plan_path),
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_samples"] <= n
     assert out["delta_after_linkage"] == pytest.approx(t * delta)

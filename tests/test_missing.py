@@ -86,7 +86,7 @@ def test_adult_numeric_keys_with_missing_values_through_the_cli(tmp_path, capsys
     assert main(["evaluate", str(path), str(out), "--keys", "age,education-num,hours-per-week", "--by-position",
                  "--missing", "pattern", "-k", "5", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["k_achieved"] >= 5 and f"information loss = {result['information_loss']:.2f}%" in err
+    assert result["k_achieved"] >= 5 and f"information loss = {result['information_loss']:.2f} %" in err
 
 
 def test_information_loss_with_missing_values_by_hand():

@@ -59,7 +59,7 @@ def test_make_release_drops_shuffles_and_links():
     kept = make_release(df, roles, replaced=masked, keep_order=True)
     np.testing.assert_array_equal(kept.data["secret"], df["secret"])
     assert (kept.link["original_row"] == kept.link["released_row"]).all()
-    assert rel.actions["name"].startswith("direct identifier: removed")
+    assert rel.actions["name"] == "removed (--drop)"  # removed, whatever the column was (issue 39.15)
 
 
 # ---------------------------------------------------------------------------------------- evaluate

@@ -112,7 +112,7 @@ def test_every_cli_release_passes_the_checker(cdr_dir, tmp_path, capsys, kind, k
     assert spec["parts"] == len(set(spec["partition"].values()))
     capsys.readouterr()
     assert main(["km", "check", str(records), str(tmp_path / "release.txt.partition.json"),
-                 "-k", str(k), "-m", str(m), "--sigma", str(sigma)]) == 0
+                 "-k", str(k), "-m", str(m), "--sigma", str(sigma), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     fr = [lv["fraction"] for lv in report["levels"]]
     assert len(fr) == m and min(fr) >= sigma and report["satisfied"]
@@ -185,7 +185,7 @@ def test_seeds_reproducible(cdr_dir, tmp_path):
 
 
 def test_uniqueness_command(cdr_dir, capsys):
-    assert main(["km", "uniqueness", str(cdr_dir / "records.txt"), "-m", "3", "--seed", "2"]) == 0
+    assert main(["km", "uniqueness", str(cdr_dir / "records.txt"), "-m", "3", "--seed", "2", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)["levels"]
     assert [r["l"] for r in rows] == [1, 2, 3]
     assert all(r["samples"] == 26492 for r in rows)

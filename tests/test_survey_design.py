@@ -127,7 +127,8 @@ def test_bad_arguments():
 
 
 def test_cli_plan(capsys):
-    assert main(["survey", "plan", "-k", "20", "--participation", "0.5", "--risk", "0.1", "--records", "1000"]) == 0
+    assert main(["survey", "plan", "-k", "20", "--participation", "0.5", "--risk", "0.1", "--records", "1000",
+                 "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["n_min"] == 48  # Table II
     assert round(out["cell_failure"], 5) == 0.09671

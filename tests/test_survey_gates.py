@@ -198,7 +198,7 @@ def test_simulate_accepts_the_design_population(tmp_path, capsys, population, pe
     pop = tmp_path / "pop.csv"
     population.to_csv(pop, index=False)
     code, out, _ = run(capsys, ["survey", "simulate", str(write(tmp_path, per_record[1])), str(pop),
-                                "--runs", "50", "--seed", "1"])
+                                "--runs", "50", "--seed", "1", "--json"])
     assert code == 0 and json.loads(out)["records"] == len(population)
 
 

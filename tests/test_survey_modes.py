@@ -391,7 +391,7 @@ def test_cli_design_methods(census_frame, tmp_path, capsys):
     released = np.asarray(v.function.centroids, dtype=object)[assigned["cell"]]
     assert assigned["region"].tolist() == released[:, 2].tolist()
     capsys.readouterr()
-    assert main(["survey", "simulate", str(spec), str(mixed), "--runs", "50", "--seed", "1"]) == 0
+    assert main(["survey", "simulate", str(spec), str(mixed), "--runs", "50", "--seed", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["cells"] == len(v.function.sizes)
     assert main(["survey", "design", str(mixed), "-k", "4", "--participation", "0.7", "--risk", "0.01",
                  "--nominal", "region", "-o", str(tmp_path / "x.json"), "--quiet"]) != 0

@@ -216,7 +216,7 @@ def test_cli_design_verify_simulate_and_refusals(data, tmp_path, capsys):
     assert published["guarantee"]["participation"] == json.loads(json.dumps(model.to_spec()))
     assert main(["survey", "verify", str(spec)]) == 0
     capsys.readouterr()
-    assert main(["survey", "simulate", str(spec), str(pop), "--runs", "100", "--seed", "1"]) == 0
+    assert main(["survey", "simulate", str(spec), str(pop), "--runs", "100", "--seed", "1", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["runs"] == 100
     bad_wave = tmp_path / "bad.csv"
     wave.assign(responded=wave["responded"].where(wave.index != 5, 3)).to_csv(bad_wave, index=False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from ..cliargs import add_input, add_match_options, positive_int, seed
+from ..cliargs import add_input, add_match_options, example, positive_int, seed
 from ..data import read_table
 from ..errors import InputError
 from ..progress import Progress
@@ -155,7 +155,12 @@ def cmd_audit(args) -> int:
 
 def add_parser(sub) -> None:
     a = sub.add_parser("attack", help="run every applicable intruder against a release; success rates with "
-                                      "intervals beside the claimed bound (exit 1 when one is above it)")
+                                      "intervals beside the claimed bound (exit 1 when one is above it)",
+                       epilog=example(
+        "probanon attack census.csv census_k5.csv --mechanism microaggregation -k 5 \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
+        "    --link census_k5.link.csv --seed 1"))
     add_input(a, "original", help="the original table (km: the original records, FIMI or (record, item) pairs; "
                                   "l-delta: the planned distribution, as given to 'diversity plan')")
     add_input(a, "released", nargs="*", help="the release (km: the released records; l-delta: zero or more count "
@@ -191,8 +196,10 @@ def add_parser(sub) -> None:
     a.set_defaults(func=cmd_attack)
 
     u = sub.add_parser("audit", help="find keys determined by confidential columns (and the reverse) before a "
-                                     "release (exit 1 when found)")
-    add_input(u, "input")
+                                     "release (exit 1 when found)", epilog=example(
+        "probanon audit census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,PTOTVAL,STATETAX \\",
+        "    --confidential TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL   # exit 1: PTOTVAL = POTHVAL + PEARNVAL"))
+    add_input(u, "input", help="the original table, before any release")
     u.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True, help="comma-separated keys")
     u.add_argument("--confidential", metavar="COLS", required=True, help="comma-separated confidential columns")
     u.add_argument("--r2", type=float, default=0.99, help="flag regressions with adjusted R^2 at least this")

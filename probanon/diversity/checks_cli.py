@@ -29,7 +29,7 @@ import json
 import numpy as np
 
 from .._validation import read_json_document, row_label
-from ..cliargs import add_input
+from ..cliargs import add_input, example
 from ..data import read_table
 from ..errors import InputError, ParameterError, SpecificationError
 from .attack import linkage_attack
@@ -133,7 +133,10 @@ def cmd_attack(args) -> int:
 
 def add_check_commands(subparsers) -> None:
     """Add ``check`` and ``attack`` to the ``probanon diversity`` subcommands."""
-    c = subparsers.add_parser("check", help="k-anonymity, l-diversity (distinct, entropy, recursive), t-closeness")
+    c = subparsers.add_parser("check", help="k-anonymity, l-diversity (distinct, entropy, recursive), t-closeness",
+                              epilog=example(
+        "probanon diversity check counts.csv -k 20 -l 3          # exit 1 when a requirement fails",
+        "probanon diversity check hospital.csv --qi zip,age --sensitive disease -l 2 --sense entropy -t 0.3"))
     add_input(c, "released", help="microdata (with --qi, --sensitive) or a count table class,sensitive,count")
     c.add_argument("--qi", help="comma-separated quasi-identifier columns (microdata)")
     c.add_argument("--sensitive", help="sensitive column (default 'sensitive' for a count table)")
@@ -149,7 +152,10 @@ def add_check_commands(subparsers) -> None:
     c.add_argument("--json", action="store_true", help="one JSON object on stdout")
     c.set_defaults(func=cmd_check)
 
-    a = subparsers.add_parser("attack", help="link released count tables on a target (per-class minimum)")
+    a = subparsers.add_parser("attack", help="link released count tables on a target (per-class minimum)",
+                              epilog=example(
+        "probanon diversity attack counts_2026.csv counts_2027.csv --target 0",
+        "probanon diversity attack counts_2026.csv counts_2027.csv --qi-value \"Female|White\" --plan plan.json"))
     add_input(a, "releases", nargs="+", metavar="RELEASE", help="count tables class,sensitive,count")
     a.add_argument("--target", help="the target's class id: one for all releases or one per release, comma-separated")
     a.add_argument("--qi-value", help="the target's QI value (columns joined by '|'), located with --plan")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cliargs import add_input, add_output, positive_int
+from ..cliargs import add_input, add_output, example, positive_int, summary_lines
 from ..data import read_table
 from .distribution import check_margin, read_distribution
 from .planning import M_RULES, METHODS, pareto_front, plan_diversity
@@ -32,11 +32,41 @@ def cmd_plan(args) -> int:
             front = pareto_front(dist, plan.l, plan.delta, method=args.method, m_rule=args.m_rule,
                                  progress=progress)
         out["front"] = front.to_dict(orient="records")
-    text = json.dumps(out, allow_nan=False)
     if args.output:
         args.outputs.write({args.output: plan.to_json(indent=1)})
-    print(text)
+    print(json.dumps(out, allow_nan=False) if args.json else _plan_summary(plan, out.get("front"), args.output))
     return 0
+
+
+def _plan_summary(plan, front, output) -> str:
+    """``diversity plan`` in words (paper 4, Algorithm 1): the classes, the threshold p, the number
+    of samples N and the guarantee they give; the Pareto front as a table."""
+    l, qi = plan.l, ", ".join(map(str, plan.qi_columns)) or "the QI value"
+    m_rule = "Lemma 4.3's bound on the class count" if plan.m_rule == "bound" else "the real class count"
+    rows = [("classes", f"{plan.classes:,} equivalence classes of the values of {qi} ({len(plan.qi_keys):,} values; "
+                        f"{'Algorithm 2, greedy' if plan.method == 'greedy' else 'Algorithm 3, P = P_Q x P_S'})"),
+            ("threshold p", f"{plan.p:.4g}: every class holds at least l = {l} sensitive values s with "
+                            f"P(class, s) >= p (the smallest such mass is {plan.bottleneck:.4g}); p can reach at most "
+                            f"p_l = {plan.p_l:.4g}, the l-th largest P(s)"
+                            + (f"; margin eps = {plan.margin:g} added to p" if plan.margin else "")),
+            ("samples N", f"{plan.n_samples:,} records per release = ceil(ln(m l / delta) / ln(1 / (1 - p))) = "
+                          f"ceil({plan.n_samples_exact:,.2f}), m = {plan.m:g} ({m_rule})"),
+            ("guarantee", f"a release of N records drawn independently from the distribution shows at least {l} "
+                          f"distinct sensitive values in every class with probability >= {1 - plan.delta:g} "
+                          f"(delta = {plan.delta:g}, Theorem 4.4)")]
+    if plan.t > 1:
+        rows.append(("", f"{plan.t} releases linked on a person's QI value: with probability >= "
+                         f"{1 - plan.delta_after_linkage:g} (t delta = {plan.delta_after_linkage:g}, Theorem 4.5)"))
+    rows.append(("plan", f"written to {output} (the classes of every QI value)" if output else
+                 "not written (-o PLAN.json saves it for 'diversity release')"))
+    text = summary_lines(rows)
+    if front:
+        table = [("classes", "threshold p", "samples N")] + [(f"{r['classes']:,}", f"{r['p']:.4g}",
+                                                              f"{r['n_samples']:,}") for r in front]
+        widths = [max(len(row[j]) for row in table) for j in range(3)]
+        text += ("\nPareto front (more classes need more samples; each row: the fewest samples for its classes):\n"
+                 + "\n".join("  " + "  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in table))
+    return text
 
 
 def cmd_release(args) -> int:
@@ -62,10 +92,18 @@ def _order(text: str):
 
 
 def add_parser(sub) -> None:
-    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)")
+    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)",
+                       epilog=example(
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 -o plan.json",
+        "probanon diversity release plan.json adult.csv --sensitive occupation -o counts.csv",
+        "probanon diversity check counts.csv -k 20 -l 3"))
     dsub = d.add_subparsers(dest="diversity_command", required=True)
 
-    p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution")
+    p = dsub.add_parser("plan", help="classes, threshold p and number of samples N from a joint distribution",
+                        epilog=example(
+        "# pmf.csv: columns sex, race (the QI), sensitive (e.g. the occupation), probability (summing to 1)",
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 -o plan.json",
+        "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 --datasets 4 --front"))
     add_input(p, "--distribution", required=True, metavar="FILE",
                    help="CSV/Parquet: the QI columns, then 'sensitive', then 'probability'")
     p.add_argument("-l", type=positive_int, required=True, help="diversity l (distinct sensitive values per class)")
@@ -88,13 +126,19 @@ def add_parser(sub) -> None:
     p.add_argument("--normalize", action="store_true",
                    help="accept probabilities whose sum is within 1e-6 of 1 and divide them by it (say so on stderr)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--json", action="store_true", help="the plan as one JSON object on stdout instead of the summary")
     add_output(p, "-o", "--output", metavar="PLAN.json", help="save the plan")
     p.set_defaults(func=cmd_plan)
 
-    r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan")
-    add_input(r, "plan", metavar="PLAN", table=False)
-    add_input(r, "sample", metavar="SAMPLE")
-    add_output(r, "-o", "--output", required=True, table=True)
+    r = dsub.add_parser("release", help="counts per (class, sensitive value) of a sample under a plan",
+                        epilog=example(
+        "probanon diversity release plan.json adult.csv --sensitive occupation -o counts.csv"))
+    add_input(r, "plan", metavar="PLAN", table=False, help="the plan (diversity plan -o PLAN.json)")
+    add_input(r, "sample", metavar="SAMPLE",
+              help="the sample: N or more records drawn from the planned distribution, with the QI columns and "
+                   "the sensitive column")
+    add_output(r, "-o", "--output", required=True, table=True,
+               help="the count table: class, sensitive, count (no record-level data)")
     r.add_argument("--sensitive", help="the sample's sensitive column (default: the plan's)")
     r.add_argument("--allow-fewer", action="store_true",
                    help="release even with fewer records than the plan's N (no guarantee)")

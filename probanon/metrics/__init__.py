@@ -15,10 +15,11 @@ from .risk import (
     record_linkage,
     reidentification_test,
 )
-from .utility import UtilityReport, information_loss, utility_report
+from .utility import UtilityReport, format_information_loss, information_loss, utility_report
 
 __all__ = [
     "information_loss",
+    "format_information_loss",
     "utility_report",
     "UtilityReport",
     "k_achieved",

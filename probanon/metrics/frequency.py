@@ -18,7 +18,13 @@ For record i with key combination c(i):
   At p_k = 1 (a population, or weights below 1, where sdcMicro's first two formulas are 0/0)
   their limit is taken, r = 1 / f_k, the risk of picking the right one of f_k identical
   records;
-- expected re-identifications: sum of r over the records; global risk: their mean.
+- expected re-identifications: sum of r over the records; global risk: their mean;
+- records above the main risk level: sdcMicro's ``print(sdc, "risk")`` ("observations with higher
+  risk than the main part of the data", R/printFunctions.R) counts the records with
+  r > median(r) + 2 mad(r) and r > 0.1, R's ``mad`` being scaled by 1.4826 (consistent with the
+  sd of a normal distribution): the records above the level max(0.1, median(r) + 2 mad(r))
+  (:func:`main_risk_level`). (sdcMicro's ``print.measure_risk``, R/measure_risk.R, counts with
+  3 mad instead; we follow ``print(sdc, "risk")``, the summary sdcMicro users read.)
 
 Keys are compared by exact value (numbers and texts alike): after microaggregation the released
 keys of a group are identical, so f_k >= k there.
@@ -36,6 +42,27 @@ from ..errors import InputError
 
 #: the k of the violation counts reported by default (sdcMicro prints 2, 3 and 5)
 VIOLATION_KS = (2, 3, 5)
+#: R's ``mad`` constant, 1 / Phi^-1(3/4) rounded as R rounds it (``mad(x, constant = 1.4826)``)
+MAD_CONSTANT = 1.4826
+#: sdcMicro's floor of the main risk level (print(sdc, "risk"): risky records have risk > 0.1)
+MAIN_LEVEL_FLOOR = 0.1
+#: the quantiles of the individual risk summarised (R's ``quantile`` type 7: NumPy's default)
+RISK_QUANTILES = {"min": 0.0, "q25": 0.25, "median": 0.5, "q75": 0.75, "max": 1.0}
+
+
+def main_risk_level(risk) -> float:
+    """sdcMicro's level above which a record's individual risk is "higher than the main part of the
+    data" (``print(sdc, "risk")``, R/printFunctions.R):
+
+        max(0.1, median(r) + 2 mad(r)),   mad(r) = 1.4826 median(|r - median(r)|);
+
+    a record counts when its risk is strictly above this level."""
+    r = np.asarray(risk, dtype=np.float64)
+    if r.size == 0:
+        raise InputError("no individual risk to summarise (no records)")
+    median = float(np.median(r))
+    mad = MAD_CONSTANT * float(np.median(np.abs(r - median)))
+    return max(MAIN_LEVEL_FLOOR, median + 2.0 * mad)
 
 
 @dataclass
@@ -69,12 +96,28 @@ class FrequencyRisk:
     def global_risk(self) -> float:
         return self.expected_reidentifications / self.n
 
-    def to_dict(self, ks=VIOLATION_KS) -> dict:
+    def risk_summary(self) -> dict:
+        """The individual risk's minimum, quartiles, maximum (:data:`RISK_QUANTILES`) and mean."""
+        values = np.quantile(self.risk, list(RISK_QUANTILES.values()))
+        return {**{name: float(v) for name, v in zip(RISK_QUANTILES, values)}, "mean": float(self.risk.mean())}
+
+    def above(self, level: float | None = None) -> np.ndarray:
+        """Which records have an individual risk strictly above ``level`` (default: sdcMicro's main
+        risk level, :func:`main_risk_level`)."""
+        return self.risk > (main_risk_level(self.risk) if level is None else float(level))
+
+    def to_dict(self, ks=VIOLATION_KS, level: float | None = None) -> dict:
+        """JSON-ready summary; ``level``: the risk level of ``records_above_level`` (default:
+        sdcMicro's main risk level)."""
+        main = main_risk_level(self.risk)
         return {"keys": list(self.keys), "weighted": self.weighted, "records": self.n,
                 "sample_uniques": self.sample_uniques,
                 "violations": {str(k): self.violations(k) for k in ks},
                 "expected_reidentifications": self.expected_reidentifications,
-                "global_risk": self.global_risk, "max_individual_risk": float(self.risk.max())}
+                "global_risk": self.global_risk, "max_individual_risk": float(self.risk.max()),
+                "individual_risk": self.risk_summary(), "main_risk_level": main,
+                "risk_level": main if level is None else float(level),
+                "records_above_level": int(self.above(level).sum())}
 
 
 def _codes(frame: pd.DataFrame) -> np.ndarray:
@@ -154,4 +197,4 @@ def frequency_risk(table: pd.DataFrame, keys, weights=None) -> FrequencyRisk:
     return FrequencyRisk(keys=keys, weighted=weights is not None, fk=fk, Fk=Fk, risk=individual_risk(fk, Fk))
 
 
-__all__ = ["FrequencyRisk", "frequency_risk", "individual_risk", "sample_frequencies"]
+__all__ = ["FrequencyRisk", "frequency_risk", "individual_risk", "main_risk_level", "sample_frequencies"]

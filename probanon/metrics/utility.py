@@ -220,6 +220,14 @@ def _correlation_differences(X: np.ndarray, Y: np.ndarray, w: np.ndarray) -> np.
     return np.abs(_correlations(Y[:, usable], w)[upper] - _correlations(X[:, usable], w)[upper])
 
 
+def format_information_loss(value: float) -> str:
+    """The information loss (percent) as every command and report prints it, so that a release,
+    ``evaluate`` and ``report`` state the same figure for the same keys: two decimals, or two
+    significant digits below 0.1 % (``"4.65 %"``, ``"0.037 %"``)."""
+    value = float(value)
+    return f"{value:.2f} %" if value >= 0.1 or value == 0.0 else f"{value:.2g} %"
+
+
 def utility_report(original, released, columns=None, weights=None) -> UtilityReport:
     """Compare ``released`` with ``original`` on ``columns`` (see :class:`UtilityReport`).
 

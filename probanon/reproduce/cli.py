@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..cliargs import add_output, seed
+from ..cliargs import add_output, example, seed
 
 
 def _surveys(**kwargs) -> dict:
@@ -47,7 +47,10 @@ def cmd_reproduce(args) -> int:
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's")
+    r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's",
+                       epilog=example(
+        "probanon reproduce surveys --quick --output-dir reproduce     # then open reproduce/surveys.html",
+        "probanon reproduce pcl --data-dir ../shared/data --output-dir reproduce"))
     r.add_argument("paper", choices=sorted(PAPERS),
                    help="surveys: p-probabilistic k-anonymous microaggregation for surveys (paper 1, Sec. VII); "
                         "pcl: k-anonymous Lloyd (PCL) against MDAV (paper 3, Sec. 7); "

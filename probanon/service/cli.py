@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from ..cliargs import add_input, add_output, positive_int
+from ..cliargs import add_input, add_output, example, positive_int
 from ..errors import ParameterError
 
 
@@ -131,11 +131,17 @@ def cmd_audit(args) -> int:
 
 
 def _collector_parser(sub) -> None:
-    c = sub.add_parser("collector", help="the office's side of the collector: publish, invite, close, release")
+    c = sub.add_parser("collector", help="the office's side of the collector: publish, invite, close, release",
+                       epilog=example(
+        "probanon collector invite https://survey.example.org --survey 1 --count 100 -o invitations.txt",
+        "probanon collector close https://survey.example.org --survey 1",
+        "probanon collector release https://survey.example.org --survey 1 -o release.csv"))
     cc = c.add_subparsers(dest="collector_command", required=True)
 
-    def command(name, help, func, survey=True):
-        p = cc.add_parser(name, help=help)
+    def command(name, help, func, survey=True, *lines):
+        p = cc.add_parser(name, help=help, epilog=example(
+            "# the token: PROBANON_TOKEN in the environment, or --token-file FILE (never on the command line)",
+            *lines))
         p.add_argument("url", help="the collector's address, e.g. https://survey.example.org")
         if survey:
             p.add_argument("--survey", type=positive_int, required=True, help="the survey id")
@@ -144,51 +150,61 @@ def _collector_parser(sub) -> None:
         p.set_defaults(func=func)
         return p
 
-    p = command("publish", "publish a verified specification as a new survey (admin)", cmd_publish, survey=False)
+    p = command("publish", "publish a verified specification as a new survey (admin)", cmd_publish, False,
+                "probanon collector publish https://survey.example.org --spec spec.json --answers answers.json \\",
+                "    --title \"Household finances 2027\" --opens 2027-01-01T00:00:00Z --closes 2027-03-31T23:59:59Z --tokens")
     add_input(p, "--spec", required=True, table=False, help="the specification (probanon survey design)")
     add_input(p, "--answers", required=True, table=False, metavar="SCHEMA.json",
               help="the confidential answers: a JSON list of {name, type: number|integer|category, min, max, "
                    "categories, required, label}")
     add_input(p, "--questions", table=False, metavar="QUESTIONS.json",
               help="labels and units of the quasi-identifiers: {column: {label, unit}}")
-    p.add_argument("--title", required=True)
+    p.add_argument("--title", required=True, help="the survey's title, shown to respondents")
     p.add_argument("--opens", required=True, metavar="TIME", help="ISO 8601 with zone, e.g. 2027-01-01T00:00:00Z")
-    p.add_argument("--closes", required=True, metavar="TIME")
+    p.add_argument("--closes", required=True, metavar="TIME",
+                   help="when responses stop being accepted: ISO 8601 with zone, e.g. 2027-03-31T23:59:59Z")
     p.add_argument("--tokens", action="store_true", help="one single-use invitation token per respondent")
     p.add_argument("--small-cells", choices=("suppress", "flag"), default="suppress",
                    help="a cell that ends with 0 < K < k responses: left out of the release (default) or released "
                         "flagged (not k-anonymous)")
 
-    p = command("invite", "issue single-use invitation tokens (admin)", cmd_invite)
-    p.add_argument("--count", type=positive_int, required=True)
-    add_output(p, "-o", "--output", required=True, metavar="TOKENS.txt")
+    p = command("invite", "issue single-use invitation tokens (admin)", cmd_invite, True,
+                "probanon collector invite https://survey.example.org --survey 1 --count 100 -o invitations.txt")
+    p.add_argument("--count", type=positive_int, required=True, help="how many tokens (one per invitation letter)")
+    add_output(p, "-o", "--output", required=True, metavar="TOKENS.txt", help="the tokens, one per line")
 
-    p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, survey=False)
+    p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
+                "probanon collector analyst https://survey.example.org --note \"release team\" > analyst.token")
     p.add_argument("--note", help="who it is for (kept in the audit log)")
 
-    p = command("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, survey=False)
+    p = command("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, False,
+                "probanon collector revoke https://survey.example.org --id 3f9a0c12b7e4 --note \"analyst left the team\"")
     p.add_argument("--id", required=True, help="the token's id (12 hexadecimal digits, printed when it was issued "
                                                "and beside its actions in the audit log)")
     p.add_argument("--note", help="why (kept in the audit log)")
 
-    p = command("close", "close a survey now (admin)", cmd_close)
+    p = command("close", "close a survey now (admin)", cmd_close, True,
+                "probanon collector close https://survey.example.org --survey 1 --note \"enough responses\"")
     p.add_argument("--note", help="why (kept in the audit log)")
 
-    p = command("release", "download the release and its report (analyst)", cmd_release)
+    p = command("release", "download the release and its report (analyst)", cmd_release, True,
+                "probanon collector release https://survey.example.org --survey 1 -o release.csv --report release_report.json")
     add_output(p, "-o", "--output", required=True, metavar="FILE", help=".csv, .parquet or .json")
     add_output(p, "--report", metavar="REPORT.json", help="participation per cell, achieved k, guarantee")
 
-    command("audit", "print the audit log (admin)", cmd_audit, survey=False)
+    command("audit", "print the audit log (admin)", cmd_audit, False, "probanon collector audit https://survey.example.org")
 
 
 def add_parser(sub) -> None:
     _collector_parser(sub)
-    s = sub.add_parser("serve", help="the survey collector service (HTTP API, respondent page)")
+    s = sub.add_parser("serve", help="the survey collector service (HTTP API, respondent page)", epilog=example(
+        "probanon serve --database collector.db --init-admin > admin.token     # once: the admin token",
+        "probanon serve --database collector.db --port 8080"))
     s.add_argument("--database", required=True, metavar="URL",
                    help="a SQLite file path (created if absent) or postgresql://user:password@host/db")
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS "
                                                          "reverse proxy in front for anything else)")
-    s.add_argument("--port", type=_port, default=8000)
+    s.add_argument("--port", type=_port, default=8000, help="port to listen on (default 8000)")
     s.add_argument("--init-admin", action="store_true",
                    help="print a new admin token (shown once; earlier admin tokens are revoked) and exit")
     s.set_defaults(func=cmd_serve)

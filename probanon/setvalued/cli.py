@@ -8,10 +8,11 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import textwrap
 from pathlib import Path
 
 from .._validation import check_k
-from ..cliargs import add_input, add_output, positive_int, seed
+from ..cliargs import SUMMARY_WIDTH, add_input, add_output, example, positive_int, seed
 from ..distributed.cluster import add_cluster_options, cluster_from_args
 from ..outputs import TABLE_FORMATS
 from ..progress import Progress
@@ -136,10 +137,22 @@ def cmd_anonymize(args) -> int:
         contents[args.link] = link
     args.outputs.write(contents)
     hier = "" if result.hierarchy is None else f" ({result.hierarchy.summary()})"
-    print(f"{result.n_parts} parts, err {result.err:.6g}{hier}; wrote {out} "
-          f"({'input order kept' if args.keep_order else 'records in random order'}) and {out}.partition.json"
-          + (f"; private link file {args.link}: never publish it" if args.link else ""), file=sys.stderr)
+    print(f"{data.n_items:,} items generalised into {result.n_parts} parts (each item released as its part); "
+          f"err {result.err:.6g}: {_error_in_words(result.err, constraints, args)}{hier}", file=sys.stderr)
+    print(f"wrote {out} ({'input order kept' if args.keep_order else 'records in random order'}) and "
+          f"{out}.partition.json" + (f"; private link file {args.link}: never publish it" if args.link else ""),
+          file=sys.stderr)
     return 0
+
+
+def _error_in_words(err: float, constraints, args) -> str:
+    """What ``err`` (:func:`.constraints.partition_error`, paper 5, Sec. V-C) means for these
+    constraints: a mean distance with coordinates, else the NCP, a share of the items."""
+    if constraints is not None and constraints.centroids is not None:
+        return (f"an item occurrence lies on average {err:.6g} from the centre of its part (in the units of "
+                f"{args.coordinates}; paper 5's average approximation error)")
+    return (f"an item occurrence is merged on average with {100 * err:.3g} % of the other items (the NCP of "
+            "set-valued recoding; 0: nothing merged, 100 %: every item in one part)")
 
 
 def _recorded(spec: dict, key: str, m: int | None, path: str, flag: str):
@@ -200,14 +213,27 @@ def cmd_check(args) -> int:
     out["sigma"] = sigmas[0] if len(set(sigmas)) == 1 else list(sigmas)
     out["sigma_from"] = source
     out["satisfied"] = all(level["satisfied"] for level in out["levels"])
-    print(json.dumps(out))
-    if not args.quiet:
-        shown = out["sigma"] if len(set(sigmas)) == 1 else ",".join(map(str, sigmas))
-        bad = [lv for lv in out["levels"] if not lv["satisfied"]]
-        verdict = ("holds: every fraction reaches sigma" if not bad else
-                   f"FAILS at l = {bad[0]['l']}: fraction {bad[0]['fraction']:.6g} < sigma {bad[0]['sigma']}")
-        print(f"sigma-k^m-anonymity {verdict} (sigma {shown} from {source})", file=sys.stderr)
+    print(json.dumps(out) if args.json else _check_summary(out, args, data.n_records))
     return 0 if out["satisfied"] else 1
+
+
+def _check_summary(out: dict, args, records: int) -> str:
+    """``km check`` in words: per level, how many distinct l-itemsets of the original records the
+    release keeps k-anonymous, against sigma; then the verdict."""
+    table = [("l", "k", "distinct l-itemsets", "k-anonymous", "fraction", "sigma", "")]
+    table += [(str(lv["l"]), str(lv["k"]), f"{lv['itemsets']:,}", f"{lv['anonymous']:,}", f"{lv['fraction']:.6g}",
+               f"{lv['sigma']:g}", "holds" if lv["satisfied"] else "FAILS") for lv in out["levels"]]
+    widths = [max(len(row[j]) for row in table) for j in range(len(table[0]))]
+    shown = out["sigma"] if not isinstance(out["sigma"], list) else ",".join(map(str, out["sigma"]))
+    bad = [lv for lv in out["levels"] if not lv["satisfied"]]
+    verdict = ("holds: every fraction reaches sigma" if not bad else
+               f"FAILS at l = {bad[0]['l']}: fraction {bad[0]['fraction']:.6g} < sigma {bad[0]['sigma']}")
+    head = (f"sigma-k^m-anonymity of the release described by {args.partition}, on the {records:,} original records of "
+            f"{args.input}: every distinct l-itemset of l = 1..{len(out['levels'])} items enumerated, and counted "
+            "k-anonymous when at least k records of the release hold its generalisation")
+    return "\n".join(textwrap.wrap(head, SUMMARY_WIDTH, subsequent_indent="  ")
+                     + ["  " + "  ".join(v.rjust(w) for v, w in zip(row, widths)).rstrip() for row in table]
+                     + [f"result: sigma-k^m-anonymity {verdict} (sigma {shown} from {out['sigma_from']})"])
 
 
 def cmd_uniqueness(args) -> int:
@@ -230,8 +256,27 @@ def cmd_uniqueness(args) -> int:
         e = estimate_uniqueness(data, l, n_samples=n_samples, delta=args.delta, random_state=rng)
         rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
                      "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
-    print(json.dumps({"levels": rows}))
+    print(json.dumps({"levels": rows}) if args.json else _uniqueness_summary(rows, args, data, biggest))
     return 0
+
+
+def _uniqueness_summary(rows: list, args, data, biggest: int) -> str:
+    """``km uniqueness`` in words (paper 5, Sec. VI-A): per l, the share of the distinct l-itemsets
+    that a single record holds, estimated from uniform samples, with its Hoeffding interval."""
+    confidence = f"{100 * (1 - args.delta):g} %"
+    table = [("l", "sampled", "unique", "uniqueness", f"{confidence} interval")]
+    table += [(str(r["l"]), f"{r['samples']:,}", f"{r['unique']:,}", f"{r['fraction']:.4f}",
+               f"[{r['lower']:.4f}, {r['upper']:.4f}]") for r in rows]
+    widths = [max(len(row[j]) for row in table) for j in range(len(table[0]))]
+    head = (f"uniqueness of l-itemsets in {args.input} ({data.n_records:,} records, {data.n_items:,} items): the share "
+            "of the distinct l-itemsets held by one record only, i.e. that single out a person to whoever knows "
+            f"those l items; each estimated from uniform samples, within +-{args.epsilon:g} with probability >= "
+            f"{1 - args.delta:g} (Hoeffding)")
+    lines = textwrap.wrap(head, SUMMARY_WIDTH, subsequent_indent="  ")
+    lines += ["  " + "  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in table]
+    if args.m > biggest:
+        lines.append(f"  no record has more than {biggest} items: l = {biggest + 1}..{args.m} have no itemset")
+    return "\n".join(lines)
 
 
 def _values(cast):
@@ -250,10 +295,14 @@ def _values(cast):
 
 
 def add_parser(sub) -> None:
-    km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)")
+    km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)", epilog=example(
+        "probanon km generate-cdr --users 20000 -o cdr --seed 1",
+        "probanon km anonymize cdr/records.txt -k 20 -m 3 --sigma 0.99 --coordinates cdr/towers.csv -o rel.txt",
+        "probanon km check cdr/records.txt rel.txt.partition.json -m 2"))
     ksub = km.add_subparsers(dest="km_command", required=True)
 
-    g = ksub.add_parser("generate-cdr", help="synthetic call-detail records calibrated to the paper's Table II")
+    g = ksub.add_parser("generate-cdr", help="synthetic call-detail records calibrated to the paper's Table II",
+                        epilog=example("probanon km generate-cdr --users 20000 -o cdr --seed 1"))
     g.add_argument("--users", type=positive_int, default=TABLE_II["users"],
                    help=f"number of users (default: the paper's {TABLE_II['users']:,})")
     add_output(g, "-o", "--output", required=True, metavar="DIR", folder=lambda args: ("towers.csv", "records.txt"),
@@ -262,7 +311,10 @@ def add_parser(sub) -> None:
     g.add_argument("--quiet", action="store_true", help="no progress bar")
     g.set_defaults(func=cmd_generate_cdr)
 
-    a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)")
+    a = ksub.add_parser("anonymize", help="sigma-k^m-anonymous global recoding (Algorithm 2, best of r runs)",
+                        epilog=example(
+        "probanon km anonymize cdr/records.txt -k 20 -m 3 --sigma 0.99 --coordinates cdr/towers.csv \\",
+        "    --runs 2 --seed 1 -o rel.txt"))
     add_input(a, "input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
     a.add_argument("-k", type=_values(int), required=True,
                    help="k (at least k records per known itemset), or k_1,...,k_m per level")
@@ -291,7 +343,9 @@ def add_parser(sub) -> None:
                            "it: a path they can reach; otherwise the r runs)")
     a.set_defaults(func=cmd_anonymize)
 
-    c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)")
+    c = ksub.add_parser("check", help="exact per-l fractions of k-anonymous l-itemsets of a release (small data)",
+                        epilog=example(
+        "probanon km check cdr/records.txt rel.txt.partition.json -m 2   # k and sigma from the partition file"))
     add_input(c, "input", help="the ORIGINAL records")
     add_input(c, "partition", table=False, help="OUT.partition.json written by anonymize")
     c.add_argument("-k", type=_values(int), default=None,
@@ -300,14 +354,19 @@ def add_parser(sub) -> None:
     c.add_argument("--sigma", type=_values(float), default=None,
                    help="sigma, or sigma_1,...,sigma_m (default: those recorded in the partition JSON); "
                         "exit status 1 when some level's fraction is below its sigma")
-    c.add_argument("--quiet", action="store_true", help="no progress bar and no verdict line on stderr")
+    c.add_argument("--quiet", action="store_true", help="no progress bar")
+    c.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     c.set_defaults(func=cmd_check)
 
-    u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals")
-    add_input(u, "input")
-    u.add_argument("-m", type=positive_int, required=True)
-    u.add_argument("--epsilon", type=float, default=0.01)
-    u.add_argument("--delta", type=float, default=0.01)
-    u.add_argument("--seed", type=seed, default=None)
+    u = ksub.add_parser("uniqueness", help="uniqueness of l-itemsets (l = 1..m) with Hoeffding intervals",
+                        epilog=example("probanon km uniqueness cdr/records.txt -m 3 --seed 1"))
+    add_input(u, "input", help="records: FIMI text, or a CSV/Parquet of (record, item) pairs")
+    u.add_argument("-m", type=positive_int, required=True, help="largest itemset size l estimated (l = 1..m)")
+    u.add_argument("--epsilon", type=float, default=0.01,
+                   help="half-width of each estimate's interval, in (0, 1) (default 0.01; sets the samples drawn)")
+    u.add_argument("--delta", type=float, default=0.01,
+                   help="probability that an interval misses, in (0, 1) (default 0.01)")
+    u.add_argument("--seed", type=seed, default=None, help="seed of the samples (default: fresh entropy)")
     u.add_argument("--quiet", action="store_true", help="no progress bar")
+    u.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     u.set_defaults(func=cmd_uniqueness)

@@ -4,16 +4,33 @@ from __future__ import annotations
 
 import json
 import sys
+import textwrap
 
-from ..cliargs import add_input, add_output, add_release_options, ordinal_keys, positive_int, seed
+from ..cliargs import (
+    SUMMARY_WIDTH,
+    add_input,
+    add_output,
+    add_release_options,
+    example,
+    ordinal_keys,
+    positive_int,
+    seed,
+    summary_lines,
+)
 from ..data import read_table
 from ..errors import ParameterError
 from ..labelled import labels_of
-from .anonymity import required_anonymity, table_failure
+from .anonymity import required_anonymity, table_failure, table_sizes
 
 
 def _print(obj) -> None:
     print(json.dumps(obj, allow_nan=False))
+
+
+def _probability(p: float) -> str:
+    """A probability for a reader: four significant digits, and ``1 - 7.18e-10`` rather than a
+    rounded 1 when it is that close to one."""
+    return f"1 - {1 - p:.3g}" if 0.9995 <= p < 1 else f"{p:.4g}"
 
 
 def cmd_plan(args) -> int:
@@ -29,8 +46,36 @@ def cmd_plan(args) -> int:
     if args.records is not None:
         out["records"] = args.records
         out["table_failure"] = table_failure(args.records, args.k, args.participation, args.risk)
-    _print(out)
+    if args.json:
+        _print(out)
+    else:
+        print(_plan_summary(out))
     return 0
+
+
+def _plan_summary(out: dict) -> str:
+    """``survey plan`` in words (paper 1, Algorithm A): what each indicator is the probability of."""
+    k, n = out["k"], out["n_min"]
+    rows = [("survey plan", f"k = {k}, participation pi = {out['participation']:g}, acceptable cell failure "
+                            f"{out['risk']:g} (paper 1, Algorithm A)"),
+            ("effective anonymity n_min", f"{n:,} records per cell: the smallest cell that fails with probability "
+                                          f"<= {out['risk']:g}"),
+            ("cell failure qbar", f"{_probability(out['cell_failure'])}: probability that a cell of {n:,} records ends "
+                                  f"with 0 < respondents < {k} (an empty cell is safe)"),
+            ("mean unprotected u", f"{out['mean_unprotected']:.4g} respondents: how many a failing cell holds, "
+                                   "on average"),
+            ("record failure rbar", f"{_probability(out['record_failure'])}: probability that a record responds and "
+                                    "lands in a failing cell"),
+            ("given participation rbar'", f"{_probability(out['record_failure_participant'])}: probability that a "
+                                          "respondent lands in a failing cell")]
+    if "records" in out:
+        sizes = table_sizes(out["records"], k, out["participation"], out["risk"])
+        shape = (f"{len(sizes) - 1:,} cells of {n:,} and one of {sizes[-1]:,}" if len(sizes) > 1 else
+                 f"one cell of {sizes[0]:,}")
+        rows += [("table", f"{out['records']:,} records: {shape}"),
+                 ("table failure tbar", f"{_probability(out['table_failure'])}: probability that at least one cell "
+                                        "of the table fails")]
+    return summary_lines(rows)
 
 
 def _participation_model(args):
@@ -152,8 +197,70 @@ def cmd_simulate(args) -> int:
     note = f"survey simulate: {args.runs:,} runs of {len(frame):,} records"
     with cluster_from_args(args) as client, Progress(note, quiet=args.quiet, desc="survey simulate") as progress:
         result = simulate_spec(v, frame, args.runs, random_state=args.seed, client=client, progress=progress)
-    _print(result.to_dict())
+    if args.json:
+        _print(result.to_dict())
+    else:
+        print(_simulation_summary(result))
     return 0
+
+
+#: the indicators of a simulation: (field, name, what was counted)
+SIMULATED = (("cell_failure", "cell failure qbar", "share of the (cell, run) pairs in which a cell ends with "
+                                                   "0 < respondents < k"),
+             ("mean_unprotected", "mean unprotected u", "respondents in a failing cell, on average"),
+             ("record_failure", "record failure rbar", "share of all records that respond into a failing cell"),
+             ("record_failure_participant", "given participation rbar'", "share of the respondents in a failing "
+                                                                         "cell"),
+             ("table_failure", "table failure tbar", "share of the runs in which at least one cell fails"))
+#: fewer failing cells than this: the normal interval of a ratio (u, rbar, rbar') is not reliable
+FEW_FAILURES = 30
+
+
+def _simulation_summary(r) -> str:
+    """``survey simulate`` in words: each indicator observed, its interval, Algorithm A's
+    prediction and whether the prediction lies in the interval (``*_agrees``), and why not."""
+    level = f"{100 * r.confidence:g} %"
+    table = [("", "observed", f"{level} interval", "predicted", "agrees")]
+    for field, name, _ in SIMULATED:
+        interval, agrees = getattr(r, f"{field}_interval"), getattr(r, f"{field}_agrees")
+        table.append((name, f"{getattr(r, f'observed_{field}'):.4g}",
+                       "-" if interval is None else f"[{interval[0]:.4g}, {interval[1]:.4g}]",
+                       f"{getattr(r, f'predicted_{field}'):.4g}", {True: "yes", False: "NO", None: "-"}[agrees]))
+    widths = [max(len(row[j]) for row in table) for j in range(5)]
+    lines = [f"survey simulate: {r.runs:,} runs of {r.records:,} records in {r.cells:,} cells, k = {r.k}; "
+             f"{r.failing_cells:,} failing (cell, run) pairs of {r.cells * r.runs:,}"]
+    lines += ["  " + "  ".join(text.ljust(w) for text, w in zip(row, widths)).rstrip() for row in table]
+    lines += ["where"] + [f"  {name}: {what}" for _, name, what in SIMULATED]
+    lines += textwrap.wrap("predicted: Algorithm A's value; agrees: the prediction lies in the interval (exact "
+                           "Clopper-Pearson for the cell and table failures, approximate normal for the three ratios; "
+                           "'-': fewer than two failing cells, no interval)", SUMMARY_WIDTH,
+                           initial_indent="  ", subsequent_indent="    ")
+    for field, name, _ in SIMULATED:
+        if getattr(r, f"{field}_agrees") is False:
+            lines += textwrap.wrap(_disagreement(r, field, name, level), SUMMARY_WIDTH, subsequent_indent="  ")
+    missed = sum(getattr(r, f"{field}_agrees") is False for field, _, _ in SIMULATED)
+    lines += textwrap.wrap("result: " + ("every prediction lies in its interval" if not missed else
+                                         f"{missed} of {len(SIMULATED)} predictions outside their interval (each "
+                                         f"misses with probability about {100 - 100 * r.confidence:g} % when the "
+                                         "prediction is right)"), SUMMARY_WIDTH, subsequent_indent="  ")
+    return "\n".join(lines)
+
+
+def _disagreement(r, field: str, name: str, level: str) -> str:
+    """Why one prediction lies outside its interval, in words."""
+    low, high = getattr(r, f"{field}_interval")
+    text = (f"{name} does not agree: Algorithm A predicts {getattr(r, f'predicted_{field}'):.4g}, outside the {level} "
+            f"interval [{low:.4g}, {high:.4g}] of the observed {getattr(r, f'observed_{field}'):.4g}.")
+    if field in ("cell_failure", "table_failure"):
+        return text + (" The interval is exact: a difference that persists with another --seed points at the "
+                       "design.")
+    if low == high:
+        text += (f" Every one of the {r.failing_cells:,} failing cells held the same number of respondents, so the "
+                 "interval has no width at all.")
+    if r.failing_cells < FEW_FAILURES:
+        text += (f" The interval of a ratio is approximate and rests on {r.failing_cells:,} failing cells; below about "
+                 f"{FEW_FAILURES} it cannot be trusted: repeat with more --runs.")
+    return text
 
 
 def cmd_respond(args) -> int:
@@ -169,23 +276,34 @@ def cmd_respond(args) -> int:
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)")
+    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)", epilog=example(
+        "probanon survey plan -k 5 --participation 0.6 --risk 0.001",
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.001 --columns AGI,FEDTAX -o spec.json",
+        "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
     ss = s.add_subparsers(dest="survey_command", required=True)
 
-    p = ss.add_parser("plan", help="effective anonymity n_min and failure rates")
-    p.add_argument("-k", type=positive_int, required=True)
+    p = ss.add_parser("plan", help="effective anonymity n_min and failure rates", epilog=example(
+        "probanon survey plan -k 20 --participation 0.5 --risk 0.1 --records 10000   # n_min = 48 (paper 1, Table II)"))
+    p.add_argument("-k", type=positive_int, required=True,
+                   help="the k every cell must reach among its respondents (0 respondents is safe too)")
     p.add_argument("--participation", type=float, required=True, help="participation probability pi in (0, 1]")
     p.add_argument("--risk", type=float, required=True, help="acceptable cell failure pbar in (0, 1)")
     p.add_argument("--records", type=int, help="records N of the table, for the table failure")
     p.add_argument("--max-records", type=int, default=None, help="largest cell to try (default 10^7)")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     p.set_defaults(func=cmd_plan)
 
-    d = ss.add_parser("design", help="design and publish the microaggregation function")
-    add_input(d, "population")
-    d.add_argument("-k", type=positive_int, required=True)
+    d = ss.add_parser("design", help="design and publish the microaggregation function", epilog=example(
+        "# census.csv: a model population of the survey (here the CASC census file)",
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.001 \\",
+        "    --columns AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX -o spec.json"))
+    add_input(d, "population", help="a model population: records like those the survey will reach, with the "
+                                    "quasi-identifier columns")
+    d.add_argument("-k", type=positive_int, required=True, help="the k every cell must reach among its respondents")
     g = d.add_mutually_exclusive_group(required=True)
-    g.add_argument("--participation", type=float)
-    g.add_argument("--participation-column")
+    g.add_argument("--participation", type=float, help="one participation probability pi in (0, 1] for everyone")
+    g.add_argument("--participation-column", metavar="COL",
+                   help="a population column of per-record participation probabilities pi_j in (0, 1]")
     add_input(g, "--previous-wave", metavar="FILE",
               help="a previous wave of the same frame with a 0/1 --responded column: pi_j from a logistic "
                    "regression on --covariates, applied to the population (the model is published in the spec)")
@@ -195,8 +313,11 @@ def add_parser(sub) -> None:
                    help="design with each pi_j's one-sided lower confidence bound at this level, in (0.5, 1)")
     d.add_argument("--optimism", type=float, metavar="F",
                    help="how much too high the model may be (e.g. 0.2): pi_j divided by 1 + F")
-    d.add_argument("--risk", type=float, required=True)
-    d.add_argument("--columns")
+    d.add_argument("--risk", type=float, required=True,
+                   help="acceptable cell failure pbar in (0, 1): each cell ends with 0 < respondents < k with "
+                        "probability at most this")
+    d.add_argument("--columns", metavar="COLS",
+                   help="comma-separated quasi-identifier columns (default: every numeric column)")
     d.add_argument("--weights", metavar="COL",
                    help="design weights (a population column, numbers > 0): the centroids and the distortion D weight "
                         "each record by d_j pi_j; the cells do not change")
@@ -208,12 +329,17 @@ def add_parser(sub) -> None:
     d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys, NAME (levels in numeric, else "
                                                      "text order) or NAME=L1<L2<... (levels in that order)")
     d.add_argument("--seed", type=seed, default=None, help="pcl: seed of its random kicks (default: fresh entropy)")
-    add_output(d, "-o", "--output", required=True)
+    add_output(d, "-o", "--output", required=True, metavar="SPEC.json",
+               help="the specification to publish (the function, the cells, the guarantee and its digest)")
     d.add_argument("--quiet", action="store_true", help="no progress bar")
     d.set_defaults(func=cmd_design)
 
-    q = ss.add_parser("questionnaire", help="the printable questions of a tree design (survey design --method tree)")
-    add_input(q, "spec", table=False)
+    q = ss.add_parser("questionnaire", help="the printable questions of a tree design (survey design --method tree)",
+                      epilog=example(
+        "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.01 --columns AGI,FEDTAX \\",
+        "    --method tree -o tree_spec.json",
+        "probanon survey questionnaire tree_spec.json -o form.html --label AGI=\"adjusted gross income\""))
+    add_input(q, "spec", table=False, help="a tree specification (survey design --method tree)")
     add_output(q, "-o", "--output", required=True, help="the HTML page (self-contained; print it from a browser)")
     q.add_argument("--digest", metavar="sha256:HEX", help="the digest the specification must have (see verify)")
     q.add_argument("--label", action="append", metavar="NAME=TEXT",
@@ -221,17 +347,26 @@ def add_parser(sub) -> None:
     q.add_argument("--title", help="the page's title (default: 'Find your cell')")
     q.set_defaults(func=cmd_questionnaire)
 
-    v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)")
-    add_input(v, "spec", table=False)
+    v = ss.add_parser("verify", help="check a published specification (exit 0 valid, 1 not, 2 malformed)",
+                      epilog=example(
+        "probanon survey verify spec.json     # prints its digest: compare it with the invitation's",
+        "# or let the command compare it: the digest printed in the invitation letter",
+        "probanon survey verify spec.json --digest sha256:"
+        "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
+    add_input(v, "spec", table=False, help="the specification (a file, as published by the office)")
     v.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest published through another channel (e.g. the invitation letter): "
                         "the specification must have exactly this digest")
     v.set_defaults(func=cmd_verify)
 
-    a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid")
-    add_input(a, "spec", table=False)
-    add_input(a, "responses")
-    add_output(a, "-o", "--output", required=True, table=True)
+    a = ss.add_parser("assign", help="respondent side: replace quasi-identifiers by the cell centroid",
+                      epilog=example(
+        "probanon survey assign spec.json my_answers.csv -o send.csv \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL"))
+    add_input(a, "spec", table=False, help="the verified specification")
+    add_input(a, "responses", help="the responses: quasi-identifiers and answers, one record per respondent")
+    add_output(a, "-o", "--output", required=True, table=True,
+               help="what is sent: each record's cell, its centroid and the answers")
     add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
                         confidential_help="the answers (kept unchanged)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
@@ -241,7 +376,11 @@ def add_parser(sub) -> None:
     a.set_defaults(func=cmd_assign)
 
     r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
-                                        "send only the cell and your answers")
+                                        "send only the cell and your answers", epilog=example(
+        "# --digest: the digest printed in your invitation letter; your AGI and FEDTAX never leave this machine",
+        "probanon survey respond https://survey.example.org --survey 1 --values AGI=41000,FEDTAX=3900 \\",
+        "    --answers satisfaction=7,tenure=owner --digest sha256:"
+        "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
     r.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
     r.add_argument("--survey", type=positive_int, required=True, metavar="ID", help="the survey's number")
     r.add_argument("--values", required=True, metavar="NAME=X,...",
@@ -253,12 +392,17 @@ def add_parser(sub) -> None:
                         "(default: the digest the collector lists, which proves less)")
     r.set_defaults(func=cmd_respond)
 
-    m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates")
-    add_input(m, "spec", table=False)
-    add_input(m, "population")
-    m.add_argument("--runs", type=positive_int, default=1000)
-    m.add_argument("--seed", type=seed, default=None)
+    m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(
+        "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
+    add_input(m, "spec", table=False, help="the specification")
+    add_input(m, "population", help="the population it was designed on (checked: the same records and cells)")
+    m.add_argument("--runs", type=positive_int, default=1000,
+                   help="simulated participations (default 1000); more runs, more failing cells observed, tighter "
+                        "intervals")
+    m.add_argument("--seed", type=seed, default=None, help="seed of the simulated participations (default: fresh "
+                                                           "entropy)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
     from ..distributed.cluster import add_cluster_options
 
     add_cluster_options(m, "the seeded batches of runs")

@@ -13,6 +13,7 @@ from ..cliargs import (
     add_output,
     add_release_options,
     add_strata_options,
+    example,
     positive_int,
     release_roles,
     seed,
@@ -106,9 +107,13 @@ def _rounded_means(args, frame, columns, values) -> dict:
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("swap", help="probabilistic k-anonymity by swapping inside groups (MDAV-SWAP, IR-SWAP)")
-    add_input(s, "input")
-    add_output(s, "-o", "--output", required=True, table=True)
+    s = sub.add_parser("swap", help="probabilistic k-anonymity by swapping inside groups (MDAV-SWAP, IR-SWAP)",
+                       epilog=example(
+        "probanon swap census.csv -o swapped.csv -k 5 --method mdav-swap-informed \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL --seed 1 --link swapped.link.csv"))
+    add_input(s, "input", help="the table to release (CSV, Parquet, SPSS, Stata)")
+    add_output(s, "-o", "--output", required=True, table=True, help="the release (format by its ending)")
     s.add_argument("-k", type=positive_int, required=True,
                    help="minimum group size: an intruder who links by the swapped values alone is right with probability "
                         "<= 1/k; one who learns from the release how columns relate, or uses a key determined by "
