@@ -300,7 +300,7 @@ def _check_demo_links(folder, page, release):
     assert all((folder / link).is_file() for link in links if "://" not in link)
     external = (folder / "release_report" / "external" / "index.html").read_text()
     rows = dict(re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", external))
-    assert set(release.columns) <= set(rows) and rows["id"] == "direct identifier: removed"
+    assert set(release.columns) <= set(rows) and rows["id"] == "removed (--drop)"
     assert "release_mdav_k5.csv" in external and f"{len(release):,} records" in external
 
 

@@ -338,7 +338,7 @@ def test_means_are_rounded_to_the_input_decimals(tmp_path, capsys):
         X, Y = frame[["w", "v"]].round(2).to_numpy(), released[["w", "v"]].to_numpy()
         z = (X - X.mean(0)) / X.std(0)
         il = 100 * (((X - Y) / X.std(0)) ** 2).sum() / (z ** 2).sum()  # on what is released
-        assert f"information loss = {il:.2f}%" in err
+        assert f"information loss = {il:.2f} %," in err
         applied = tmp_path / f"applied{decimals}.csv"  # the function rounds as the fit did
         assert _run("apply", tmp_path / f"f{decimals}.json", source, "-o", applied, "--confidential", "s",
                     "--keep-order", "--quiet") == 0
