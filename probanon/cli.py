@@ -35,6 +35,7 @@ from .cliargs import (
 from ._validation import is_numeric_column, weights_of
 from .data import MISSING_HINT, csv_options, quasi_identifiers, read_chunks, read_table, synthetic_survey
 from .attacks import cli as attacks_cli
+from .datasets import cli as datasets_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
@@ -851,6 +852,7 @@ def build_parser() -> argparse.ArgumentParser:
     km_cli.add_parser(sub)
     attacks_cli.add_parser(sub)
     service_cli.add_parser(sub)
+    datasets_cli.add_parser(sub)
     return p
 
 
