@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import io
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from ..progress import Progress
 from .._validation import check_random_state
 from ..data import Standardizer, quasi_identifiers, read_table
 from ..errors import InputError, ProbanonError
@@ -375,7 +374,7 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     checking) into ``output_dir``, and returns the numbers (JSON-serialisable) plus ``"text"``.
     ``data_dir`` holds ``adult/adult.csv`` (default ``../shared/data`` beside the repository;
     skipped with a note when absent there, an error when an explicit ``data_dir`` lacks it).
-    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: a tqdm bar on stderr. ``random_state`` seeds the Gaussian
+    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: a progress bar on stderr (probanon.progress). ``random_state`` seeds the Gaussian
     samples and the jitter.
     """
     start = time.perf_counter()
@@ -399,7 +398,7 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s}
     figures = []
-    with tqdm(total=steps, disable=not progress, desc="reproduce pcl", unit="fit", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce pcl", unit="fit") as bar:
         results["fig3"], fig = _fig3(out, gauss, s, bar)
         figures.append(("pcl_fig3_cells", fig, "Fig. 3: cells of MDAV and PCL on the 2-D Gaussian samples "
                         "(colours repeat every 20 cells; + marks the cell means)."))

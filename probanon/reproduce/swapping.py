@@ -49,14 +49,13 @@ the printed value is given beside. The A9-A12 ".70" of Table VI is a typo for .0
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
+from ..progress import Progress
 from .._validation import check_random_state
 from ..attacks import GUARANTEES, attack
 from ..attacks.audit import audit
@@ -686,7 +685,7 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
     ``casc/eia.csv`` (default ``../shared/data`` beside the repository; Table XI is skipped
     with a note when EIA is absent there, an error when an explicit ``data_dir`` lacks it).
     ``quick``: k = 5, 25, 100 and 20 runs for Tables X-XI (Tables VI-IX as in the full run),
-    one release per cell of the attack table (full: 10). ``progress``: a tqdm bar on stderr.
+    one release per cell of the attack table (full: 10). ``progress``: a progress bar on stderr (probanon.progress).
     ``random_state`` seeds the permutations (Tables VIII and IX first, then Tables X and XI;
     the attack table from a stream spawned from it, so the tables' draws do not depend on it).
     """
@@ -710,7 +709,7 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
              "reproduces Table VII, z-scores do not. MDAV-SWAP is the informed-intruder variant (Sec. IV-B).")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s, "standardize": False}
-    with tqdm(total=steps, disable=not progress, desc="reproduce swapping", unit="step", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce swapping", unit="step") as bar:
         results["table6"] = _table6(out, C, names)
         bar.update()
         results["table7"], r7 = _table7(out, C)
