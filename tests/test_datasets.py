@@ -80,3 +80,15 @@ def test_the_build_step_copies_once_and_compresses_reproducibly(tmp_path, shared
     assert gzip.decompress((first / "adult.csv.gz").read_bytes()) == (shared_data / "adult/adult.csv").read_bytes()
     assert (first / "census.csv").read_bytes() == (shared_data / "casc/census.csv").read_bytes()
     assert not list(first.glob(".*"))  # no temporary left
+
+
+def test_the_reproductions_default_to_the_packaged_data(tmp_path, monkeypatch, shared_data):
+    from probanon.reproduce.swapping import _data
+
+    assert datasets.reference_file(None, "adult") == datasets.path("adult")
+    assert datasets.reference_file(shared_data, "adult") == shared_data / "adult/adult.csv"
+    C, names, E = _data(None, [])  # no --data-dir: the packaged census and EIA
+    assert C.shape == (1080, 13) and E.shape == (4092, 10)
+    monkeypatch.setattr(datasets, "FOLDER", tmp_path / "data")
+    with pytest.raises(InputError, match="census.csv: no such file \\(pass --data-dir\\)"):
+        _data(None, [])

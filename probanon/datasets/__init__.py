@@ -19,7 +19,7 @@ from pathlib import Path
 from ..errors import InputError, ParameterError
 from .sources import DATASETS, FOLDER
 
-__all__ = ["names", "describe", "path", "load", "content", "file_name"]
+__all__ = ["names", "describe", "path", "load", "content", "file_name", "reference_file"]
 
 
 def names() -> list[str]:
@@ -53,6 +53,14 @@ def path(name: str) -> Path:
                          "missing): the package was built without ../shared/data beside its source; build or "
                          "install it from a clone with ../shared beside it")
     return target
+
+
+def reference_file(folder, name: str) -> Path:
+    """The file of data set ``name``: in ``folder`` laid out as ``../shared/data``
+    (``casc/census.csv``, ``adult/adult.csv``) when one is given, else the packaged file (which
+    may be absent: check ``is_file()``). The reproductions' ``data_dir`` (``--data-dir``)."""
+    relative, packaged = _entry(name)[:2]
+    return Path(folder) / relative if folder is not None else FOLDER / packaged
 
 
 def content(name: str) -> bytes:
