@@ -41,13 +41,14 @@ from ._validation import is_numeric_column, weights_of
 from .data import (MISSING_HINT, csv_options, input_decimals, quasi_identifiers, read_chunks, read_table,
                    synthetic_survey)
 from .attacks import cli as attacks_cli
+from .datasets import cli as datasets_cli
 from .diversity import cli as diversity_cli
 from .setvalued import cli as km_cli
 from .errors import InputError, ProbanonError
 from .metrics import format_information_loss, information_loss, k_achieved, utility_report
 from .metrics.frequency import VIOLATION_KS, frequency_risk, main_risk_level
 from .outputs import check_output_folder, write_outputs
-from .progress import Progress
+from .progress import Progress, announce_compilation
 from .microagg import METHODS, function_from_json
 from .microagg.strata import recode_merged
 from .release import Promise, align, assign_roles, column_list, columns_with, make_release, shuffle_stream
@@ -696,8 +697,6 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
     import datetime as dt
     import tempfile
 
-    from tqdm import tqdm
-
     from .attacks import GUARANTEES
     from .survey.design import design
     from .survey.spec import build_spec
@@ -728,10 +727,11 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
             created = office.publish(base, admin, spec_text, answers, opens, closes, "probanon demo survey",
                                      questions)
             sid = created["id"]
-            for i in tqdm(np.flatnonzero(responds), desc="respondents", disable=quiet):
-                person = population.iloc[i]
-                client.respond(base, sid, {q: float(person[q]) for q in qi},
-                               {a: float(person[a]) for a in answered}, expected_digest=created["digest"])
+            with Progress(None, quiet=quiet, desc="respondents", total=int(responds.sum())) as bar:
+                for i in bar.iterate(np.flatnonzero(responds)):
+                    person = population.iloc[i]
+                    client.respond(base, sid, {q: float(person[q]) for q in qi},
+                                   {a: float(person[a]) for a in answered}, expected_digest=created["digest"])
             office.close(base, admin, sid, "demo: every respondent answered")
             released = office.release(base, office.analyst(base, admin, "demo analyst")["token"], sid)
     report = released["report"]
@@ -786,8 +786,6 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
 
 
 def cmd_demo(args) -> int:
-    from tqdm import tqdm
-
     from .attacks import attack
     from .metrics import information_loss, record_linkage
     from .report import FLAG_MARK, Report, flag, line_figure
@@ -799,20 +797,21 @@ def cmd_demo(args) -> int:
     ks = [2, 3, 4, 5, 7, 10, 15, 20]
     methods = {"MDAV": "mdav", "V-MDAV": "vmdav", "PCL": "pcl", "individual ranking": "ranking"}
     rows, il_series, risk_series = [], {}, {}
-    for label, name in tqdm(methods.items(), desc="methods", disable=args.quiet):
-        ils, risks = [], []
-        for k in ks:
-            model = METHODS[name](k, random_state=args.seed) if name == "pcl" else METHODS[name](k)
-            released = model.fit_transform(X)
-            ils.append(information_loss(X, released))
-            risks.append(record_linkage(X, released))
-            achieved = k_achieved(pd.DataFrame(released))
-            rows.append({"method": label, "k": k, "k-anonymous": "yes" if achieved >= k else "NO",
-                         "k achieved": achieved, "information loss %": ils[-1],
-                         "record linkage": risks[-1]})
-        risk_series[label] = (ks, risks)
-        if name != "ranking":  # not k-anonymous: its IL is not comparable with the others'
-            il_series[label] = (ks, ils)
+    with Progress(None, quiet=args.quiet, desc="methods", total=len(methods)) as bar:
+        for label, name in bar.iterate(methods.items()):
+            ils, risks = [], []
+            for k in ks:
+                model = METHODS[name](k, random_state=args.seed) if name == "pcl" else METHODS[name](k)
+                released = model.fit_transform(X)
+                ils.append(information_loss(X, released))
+                risks.append(record_linkage(X, released))
+                achieved = k_achieved(pd.DataFrame(released))
+                rows.append({"method": label, "k": k, "k-anonymous": "yes" if achieved >= k else "NO",
+                             "k achieved": achieved, "information loss %": ils[-1],
+                             "record linkage": risks[-1]})
+            risk_series[label] = (ks, risks)
+            if name != "ranking":  # not k-anonymous: its IL is not comparable with the others'
+                il_series[label] = (ks, ils)
     main = METHODS["mdav"](5).set_output(transform="default")
     roles = assign_roles(data.columns, qi, ["health_spending", "savings"], ["id"])
     release = make_release(data, roles, replaced=dict(zip(qi, main.fit_transform(data[qi]).T)),
@@ -1168,10 +1167,15 @@ def build_parser() -> argparse.ArgumentParser:
     km_cli.add_parser(sub)
     attacks_cli.add_parser(sub)
     service_cli.add_parser(sub)
+    datasets_cli.add_parser(sub)
     return p
 
 
 def main(argv=None) -> int:
+    """Run ``probanon``; ``argv=None``: this process is the command (its arguments from
+    ``sys.argv``), which also announces numba's first compilation (``progress.announce_compilation``)."""
+    if argv is None:
+        announce_compilation()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

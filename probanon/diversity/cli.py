@@ -21,8 +21,7 @@ def cmd_plan(args) -> int:
     if dist.renormalized_from is not None:
         print(f"diversity plan: the probabilities summed to {dist.renormalized_from!r}; divided by that sum "
               "(--normalize)", file=sys.stderr)
-    note = (f"diversity plan: {dist.n_qi} QI values x {dist.n_sensitive} sensitive values "
-            "(the first run compiles the numerical kernels: a minute or two)")
+    note = f"diversity plan: {dist.n_qi} QI values x {dist.n_sensitive} sensitive values"
     with Progress(note, quiet=args.quiet, desc="plan", unit=" partitions") as progress:
         plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
                               budget=args.budget, method=args.method, m_rule=args.m_rule, progress=progress)

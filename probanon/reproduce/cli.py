@@ -62,7 +62,7 @@ def add_parser(sub) -> None:
     r.add_argument("--data-dir", default=None,
                    help="directory holding casc/census.csv (surveys), adult/adult.csv (pcl) or casc/census.csv and "
                         "casc/eia.csv (swapping); not used by diversity or km (synthetic settings) "
-                        "(default: ../shared/data beside the repository)")
+                        "(default: the data sets packaged with probanon, see 'probanon datasets')")
     r.add_argument("--quick", action="store_true",
                    help="fewer records, grid points or runs (about 10 s; not comparable with the paper)")
     r.add_argument("--seed", type=seed, default=2016,

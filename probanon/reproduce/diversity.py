@@ -59,15 +59,14 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 from scipy import stats
-from tqdm import tqdm
 
+from ..progress import Progress
 from .._validation import check_random_state
 from ..diversity import (
     class_bound,
@@ -529,7 +528,7 @@ def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False,
     setting is synthetic, so ``data_dir`` is not used (accepted for the common interface).
     ``quick``: 100 Monte Carlo runs per t instead of 3000 and the Pareto front of the uniform
     marginal only (everything else as in the full run).
-    ``progress``: a tqdm bar on stderr. ``random_state`` seeds the Monte Carlo.
+    ``progress``: a progress bar on stderr (probanon.progress). ``random_state`` seeds the Monte Carlo.
     """
     start = time.perf_counter()
     output_dir = Path(output_dir)
@@ -545,7 +544,7 @@ def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False,
                  "Pareto front of the uniform marginal only; everything else is as in the full run.")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s, "n_qi": N_Q, "n_sensitive": N_S, "rho": RHO, "p1": geometric_p1()}
-    with tqdm(total=steps, disable=not progress, desc="reproduce diversity", unit="step", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce diversity", unit="step") as bar:
         dists = _distributions()
         results["n_values"] = _n_values(out, dists)
         bar.update()

@@ -45,13 +45,12 @@ l <= 3 on 100,000 users); both are stated in the output.
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from ..progress import Progress
 from .._validation import check_random_state
 from ..report import Report
 from ..setvalued import (
@@ -361,7 +360,7 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
         out.note(f"QUICK MODE: a tiny CDR ({s['blocks'][0]['users']} users, {s['towers']} towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3; "
                  "not comparable with the paper.")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None}
-    with tqdm(total=steps, disable=not progress, desc="reproduce km", unit="step", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce km", unit="step") as bar:
         results["gamma"] = _gamma(out)
         bar.update()
         results["example1"] = _example1(out, rng)

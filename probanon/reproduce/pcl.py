@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import io
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
+from ..datasets import reference_file
+from ..progress import Progress
 from .._validation import check_random_state
 from ..data import Standardizer, quasi_identifiers, read_table
 from ..errors import InputError, ProbanonError
@@ -243,8 +243,7 @@ def _fig4(out: _Output, gauss: _Gaussians, s: dict, bar) -> tuple[dict, object]:
 
 def _adult_data(data_dir, notes: list):
     explicit = data_dir is not None
-    root = Path(data_dir) if explicit else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    path = root / "adult" / "adult.csv"
+    path = reference_file(data_dir, "adult")
     if not path.is_file():
         if explicit:
             raise InputError(f"{path}: no such file (--data-dir must contain adult/adult.csv)")
@@ -373,9 +372,9 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     ``pcl_fig3_cells.png``, ``pcl_fig4_gain.png``, ``pcl_fig7_adult.png`` (when Adult is found)
     and ``pcl_fig3_partitions.npz`` (the 2-D samples of Fig. 3 with both methods' labels, for
     checking) into ``output_dir``, and returns the numbers (JSON-serialisable) plus ``"text"``.
-    ``data_dir`` holds ``adult/adult.csv`` (default ``../shared/data`` beside the repository;
+    ``data_dir`` holds ``adult/adult.csv`` (default: the packaged data sets, :mod:`probanon.datasets`;
     skipped with a note when absent there, an error when an explicit ``data_dir`` lacks it).
-    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: a tqdm bar on stderr. ``random_state`` seeds the Gaussian
+    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: a progress bar on stderr (probanon.progress). ``random_state`` seeds the Gaussian
     samples and the jitter.
     """
     start = time.perf_counter()
@@ -399,7 +398,7 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s}
     figures = []
-    with tqdm(total=steps, disable=not progress, desc="reproduce pcl", unit="fit", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce pcl", unit="fit") as bar:
         results["fig3"], fig = _fig3(out, gauss, s, bar)
         figures.append(("pcl_fig3_cells", fig, "Fig. 3: cells of MDAV and PCL on the 2-D Gaussian samples "
                         "(colours repeat every 20 cells; + marks the cell means)."))

@@ -45,7 +45,6 @@ import json
 import math
 import os
 import shutil
-import sys
 import tempfile
 import time
 from decimal import ROUND_HALF_UP, Decimal
@@ -54,8 +53,9 @@ from pathlib import Path
 
 import numpy as np
 from scipy import stats
-from tqdm import tqdm
 
+from ..datasets import reference_file
+from ..progress import Progress
 from ..data import read_table
 from ..errors import InputError
 from ..report import Flagged, Report, line_figure, text_table
@@ -628,8 +628,7 @@ def _datasets(data_dir, quick: bool, seed: int, notes: list) -> dict:
     N = 2000 if quick else 10**4
     data = {f"Gaussian m = {m}": rng.standard_normal((N, m)) for m in (2, 5, 10)}
     explicit = data_dir is not None
-    root = Path(data_dir) if explicit else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    path = root / "casc" / "census.csv"
+    path = reference_file(data_dir, "census")
     if path.is_file():
         data["CASC census"] = read_table(path).to_numpy(dtype=np.float64)
     elif explicit:
@@ -906,8 +905,8 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     Prints every table (ours / paper), writes the figures (``surveys_*.png``), the HTML page
     ``surveys.html``, the printed text ``surveys.txt`` and the numbers ``surveys.json`` into
     ``output_dir``, and returns the numbers (JSON-serialisable). ``data_dir`` holds
-    ``casc/census.csv`` (default ``../shared/data`` beside the repository). ``quick`` uses
-    2000 Gaussian records and coarser grids; ``progress`` shows a tqdm bar on stderr;
+    ``casc/census.csv`` (default: the packaged data sets, :mod:`probanon.datasets`). ``quick`` uses
+    2000 Gaussian records and coarser grids; ``progress`` shows a progress bar on stderr (probanon.progress);
     ``random_state`` seeds the simulation and the Gaussian data.
     """
     start = time.perf_counter()
@@ -922,7 +921,7 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     results: dict = {"quick": quick, "random_state": random_state}
     figures: list = []
     statements: list = []
-    with tqdm(total=steps, disable=not progress, desc="reproduce surveys", unit="step", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce surveys", unit="step") as bar:
         results["table2"] = _table2(cmp, out, random_state)
         bar.update()
         results["table3"] = _table3(cmp, out)

@@ -49,14 +49,14 @@ the printed value is given beside. The A9-A12 ".70" of Table VI is a typo for .0
 from __future__ import annotations
 
 import math
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
+from ..datasets import reference_file
+from ..progress import Progress
 from .._validation import check_random_state
 from ..attacks import GUARANTEES, attack
 from ..attacks.audit import audit
@@ -227,15 +227,14 @@ def _data(data_dir, notes: list) -> tuple[np.ndarray, list, np.ndarray | None]:
     """Census matrix and column names, EIA matrix (EIA_COLUMNS) or None. The census is
     required; EIA is skipped with a note when absent from the default location."""
     explicit = data_dir is not None
-    root = Path(data_dir) if explicit else Path(__file__).resolve().parents[2].parent / "shared" / "data"
-    census = root / "casc" / "census.csv"
+    census = reference_file(data_dir, "census")
     if not census.is_file():
         hint = "--data-dir must contain casc/census.csv" if explicit else "pass --data-dir"
         raise InputError(f"{census}: no such file ({hint})")
     C, names = quasi_identifiers(read_table(census))
     if C.shape[1] != 13:
         raise InputError(f"{census}: expected the 13 CASC census columns, found {C.shape[1]}")
-    eia = root / "casc" / "eia.csv"
+    eia = reference_file(data_dir, "eia")
     if not eia.is_file():
         if explicit:
             raise InputError(f"{eia}: no such file (--data-dir must contain casc/eia.csv)")
@@ -683,10 +682,10 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
     Writes ``swapping.html``, the printed text ``swapping.txt``, the numbers ``swapping.json``
     and the figure ``swapping_tables_x_xi.png`` into ``output_dir`` and returns the numbers
     (JSON-serialisable) plus ``"text"``. ``data_dir`` holds ``casc/census.csv`` (required) and
-    ``casc/eia.csv`` (default ``../shared/data`` beside the repository; Table XI is skipped
+    ``casc/eia.csv`` (default: the packaged data sets, :mod:`probanon.datasets`; Table XI is skipped
     with a note when EIA is absent there, an error when an explicit ``data_dir`` lacks it).
     ``quick``: k = 5, 25, 100 and 20 runs for Tables X-XI (Tables VI-IX as in the full run),
-    one release per cell of the attack table (full: 10). ``progress``: a tqdm bar on stderr.
+    one release per cell of the attack table (full: 10). ``progress``: a progress bar on stderr (probanon.progress).
     ``random_state`` seeds the permutations (Tables VIII and IX first, then Tables X and XI;
     the attack table from a stream spawned from it, so the tables' draws do not depend on it).
     """
@@ -710,7 +709,7 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
              "reproduces Table VII, z-scores do not. MDAV-SWAP is the informed-intruder variant (Sec. IV-B).")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s, "standardize": False}
-    with tqdm(total=steps, disable=not progress, desc="reproduce swapping", unit="step", file=sys.stderr) as bar:
+    with Progress(None, quiet=not progress, total=steps, desc="reproduce swapping", unit="step") as bar:
         results["table6"] = _table6(out, C, names)
         bar.update()
         results["table7"], r7 = _table7(out, C)

@@ -27,10 +27,10 @@ def _partition_path(out) -> Path:
 
 
 def cmd_generate_cdr(args) -> int:
-    from tqdm import tqdm
+    from ..progress import Progress
 
-    with tqdm(total=2 * args.users, desc="generate-cdr", unit="user", unit_scale=True, file=sys.stderr,
-              disable=args.quiet) as bar:
+    with Progress(None, quiet=args.quiet, total=2 * args.users, desc="generate-cdr", unit="user",
+                  unit_scale=True) as bar:
         cdr = generate_cdr(args.users, random_state=args.seed, progress=bar.update)
         towers_path, records_path = write_cdr(cdr, args.output, progress=bar.update)
     sizes = cdr.sizes
@@ -58,9 +58,10 @@ def _load_constraints(args, data):
 
 
 def _first_message(args, text: str) -> None:
-    """A line on stderr before the first numba kernel runs (its first use compiles it)."""
+    """A line on stderr before the slow part (a first compilation announces itself:
+    :func:`probanon.progress.announce_compilation`)."""
     if not args.quiet:
-        print(f"{text} (the first run compiles the numba kernels: up to a minute)...", file=sys.stderr, flush=True)
+        print(f"{text} ...", file=sys.stderr, flush=True)
 
 
 def _shardable(args) -> bool:
@@ -237,7 +238,7 @@ def _check_summary(out: dict, args, records: int) -> str:
 
 
 def cmd_uniqueness(args) -> int:
-    from tqdm import tqdm
+    from ..progress import Progress
 
     from .._validation import check_random_state
     from .data import load_records
@@ -252,10 +253,11 @@ def cmd_uniqueness(args) -> int:
     biggest = int(data.record_sizes.max())
     rows = []
     levels = range(1, min(args.m, biggest) + 1)
-    for l in tqdm(levels, desc="uniqueness", unit="level", file=sys.stderr, disable=args.quiet):
-        e = estimate_uniqueness(data, l, n_samples=n_samples, delta=args.delta, random_state=rng)
-        rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
-                     "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
+    with Progress(None, quiet=args.quiet, total=len(levels), desc="uniqueness", unit="level") as bar:
+        for l in bar.iterate(levels):
+            e = estimate_uniqueness(data, l, n_samples=n_samples, delta=args.delta, random_state=rng)
+            rows.append({"l": l, "samples": e.n_samples, "unique": e.n_unique, "fraction": e.fraction,
+                         "lower": e.lower, "upper": e.upper, "epsilon": e.epsilon, "delta": e.delta})
     print(json.dumps({"levels": rows}) if args.json else _uniqueness_summary(rows, args, data, biggest))
     return 0
 

@@ -100,8 +100,7 @@ def cmd_design(args) -> int:
         participation = _participation_model(args)
     elif (args.covariates, args.robust, args.optimism) != (None, None, None):
         raise ParameterError("--covariates, --robust and --optimism need --previous-wave")
-    note = (f"survey design: {len(frame)} records into cells of k = {args.k} or more "
-            "(the first run compiles the numerical kernels: a minute or two)")
+    note = f"survey design: {len(frame)} records into cells of k = {args.k} or more"
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
         d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
                    weights=args.weights, method=args.method, nominal=args.nominal, ordinal=ordinal_keys(args.ordinal),

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..progress import Progress
 from .._validation import check_k, check_matrix, check_random_state
 from ..errors import InputError, ParameterError
 from ..metrics.utility import constant_columns
@@ -91,7 +92,7 @@ def correlation_difference_runs(X, k, method: str, confidential, runs: int = 100
     |r' - r| over the pairs P and the runs.
 
     The partition does not depend on the seed, so it is computed once and only the
-    permutations are redrawn. ``progress`` shows a tqdm bar over the runs.
+    permutations are redrawn. ``progress`` shows a bar over the runs (:class:`probanon.progress.Progress`).
     """
     X = check_matrix(X, name="data")
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
@@ -102,14 +103,10 @@ def correlation_difference_runs(X, k, method: str, confidential, runs: int = 100
     groups = swap_groups(X, k, method, conf, standardize)
     rng = check_random_state(random_state)
     drawn = 1 if method == "mdav-id" else int(runs)
-    iterator = range(drawn)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, desc=f"{method} k={k}", leave=False)
     r = pearson_correlations(X, "original")[pairs[:, 0], pairs[:, 1]]
     diffs = np.empty((drawn, len(pairs)))
-    for run in iterator:
-        Y, _ = release_values(X, groups, rng)
-        diffs[run] = np.abs(pearson_correlations(Y, "released")[pairs[:, 0], pairs[:, 1]] - r)
+    with Progress(None, quiet=not progress, desc=f"{method} k={k}", total=drawn, leave=False) as bar:
+        for run in bar.iterate(range(drawn)):
+            Y, _ = release_values(X, groups, rng)
+            diffs[run] = np.abs(pearson_correlations(Y, "released")[pairs[:, 0], pairs[:, 1]] - r)
     return CorrelationDifference(float(diffs.mean()), float(diffs.std()), diffs, pairs, int(runs), method, k)
