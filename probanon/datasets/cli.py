@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cliargs import add_output
+from ..cliargs import add_output, example
 from . import content, describe, file_name, names, path
 
 
@@ -34,7 +34,9 @@ def cmd_datasets(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("datasets", help="the example data sets shipped with probanon: list them, or write them out")
+    p = sub.add_parser("datasets", help="the example data sets shipped with probanon: list them, or write them out",
+                       epilog=example("probanon datasets                 # the names, files and origins",
+                                      "probanon datasets census adult -o data   # data/census.csv, data/adult.csv"))
     p.add_argument("names", nargs="*", type=_name, metavar="NAME",
                    help=f"the data sets to list or write ({', '.join(names())}; default: all)")
     add_output(p, "-o", "--output-dir", metavar="DIR", folder=lambda args: [file_name(n) for n in _chosen(args)],
