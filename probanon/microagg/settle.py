@@ -25,6 +25,15 @@ remaining cells with the current offsets, computed with the function's arithmeti
 returned are those the published rule gives, bit for bit (checked against the rule's own
 kernel before returning). A diagram whose cells already hold k records each is returned as it
 is (PCL's strict offsets, on data where no identical records were split).
+
+The sites must then be the released values themselves (:func:`settle_sites`): a site that is
+the mean of a set of records other than its cell's, published beside the cell's released mean
+and size, gives away the records in which the two sets differ ((|G| +- 1) c_g - |G| xbar_g is
+the one record a cell gained or lost). So the sites move to the settled cells' means, the
+offsets become strict for them (:func:`.potentials.strict_offsets`, which also polishes the
+labels to the optimal assignment to those sites at the same sizes), and the diagram is settled
+again, until the cells no longer change: a fixed point of Lloyd's two conditions with cells of
+at least k records, whose sites are exactly the cell means.
 """
 
 from __future__ import annotations
@@ -38,6 +47,8 @@ from numba import njit
 RAISES_MAX = 8
 #: rounds of (bids, check against the rule's kernel) before giving up
 ROUNDS_MAX = 5
+#: rounds of (sites to the cell means, strict offsets, settle) before giving up (:func:`settle_sites`)
+SITE_ROUNDS_MAX = 50
 
 
 @dataclass(frozen=True)
@@ -216,3 +227,36 @@ def _moved(before, after) -> int:
     best = np.zeros(int(before.max()) + 1, np.int64)
     np.maximum.at(best, pairs[:, 0], counts)
     return int(before.size - best.sum())
+
+
+def _means(Z, labels, Q):
+    """Each cell's mean (Z units), as the fit computes the released centroids."""
+    from .base import group_means
+
+    return group_means(Z, labels, Q)
+
+
+def settle_sites(Z, centers, offsets, k: int, labels) -> SettledDiagram:
+    """:func:`settle_power`, then sites moved to the cell means until the cells no longer change
+    (module docstring): the returned diagram's ``centers`` are its cells' means exactly, so it
+    publishes nothing beyond the release. ``moved`` counts the records whose cell differs from
+    ``labels``. Raises RuntimeError if no fixed point is reached in SITE_ROUNDS_MAX rounds."""
+    from .potentials import strict_offsets
+
+    given = np.asarray(labels)
+    current = given
+    for _ in range(SITE_ROUNDS_MAX):
+        settled = settle_power(Z, centers, offsets, k, current)
+        means = _means(Z, settled.labels, settled.centers.shape[0])
+        if np.array_equal(means, settled.centers):
+            return SettledDiagram(settled.labels, settled.centers, settled.offsets, settled.kept,
+                                  _moved(given, settled.labels), _removed(given, settled.labels))
+        strict = strict_offsets(Z, means, settled.labels, settled.offsets)
+        current, offsets = (settled.labels, settled.offsets) if strict is None else strict
+        centers = means
+    raise RuntimeError(f"the power diagram's sites did not reach the cell means in {SITE_ROUNDS_MAX} rounds")
+
+
+def _removed(before, after) -> int:
+    """Cells of ``before`` beyond those of ``after`` (the difference of their numbers)."""
+    return int(np.unique(before).size - np.unique(after).size)
