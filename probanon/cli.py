@@ -31,6 +31,7 @@ from .cliargs import (
     ordinal_keys,
     positive_int,
     prepare_outputs,
+    pre_release_audit,
     release_roles,
     example,
     seed,
@@ -378,12 +379,14 @@ APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: 
 
 def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) -> int:
     """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
-    (1) the number of records and the column types of the whole file (keys with text refused);
-    (2) each chunk, read with
-    those types, checked as the whole file is (its line or row in the file named), its keys
-    replaced and its records placed at their released positions (the same permutation as at
-    once: :class:`probanon.outputs.OrderedTableWriter`); (3) the release written in order. The
-    pre-release audit runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
+    (1) the number of records and the column types of the whole file (numeric keys with text
+    refused); (2) each chunk, read with those types (every column, keys included: a categorical
+    key is text in every chunk as in the whole file), checked as the whole file is (its line or
+    row in the file named), its keys replaced and its records placed at their released positions
+    (the same permutation as at once: :class:`probanon.outputs.OrderedTableWriter`); (3) the
+    release written in order. The pre-release audit (:func:`probanon.cliargs.pre_release_audit`:
+    the keys against the numeric columns released per record, strata and weights included, as on
+    the whole file) runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
     records (evenly spaced in the file); the promise (as in :func:`apply_to_file`) is checked on
     the counts of the released combinations over all chunks before the file is written. Memory:
     a chunk, the sample, the counts and O(n) integers (the record order)."""
@@ -407,8 +410,9 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
             n += len(chunk)
             progress("reading", n, None)
         numeric_keys.check()
-        key_columns, released = columns_with(roles, "key"), columns_with(roles, "confidential") + columns_with(roles, "other")
-        dtypes = {c: t for c, t in table_dtypes(types).items() if c not in key_columns}
+        key_columns = columns_with(roles, "key")
+        released = [c for c, role in roles.items() if role in PER_RECORD]  # as the whole file's audit reads them
+        dtypes = table_dtypes(types)  # every chunk read as the whole file is: a categorical key as text throughout
         # the audit reads the numeric columns only (keys are, once checked)
         audited_columns = key_columns + [c for c in released if getattr(dtypes[c], "kind", "") in ("i", "u", "f")]
         link = record_order(n, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))[1]
@@ -445,9 +449,8 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
                 progress("applying", done, n)
             sample = pd.concat(sample, ignore_index=True)
             sample.attrs.clear()
-            audit_args = argparse.Namespace(**{**vars(args), "confidential": audited_columns[len(key_columns):],
-                                               "drop": None, "keep_other": False})
-            release_roles(audit_args, sample, keys=key_columns)  # the audit: refuses, or warns (--accept-risk)
+            # the audit: refuses, or warns (--accept-risk)
+            pre_release_audit(args, sample, {c: roles[c] for c in audited_columns})
             del sample
             if pairs:
                 check_categorical_keys(args, *(pd.concat(t, ignore_index=True) for t in zip(*pairs)), roles,

@@ -133,21 +133,30 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     ``--keep-other``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the
     keys against the columns released per record (confidential and passed-through ones): a finding
     stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
-    from .attacks.audit import audit as run_audit
     from .labelled import check_names
-    from .release import assign_roles, columns_with
+    from .release import assign_roles
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
                          args.keep_other, weights=getattr(args, "weights", None), strata=getattr(args, "strata", None))
     if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
-    if not audit:
-        return roles
+    if audit:
+        pre_release_audit(args, frame, roles)
+    return roles
+
+
+def pre_release_audit(args, frame, roles: dict) -> None:
+    """The pre-release audit (:func:`probanon.attacks.audit.audit`) of ``frame``'s keys against
+    its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
+    as :func:`release_roles` gives them): a finding stops the command unless ``--accept-risk``,
+    when it is printed as a warning (:func:`audit_verdict`)."""
+    from .attacks.audit import audit as run_audit
+    from .release import columns_with
+
     published = [c for c, role in roles.items() if role in PER_RECORD]
     result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
     if not result.passed:
         audit_verdict(args, result)
-    return roles
 
 
 #: the roles of the columns released per record, unchanged or recoded (strata)

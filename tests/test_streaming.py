@@ -278,3 +278,90 @@ def test_audit_of_a_chunked_file(tmp_path, files, capsys):
             outputs.append(out.read_bytes() if extra else out.exists())
         assert lines[0] == lines[1] and len(lines[0]) == 1 and "spend" in lines[0][0]
     assert outputs[:2] == [False, False] and outputs[2] == outputs[3]
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_chunked_apply_of_a_stratified_function(tmp_path, suffix, capsys):
+    """A function fitted within strata (a text and a numeric strata column, a small stratum
+    merged) is applied chunk by chunk as to the whole file: the chunks' audit sample holds the
+    strata columns the release publishes (the whole file's audit reads them too)."""
+    frame = _table().assign(sex=lambda f: 1 + np.arange(len(f)) % 2)
+    frame.loc[[10, 100, 200], "region"] = "islands"  # 3 records: merged into a neighbour (k = 5)
+    source = _write(frame, tmp_path / f"in{suffix}")
+    func = tmp_path / "f.json"
+    assert main(["microaggregate", str(source), "-o", str(tmp_path / f"fit{suffix}"), "--keys", "age,income",
+                 "--strata", "region,sex", "--merge-small-strata", "--function", str(func), "-k", "5",
+                 "--seed", "1", "--quiet", *ROLES]) == 0
+    for name, chunk in (("whole", []), ("chunked", ["--chunk-size", "50"])):
+        assert main(["apply", str(func), str(source), "-o", str(tmp_path / f"{name}{suffix}"), "--link",
+                     str(tmp_path / f"{name}_link.csv"), "--seed", "5", "--quiet", *ROLES, *chunk]) == 0
+    assert "records in 5 chunks" in capsys.readouterr().err
+    whole, chunked = tmp_path / f"whole{suffix}", tmp_path / f"chunked{suffix}"
+    if suffix == ".csv":
+        assert chunked.read_bytes() == whole.read_bytes()
+    else:
+        pd.testing.assert_frame_equal(_read(chunked), _read(whole), check_exact=True)
+    assert (tmp_path / "chunked_link.csv").read_bytes() == (tmp_path / "whole_link.csv").read_bytes()
+    # independently: the strata columns released as they are, but the merged strata: the islands
+    # (all of sex 1) and the next stratum in sorted order, (north, 1), recoded as one
+    released, link = _read(chunked), pd.read_csv(tmp_path / "chunked_link.csv")
+    original = frame.iloc[link.sort_values("released_row")["original_row"].to_numpy() - 1].reset_index(drop=True)
+    assert list(released.columns) == ["age", "income", "spend", "visits", "region", "sex", "cell"]
+    assert (released["sex"] == original["sex"]).all()
+    merged = original["region"].isin(["islands", "north"]) & (original["sex"] == 1)
+    assert (released["region"][~merged] == original["region"][~merged]).all()
+    assert (released["region"][merged] == "islands+north").all()
+
+
+def _digit_like_regions(n=N, seed=4) -> pd.DataFrame:
+    """A nominal key whose values look like numbers in the first 150 records ('2', '3', '5') and
+    not in the others ('2', 'A', '3'): a chunk of the first records alone reads as integers."""
+    frame = _table(n, seed)
+    rng = np.random.default_rng(seed)
+    frame["region"] = np.where(np.arange(n) < 150, rng.choice(["2", "3", "5"], n), rng.choice(["2", "A", "3"], n))
+    return frame
+
+
+def test_chunked_apply_of_a_nominal_key_that_looks_numeric(tmp_path, capsys):
+    """A nominal key is read as text in every chunk, as the whole file reads it (a chunk of
+    '2', '3' and '5' alone would read as integers, which are no fitted category)."""
+    frame = _digit_like_regions()
+    source = _write(frame, tmp_path / "in.csv")
+    func = tmp_path / "f.json"
+    assert main(["microaggregate", str(source), "-o", str(tmp_path / "fit.csv"), "--keys", "age,income",
+                 "--nominal", "region", "--function", str(func), "-k", "5", "--seed", "1", "--quiet", *ROLES]) == 0
+    for name, chunk in (("whole", []), ("chunked", ["--chunk-size", "50"])):
+        assert main(["apply", str(func), str(source), "-o", str(tmp_path / f"{name}.csv"), "--link",
+                     str(tmp_path / f"{name}_link.csv"), "--seed", "5", "--quiet", *ROLES, *chunk]) == 0
+    assert "records in 5 chunks" in capsys.readouterr().err
+    assert (tmp_path / "chunked.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    assert (tmp_path / "chunked_link.csv").read_bytes() == (tmp_path / "whole_link.csv").read_bytes()
+    # independently: each record's region is its cell's (the function's) category, as text
+    from probanon.microagg import function_from_json
+
+    released = pd.read_csv(tmp_path / "chunked.csv", dtype={"region": str})
+    centroids = np.asarray(function_from_json(func).centroids, dtype=object)
+    assert released["region"].tolist() == [str(v) for v in centroids[released["cell"], 2]]
+    assert set(released["region"]) <= {"2", "3", "5", "A"}
+
+
+def test_chunked_survey_assign_of_a_nominal_key_that_looks_numeric(tmp_path, capsys):
+    """'survey assign' reads a tree design's nominal key as text in every chunk too."""
+    from probanon.survey.design import design
+    from probanon.survey.spec import build_spec, verify
+    import json
+
+    frame = _digit_like_regions(300, seed=6)
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps(build_spec(design(frame[["age", "income", "region"]], 3, 0.8, 0.05, method="tree",
+                                                 nominal=["region"]))))
+    source = _write(frame, tmp_path / "responses.csv")
+    for name, chunk in (("whole", []), ("chunked", ["--chunk-size", "50"])):
+        assert main(["survey", "assign", str(spec), str(source), "-o", str(tmp_path / f"{name}.csv"), "--seed", "2",
+                     "--keep-order", *ROLES, *chunk]) == 0
+    assert "chunks of 50" in capsys.readouterr().err
+    assert (tmp_path / "chunked.csv").read_bytes() == (tmp_path / "whole.csv").read_bytes()
+    # independently: the cells are the specification's, from the keys read as text
+    assigned = pd.read_csv(tmp_path / "chunked.csv")
+    expected = verify(str(spec)).function.assign(frame[["age", "income", "region"]])
+    assert assigned["cell"].tolist() == expected.tolist()
