@@ -1,6 +1,6 @@
 """probanon: releasing data with probabilistic anonymity guarantees."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 from . import _cache  # noqa: E402  before any numba kernel is compiled or loaded
 

@@ -70,6 +70,9 @@ def _estimator(args):
     blocks = {"block_size": args.block_size}
     if args.method == "mdav":
         return cls(args.k, keep_duplicates=not args.split_duplicates, **blocks)
+    if args.split_duplicates:
+        raise InputError(f"--split-duplicates applies to mdav, not {args.method} (its groups never split identical "
+                         "key tuples)")
     if args.method == "vmdav":
         return cls(args.k, gamma=args.gamma, **blocks)
     if args.method == "pcl":
@@ -219,7 +222,8 @@ def cmd_microaggregate(args) -> int:
     loss = "no numeric key" if report is None else format_information_loss(report.information_loss)
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, keys + column_list(args.strata))}, "
+        f"k achieved = {k_achieved(release.data, keys + [c for c in column_list(args.strata) if c in release.data])}"
+        ", "
         f"{'weighted ' * (weights is not None)}information loss{' of the numeric keys' * bool(categorical)} = {loss}"
         + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
         file=sys.stderr,
@@ -237,11 +241,15 @@ def _promise(k: int, keys: list, roles: dict, strata, mechanism: str, per_column
 
 def _function_promise(function, keys: list, roles: dict, strata) -> Promise:
     """The promise of a published function applied to a file: the k it was fitted with (its
-    smallest declared cell where the function does not state k)."""
+    smallest declared cell where the function does not state k), on the keys, released strata
+    and the ``cell`` column written beside them (two cells may release the same values: the cell
+    number still tells them apart)."""
     sizes = function.sizes if function.kind != "intervals" else [min(s) for s in function.sizes]
     k = function.meta.get("k", int(np.min(sizes)))
     name = f"the published function ({function.meta.get('method', function.kind)}, k = {k})"
-    return _promise(k, keys, roles, strata, name, per_column=function.kind == "intervals")
+    if function.kind == "intervals":
+        return _promise(k, keys, roles, strata, name, per_column=True)
+    return _promise(k, keys + ["cell"], roles, strata, name)
 
 
 def _released_decimals(args, frame, numeric) -> dict:
@@ -952,9 +960,13 @@ def cmd_release(args) -> int:
 
     from ._validation import MAX_SEED
     from .cliargs import prepare_outputs
-    from .recipe import parse_recipe
+    from .recipe import parse_recipe, read_recipe
 
     run, recipe_path, text = parse_recipe(args.recipe, args.force)
+    made_by = read_recipe(args.recipe).get("probanon_version")
+    if made_by not in (None, __version__):
+        print(f"probanon: warning: {args.recipe} was resolved by probanon {made_by}, this is {__version__}: the release "
+              "may differ from the one it made", file=sys.stderr)
     if getattr(run, "seed", None) is None:
         run.seed = secrets.randbelow(MAX_SEED + 1)
     run.quiet = args.quiet
@@ -1030,8 +1042,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="MDAV: classical MDAV (as sdcMicro), which may put identical key tuples in different groups; "
                         "such a fit publishes no function (--function is refused). Default: identical tuples share "
                         "a group, so the published function reproduces the release")
-    m.add_argument("--keep-duplicates", action="store_true",
-                   help="MDAV: identical tuples share a group (the default; kept for older recipes)")
     m.add_argument("--block-size", type=int, default=None, metavar="B",
                    help="mdav, vmdav, pcl: split the records along principal axes into blocks of k..B records "
                         "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "

@@ -84,6 +84,8 @@ def _argv(recipe: dict, folder: Path) -> list[str]:
     here = lambda p: str(folder / p)
     argv = [recipe["command"], here(recipe["input"]), "-o", here(recipe["output"])]
     for name, value in recipe.get("options", {}).items():
+        if name in REMOVED:
+            raise InputError(REMOVED[name])
         if name in NOT_RECIPE:
             raise InputError(f"option {name!r} is not a recipe option (the recipe names the command, input and "
                              "output itself; 'probanon release --force' overwrites)")
@@ -98,6 +100,11 @@ def _argv(recipe: dict, folder: Path) -> list[str]:
             raise InputError(f"option {name!r}: expected a text, a number, true/false or a list, got {value!r}")
     return argv
 
+
+#: options that no longer exist, and what replaces them (an old resolved recipe names them all)
+REMOVED = {"keep_duplicates": "option 'keep_duplicates' was removed in probanon 0.2.0: MDAV now keeps identical key "
+                              "tuples in one group by default (so the published function reproduces the release); "
+                              "'split_duplicates = true' is classical MDAV, what 'keep_duplicates = false' was"}
 
 #: options whose values are files, relative to the recipe's folder
 PATH_OPTIONS = {"link", "function", "groups"}

@@ -159,8 +159,11 @@ class Microaggregator(ParamsMixin):
     def _identical_split(self, Z) -> int:
         """Records that have an identical record in another group (0 unless the method was
         asked to split them, :attr:`_split_option`)."""
+        strata = self.__dict__.pop("_record_strata", None)
         if self._split_option is None or self._keeps_identical():
             return 0
+        if strata is not None:
+            Z = np.column_stack([Z, strata])
         if self.labels_.ndim == 2:  # one group per column (individual ranking)
             return int(sum(split_duplicates(Z[:, [j]], self.labels_[:, j]).sum() for j in range(Z.shape[1])))
         return int(split_duplicates(Z, self.labels_).sum())
@@ -216,6 +219,7 @@ class Microaggregator(ParamsMixin):
         self._check_params()
         names, values = strata_of(strata, Z.shape[0])
         which, groups, self.strata_merged_ = group_strata(values, self.k_, merge)
+        self._record_strata = which  # for _identical_split: identical tuples of different strata are not split
         labels, fitted = self._partition_subsets(Z, X, which, [None] * len(groups), "stratum", progress)
         rules = [{"values": stratum, **fit} for stratum, fit in zip(groups, fitted)]
         self.strata_ = groups

@@ -29,11 +29,10 @@ is (PCL's strict offsets, on data where no identical records were split).
 The sites must then be the released values themselves (:func:`settle_sites`): a site that is
 the mean of a set of records other than its cell's, published beside the cell's released mean
 and size, gives away the records in which the two sets differ ((|G| +- 1) c_g - |G| xbar_g is
-the one record a cell gained or lost). So the sites move to the settled cells' means, the
-offsets become strict for them (:func:`.potentials.strict_offsets`, which also polishes the
-labels to the optimal assignment to those sites at the same sizes), and the diagram is settled
-again, until the cells no longer change: a fixed point of Lloyd's two conditions with cells of
-at least k records, whose sites are exactly the cell means.
+the one record a cell gained or lost). So the sites move to the settled cells' means and the
+diagram is settled again, until the cells no longer change: a fixed point of Lloyd's two
+conditions with cells of at least k records, whose sites are exactly the cell means
+(:func:`settle_sites`).
 """
 
 from __future__ import annotations
@@ -48,7 +47,10 @@ RAISES_MAX = 8
 #: rounds of (bids, check against the rule's kernel) before giving up
 ROUNDS_MAX = 5
 #: rounds of (sites to the cell means, strict offsets, settle) before giving up (:func:`settle_sites`)
-SITE_ROUNDS_MAX = 50
+#: rounds of (sites to the cell means, settle) that keep the last offsets (:func:`settle_sites`)
+KEEP_OFFSETS = 2
+#: rounds of (sites to the cell means, settle) before giving up
+SITE_ROUNDS_MAX = 200
 
 
 @dataclass(frozen=True)
@@ -239,21 +241,23 @@ def _means(Z, labels, Q):
 def settle_sites(Z, centers, offsets, k: int, labels) -> SettledDiagram:
     """:func:`settle_power`, then sites moved to the cell means until the cells no longer change
     (module docstring): the returned diagram's ``centers`` are its cells' means exactly, so it
-    publishes nothing beyond the release. ``moved`` counts the records whose cell differs from
-    ``labels``. Raises RuntimeError if no fixed point is reached in SITE_ROUNDS_MAX rounds."""
-    from .potentials import strict_offsets
-
+    publishes nothing beyond the release. The first KEEP_OFFSETS rounds keep the offsets of the
+    last settling (PCL's optimised offsets; its cells rarely move); later rounds start from zero
+    offsets, Lloyd's nearest-site cells with the short ones settled by bids (offsets carried over
+    many rounds only fall, and cells with very low offsets swallowed their neighbours: V-MDAV
+    on 6,000 Adult records grew cells of 2,000 records in 30 rounds; from zero offsets it
+    reached a fixed point in 5). ``moved`` counts the records whose cell differs from ``labels``.
+    RuntimeError after SITE_ROUNDS_MAX rounds (never observed)."""
     given = np.asarray(labels)
     current = given
-    for _ in range(SITE_ROUNDS_MAX):
+    for round_ in range(SITE_ROUNDS_MAX):
         settled = settle_power(Z, centers, offsets, k, current)
         means = _means(Z, settled.labels, settled.centers.shape[0])
         if np.array_equal(means, settled.centers):
             return SettledDiagram(settled.labels, settled.centers, settled.offsets, settled.kept,
                                   _moved(given, settled.labels), _removed(given, settled.labels))
-        strict = strict_offsets(Z, means, settled.labels, settled.offsets)
-        current, offsets = (settled.labels, settled.offsets) if strict is None else strict
-        centers = means
+        centers, current = means, settled.labels
+        offsets = settled.offsets if round_ + 1 < KEEP_OFFSETS else np.zeros(means.shape[0])
     raise RuntimeError(f"the power diagram's sites did not reach the cell means in {SITE_ROUNDS_MAX} rounds")
 
 
