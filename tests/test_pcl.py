@@ -737,6 +737,9 @@ def test_transport_where_every_candidate_costs_zero():
     r = transport_assign(np.zeros((6, 2)), np.zeros((2, 2)), 3)
     assert np.bincount(r.labels).tolist() == [3, 3] and r.cost == 0.0
     np.testing.assert_array_equal(r.offsets, [0.0, 0.0])  # no cell is cheaper than another
+    tiny = tuples * 1e-155  # the other cell costs 1e-310 (subnormal): 2^39 / 1e-310 overflowed too
+    r = transport_assign(np.repeat(tiny, 3, axis=0), tiny, 3, exact=False)
+    np.testing.assert_array_equal(r.labels, own)
 
 
 def test_identical_records_make_one_cell():

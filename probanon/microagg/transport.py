@@ -80,13 +80,15 @@ COST_BITS = 39
 
 def _integer_costs(cost):
     """The flow's integer costs: ``cost`` (>= 0) over its largest, times 2^COST_BITS, rounded.
-    All zero when every cost is (identical records at their cells' means): a scale factor
-    2^COST_BITS / max(top, 1e-300) was infinite there, or for a largest cost below 2^39 / 2^1023,
+    All zero when every cost is (identical records at their cells' means): the scale factor
+    2^COST_BITS / max(top, 1e-300) was infinite there (and for any largest cost below 3e-297),
     and 0 times it NaN (OR-Tools: BAD_COST_RANGE)."""
     top = float(cost.max()) if cost.size else 0.0
     if not top > 0.0:
         return np.zeros(cost.size, np.int64)
-    return np.round(cost / top * 2.0**COST_BITS).astype(np.int64)
+    scale = 2.0**COST_BITS / top
+    scaled = cost * scale if np.isfinite(scale) else cost / top * 2.0**COST_BITS  # the former: as before
+    return np.round(scaled).astype(np.int64)
 
 
 def _min_cost_flow(near, cost, m):
