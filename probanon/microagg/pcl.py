@@ -434,7 +434,8 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
     constant = (Z == Z[:1]).all(axis=0)
     if Q == 1 or constant.all():  # one cell; or identical records, for which every partition has SSE 0: one
         progress("publish", 1, 1)
-        return np.zeros(n, dtype=np.int64), np.where(constant, Z[0], Z.mean(axis=0))[None, :], np.zeros(1), names[0], True
+        centre = np.where(constant, Z[0], Z.mean(axis=0))[None, :]
+        return np.zeros(n, dtype=np.int64), centre, np.zeros(1), names[0], True
     if constant.any():
         return _constant_columns_back(Z, constant, _pcl(np.ascontiguousarray(Z[:, ~constant]), k, max_iter, speed,
                                                         neighbours, kicks, random_state, init, progress, free_sizes))
