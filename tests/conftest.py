@@ -11,6 +11,14 @@ def shared_data():
 
 
 @pytest.fixture(scope="session")
+def boundscheck_cache(request, tmp_path_factory):
+    """A numba cache folder for bounds-checked kernels only (:func:`helpers.run_bounds_checked`),
+    kept in pytest's cache between runs where it is on (the compilation takes a minute)."""
+    cache = getattr(request.config, "cache", None)
+    return cache.mkdir("numba-boundscheck") if cache is not None else tmp_path_factory.mktemp("numba-boundscheck")
+
+
+@pytest.fixture(scope="session")
 def census(shared_data):
     return casc("census")
 

@@ -1,5 +1,9 @@
 """Shared test helpers: the reference data in ../shared/data (never copied into the repo)."""
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +18,21 @@ DATA = SHARED_DATA / "casc"
 EIA_DROP = ["UTILITYID", "UTILNAME", "STATE", "YEAR", "MONTH"]
 
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def run_bounds_checked(code: str, cache_dir, timeout: float = 600):
+    """Run ``code`` (it prints one JSON value last) in a fresh interpreter with numba's bounds
+    checking on (NUMBA_BOUNDSCHECK=1: an index out of bounds raises IndexError where compiled
+    code would write past the array) and its kernel cache in ``cache_dir``, a folder only ever
+    used with bounds checking (numba's cache does not tell the two builds apart). Returns the
+    value; a crash or a traceback fails with its stderr. The first run compiles the kernels
+    (about a minute), later runs load them."""
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root), "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": str(cache_dir)}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, cwd=root,
+                         env=env)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-3000:]}"
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def casc(name: str) -> np.ndarray:

@@ -271,3 +271,66 @@ def test_restarts_keep_the_better_of_independent_searches_on_one_thread_and_two(
         monkeypatch.setattr(_threads, "MODE", mode)
         both = iterated_local_search(Z, start, 5, 300, FixedSeeds([11, 22]), free_sizes=free, restarts=2)
         np.testing.assert_array_equal(both, single[int(np.argmin(costs))])
+
+
+def assert_lists_hold_each_cell_once(nbr):
+    for a, row in enumerate(nbr):
+        cells = row[row >= 0]
+        assert a not in cells and len(set(cells.tolist())) == cells.size, (a, row)
+
+
+def test_a_split_into_a_dissolved_cells_id_keeps_each_cell_once_in_the_lists():
+    # a dissolved cell stays in its neighbours' lists; a split then takes its id from the free
+    # stack. The split's lists (the new cell: the split cell then its list; the split cell: the
+    # new one added) held that id twice, and a kick's region (a cell and its nearest cells) then
+    # held records three times: past the end of its record buffer (memory corruption)
+    Z = np.array([[0.0], [0.0], [1.0], [1.0], [10.0], [10.0], [11.0], [11.0]])
+    s = _Search(Z, np.array([0, 0, 1, 1, 2, 2, 2, 2]), 2, 4)
+    assert_lists_hold_each_cell_once(s.nbr)
+    assert 1 in s.nbr[0]
+    _dissolve(s.Z, 1, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr, s.buf, log(), 0)
+    assert s.labels.tolist() == [0, 0, 0, 0, 2, 2, 2, 2]  # cell 1's records joined cell 0, id 1 freed
+    gain, new, _ = _split(s.Z, 0, 2, s.labels, s.sums, s.counts, s.head, s.nxt, s.prv, s.cent, s.free, s.top, s.nbr,
+                          s.buf, s.proj, 0.0, log(), 0)
+    assert new == 1 and {tuple(s.labels[:2]), tuple(s.labels[2:4])} == {(0, 0), (1, 1)}  # the 0s from the 1s
+    assert gain == pytest.approx(1.0)  # n1 n2 / n ||c1 - c2||^2 = 2 * 2 / 4 * 1
+    assert_lists_hold_each_cell_once(s.nbr[:3])
+    assert 1 in s.nbr[0] and 0 in s.nbr[1]  # the two halves see each other
+
+
+_KICKS_ON_GRIDS = """
+import json
+import numpy as np
+from probanon.microagg.local_search import CellLists, iterated_local_search
+out = []
+for seed in range(80):
+    rng = np.random.default_rng(seed)
+    n, k, d = int(rng.integers(6, 40)), int(rng.integers(2, 5)), int(rng.integers(1, 3))
+    Z = rng.integers(0, 3, (n, d)).astype(float)  # a small grid: many duplicates
+    start = np.minimum(np.arange(n) // k, n // k - 1)[rng.permutation(n)]
+    lists = CellLists()
+    try:
+        labels = iterated_local_search(Z, start, k, 20, np.random.default_rng(seed), free_sizes=True, restarts=2,
+                                       lists=lists)
+    except IndexError as exc:
+        out.append([seed, "IndexError"])
+        continue
+    sizes = np.bincount(labels)
+    if labels.shape != (n,) or sizes.min() < k:
+        out.append([seed, "cells " + str(sizes.tolist())])
+    for a, row in enumerate(lists.nbr if lists.nbr is not None else []):
+        cells = row[row >= 0]
+        if a in cells or len(set(cells.tolist())) != cells.size:
+            out.append([seed, "list"])
+            break
+print(json.dumps(out))
+"""
+
+
+def test_free_size_kicks_stay_in_bounds_on_small_grids_with_duplicates(boundscheck_cache):
+    # bounds-checked kernels (a fresh interpreter): before the fix, 6 of these 80 cases indexed
+    # out of bounds (seed 21 the first); compiled normally such writes corrupted the heap
+    # ("double free or corruption") in about 20% of PCL fits on small grids with duplicates
+    from helpers import run_bounds_checked
+
+    assert run_bounds_checked(_KICKS_ON_GRIDS, boundscheck_cache) == []

@@ -3,6 +3,7 @@ and the PCL estimator on the sanity values of NOTES.md §3."""
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -708,3 +709,119 @@ def test_strict_offsets_on_a_certified_margin_skip_the_scan_and_agree_with_it(mo
     scans.clear()  # a margin smaller than the offsets' moves (a true claim): the scan runs
     assert strict_offsets(Z, C, r.labels, r.offsets, near=r.candidates, margin=1e-300)[0].tolist() == labels.tolist()
     assert scans
+
+
+# ---------------------------------------------------------------- degenerate data (issue 39)
+
+
+def assert_valid_partition(model, X, k):
+    """Every record labelled, every cell of at least k records, and the published function
+    gives each fitted record its label."""
+    labels = np.asarray(model.labels_)
+    assert labels.shape == (len(X),) and labels.min() >= 0
+    assert np.bincount(labels).min() >= k
+    np.testing.assert_array_equal(model.function_.assign(X), labels)
+
+
+def test_transport_where_every_candidate_costs_zero():
+    # identical records at their cells' means: the flow's integer costs were scaled by
+    # 2^39 / 1e-300 = inf, 0 * inf = NaN (OR-Tools BAD_COST_RANGE); then, with a pricing
+    # tolerance of 1e-10 * 0 = 0 (the published rule's tie-break), every record tied with a
+    # lower cell "improved" on its own, round after round ("pricing did not end in 50 rounds")
+    tuples = np.array([[0.0, 0.0], [1.0, 0.0]])
+    Z, own = np.repeat(tuples, 3, axis=0), np.repeat([0, 1], 3)
+    for exact in (False, True):
+        r = transport_assign(Z, tuples, 3, near=own[:, None], exact=exact)
+        np.testing.assert_array_equal(r.labels, own)  # the only partition of cost 0
+        assert r.cost == 0.0
+    r = transport_assign(np.zeros((6, 2)), np.zeros((2, 2)), 3)
+    assert np.bincount(r.labels).tolist() == [3, 3] and r.cost == 0.0
+    np.testing.assert_array_equal(r.offsets, [0.0, 0.0])  # no cell is cheaper than another
+    tiny = tuples * 1e-155  # the other cell costs 1e-310 (subnormal): 2^39 / 1e-310 overflowed too
+    r = transport_assign(np.repeat(tiny, 3, axis=0), tiny, 3, exact=False)
+    np.testing.assert_array_equal(r.labels, own)
+
+
+def test_identical_records_make_one_cell():
+    X = np.full((60, 2), 3.0)
+    model = PCL(3, random_state=0, kicks=20).fit(X)
+    assert model.sizes_.tolist() == [60]
+    np.testing.assert_array_equal(model.fit_transform(X), X)
+
+
+@pytest.mark.parametrize("block_size", [0, 40])
+def test_few_distinct_tuples_give_cells_of_identical_tuples(block_size):
+    # four tuples, each with at least k copies: cells of identical tuples (SSE 0, the optimum)
+    # exist; the blocked fit failed ("pricing did not end in 50 rounds")
+    rng = np.random.default_rng(0)
+    X = np.repeat(rng.normal(size=(4, 3)), [100, 30, 20, 14], axis=0)[rng.permutation(164)]
+    model = PCL(3, random_state=1, kicks=20, block_size=block_size, n_jobs=1)
+    released = model.fit_transform(X)
+    assert_valid_partition(model, X, 3)
+    np.testing.assert_allclose(released, X, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-300])
+def test_magnitudes_the_standardiser_treats_as_constant(scale):
+    # sd <= 1e-12: the columns are only centred, and their squared differences (1e-400 and
+    # below) underflow to 0: every candidate costs 0 (the fit failed as above)
+    X = np.random.default_rng(0).integers(0, 4, (60, 2)) * scale
+    model = PCL(3, random_state=0, kicks=20).fit(X)
+    np.testing.assert_array_equal(model.standardizer_.scale_, [1.0, 1.0])
+    assert_valid_partition(model, X, 3)
+
+
+def test_a_constant_column_changes_nothing_even_at_a_last_bit_offset():
+    # 7e300 in every record: its mean rounds (52 records) and the centred column holds 1.2e285
+    # in every record, whose squares overflowed (inf SSE tolerance: no local search)
+    rng = np.random.default_rng(1)
+    varying = rng.normal(size=(52, 2))
+    X = np.column_stack([np.full(52, 7e300), varying])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        model = PCL(3, random_state=0).fit(X)
+    assert model.standardizer_.transform(X)[0, 0] != 0.0  # the offset this test is about
+    alone = PCL(3, random_state=0).fit(varying)
+    np.testing.assert_array_equal(model.labels_, alone.labels_)
+    np.testing.assert_array_equal(model.centroids_[:, 1:], alone.centroids_)
+    np.testing.assert_array_equal(model.centroids_[:, 0], 7e300)
+
+
+_PCL_ON_GRIDS = """
+import json
+import numpy as np
+from probanon.microagg import PCL
+cases = [(np.array([[1, 0], [0, 0], [0, 1], [0, 0], [1, 1], [0, 1]], float), 2, 140, 0),
+         (np.array([[1, 2], [0, 3], [1, 0], [1, 1], [1, 1], [1, 1], [0, 0], [2, 3], [1, 3], [1, 1], [1, 1], [0, 1],
+                    [1, 1], [3, 3], [3, 1], [3, 3], [2, 2], [2, 1], [1, 2], [0, 2], [3, 1], [0, 0], [2, 0], [2, 3],
+                    [0, 3], [1, 3], [0, 1], [3, 1], [3, 2]], float), 6, 1, 0)]
+for seed in range(60):  # small integer grids: many duplicates; some blocked
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(3, 80)), int(rng.integers(1, 4))
+    k = min(n, int(rng.integers(2, max(3, min(n, 12)))))
+    X = rng.integers(0, int(rng.integers(1, 5)), (n, d)).astype(float)
+    block = int(rng.integers(2 * k, n // 2 + 1)) if n >= 4 * k and rng.random() < 0.3 else 0
+    cases.append((X, k, seed, block))
+out = []
+for number, (X, k, seed, block) in enumerate(cases):
+    try:
+        model = PCL(k, random_state=seed, kicks=20, block_size=block, n_jobs=1).fit(X)
+    except Exception as exc:
+        out.append([number, type(exc).__name__, str(exc)])
+        continue
+    labels = np.asarray(model.labels_)
+    if labels.shape != (len(X),) or np.bincount(labels).min() < k:
+        out.append([number, "cells", np.bincount(labels).tolist()])
+    elif not np.array_equal(model.function_.assign(X), labels):
+        out.append([number, "function"])
+print(json.dumps(out))
+"""
+
+
+def test_pcl_stays_in_bounds_on_small_grids_with_duplicates(boundscheck_cache):
+    # bounds-checked kernels in a fresh interpreter: the first case (PCL(2, random_state=140))
+    # and the second indexed out of bounds in the free-size kicks before the fix, as did 5 of
+    # the 60 grids; 3 others failed with "pricing did not end in 50 rounds"
+    from helpers import run_bounds_checked
+
+    assert run_bounds_checked(_PCL_ON_GRIDS, boundscheck_cache) == []

@@ -377,12 +377,32 @@ def _split(Z, a, k, labels, sums, counts, head, nxt, prv, cent, free, top, nbr, 
         _relocate(Z, i, a, new, labels, sums, counts, head, nxt, prv, cent)
         if undo:
             nlog = _log(log, nlog, i, a, new)
-    R = nbr.shape[1]
-    for r in range(R - 1):  # the new cell's candidates: a and a's own (a sees it too)
-        nbr[new, r + 1] = nbr[a, r]
-    nbr[new, 0] = a
-    nbr[a, R - 1] = new
+    _split_lists(nbr, a, new)
     return best, new, nlog
+
+
+@njit(cache=True, _nrt=False)
+def _split_lists(nbr, a, new):
+    """Candidate lists after cell a was split off into cell ``new``: new's list is a, then a's
+    list without ``new``; a's list takes ``new`` in its last slot unless it holds it already.
+    ``new`` is a freed id, which lists may still hold (a dissolved cell stays in its
+    neighbours' lists): copied as it stood, a list held one cell twice, and a kick's region (a
+    cell and its nearest cells, each taken once) then held some records three times and wrote
+    past the end of its record buffer. Each list holds a cell once, and never its own."""
+    R = nbr.shape[1]
+    nbr[new, 0] = a
+    w = 1
+    for r in range(R):
+        q = nbr[a, r]
+        if w < R and q != new:
+            nbr[new, w] = q
+            w += 1
+    for r in range(w, R):
+        nbr[new, r] = -1
+    for r in range(R):
+        if nbr[a, r] == new:
+            return
+    nbr[a, R - 1] = new
 
 
 @njit(cache=True)

@@ -395,7 +395,8 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     by ``random_state``, and steps 3 and 4 again). The result of
     lowest SSE is returned, with the name of its start. One column (d = 1): the optimal
     partition itself (:func:`.univariate.optimal_univariate`, groups of k..2k-1 records, start
-    "optimal univariate"), with strict offsets. ``free_sizes`` (cells of < 256 records): the
+    "optimal univariate"), with strict offsets. Fewer than 2k records, or all identical (every
+    partition has SSE 0): one cell. ``free_sizes`` (cells of < 256 records): the
     kicks may also dissolve cells and split cells of >= 2k records (issue 16.4: the number of
     cells and their sizes are optimised, every cell >= k); False keeps MDAV's |Q| cells.
 
@@ -405,6 +406,19 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     "publish"), with ``done`` of ``total``
     units of that stage; a stage that converges early ends with done == total."""
     return _pcl(Z, k, max_iter, speed, neighbours, kicks, random_state, init, progress, free_sizes)[:4]
+
+
+def _constant_columns_back(Z, constant, result):
+    """:func:`_pcl`'s ``result`` on the columns of Z that are not ``constant``, with the centres
+    completed by the constant columns' value. No distance depends on a column where every
+    record holds the same value, so PCL runs without them: the same cells, and each record's
+    costs under the diagram the same bit for bit (its value minus the centre's is 0 there).
+    With them, a column the standardiser centred but left at a last-bit offset (7e300 in
+    every record: 1.2e285) overflowed the squared distances."""
+    labels, centers, offsets, start, strict = result
+    full = np.repeat(Z[:1], centers.shape[0], axis=0)
+    full[:, ~constant] = centers
+    return labels, full, offsets, start, strict
 
 
 def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, random_state=None, init="auto",
@@ -417,9 +431,14 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
     progress = _quiet if progress is None else progress
     n = Z.shape[0]
     Q = n // k
-    if Q == 1:
+    constant = (Z == Z[:1]).all(axis=0)
+    if Q == 1 or constant.all():  # one cell; or identical records, for which every partition has SSE 0: one
         progress("publish", 1, 1)
-        return np.zeros(n, dtype=np.int64), Z.mean(axis=0, keepdims=True), np.zeros(1), names[0], True
+        centre = np.where(constant, Z[0], Z.mean(axis=0))[None, :]
+        return np.zeros(n, dtype=np.int64), centre, np.zeros(1), names[0], True
+    if constant.any():
+        return _constant_columns_back(Z, constant, _pcl(np.ascontiguousarray(Z[:, ~constant]), k, max_iter, speed,
+                                                        neighbours, kicks, random_state, init, progress, free_sizes))
     rng = check_random_state(random_state)
     if Z.shape[1] == 1:  # one column: the optimum itself, sizes free in k..2k-1 (Hansen & Mukherjee 2003)
         progress("optimal univariate", 0, 1)

@@ -66,9 +66,29 @@ def squared_distances(Z: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return np.maximum(d, 0.0)
 
 
+#: the pricing's tolerance is 1e-10 of the largest candidate cost, at least this: where every
+#: candidate cost is 0 (identical records at their cells' means) a tolerance of 0 made the
+#: pricing the published rule's tie-break (:func:`.candidates._beats`), under which every
+#: record tied with every lower cell improved on its own, round after round, and the
+#: assignment failed after max_rounds
+TOL_MIN = np.finfo(np.float64).tiny
+
 #: integer costs of the flow: the largest candidate cost becomes 2^39 (OR-Tools needs the
 #: largest cost times the number of nodes to fit in 63 bits)
 COST_BITS = 39
+
+
+def _integer_costs(cost):
+    """The flow's integer costs: ``cost`` (>= 0) over its largest, times 2^COST_BITS, rounded.
+    All zero when every cost is (identical records at their cells' means): the scale factor
+    2^COST_BITS / max(top, 1e-300) was infinite there (and for any largest cost below 3e-297),
+    and 0 times it NaN (OR-Tools: BAD_COST_RANGE)."""
+    top = float(cost.max()) if cost.size else 0.0
+    if not top > 0.0:
+        return np.zeros(cost.size, np.int64)
+    scale = 2.0**COST_BITS / top
+    scaled = cost * scale if np.isfinite(scale) else cost / top * 2.0**COST_BITS  # the former: as before
+    return np.round(scaled).astype(np.int64)
 
 
 def _min_cost_flow(near, cost, m):
@@ -80,12 +100,11 @@ def _min_cost_flow(near, cost, m):
     valid = near >= 0
     rows = np.nonzero(valid)[0]
     cols = near[valid]
-    scale = 2.0**COST_BITS / max(float(cost[valid].max()), 1e-300)
     solver = min_cost_flow.SimpleMinCostFlow()
     solver.add_arcs_with_capacity_and_unit_cost(
         np.r_[rows, n + np.arange(Q)], np.r_[n + cols, np.full(Q, n + Q)],
         np.r_[np.ones(rows.size, np.int64), np.full(Q, n, np.int64)],
-        np.r_[np.round(cost[valid] * scale).astype(np.int64), np.zeros(Q, np.int64)])
+        np.r_[_integer_costs(cost[valid]), np.zeros(Q, np.int64)])
     solver.set_nodes_supplies(np.arange(n + Q + 1), np.r_[np.ones(n, np.int64), -m, [m.sum() - n]])
     status = solver.solve()
     if status == solver.INFEASIBLE:
@@ -261,7 +280,7 @@ def transport_assign(Z, centers, min_sizes, candidates: int = 8, max_rounds: int
     for _ in range(max_rounds):
         cost = _pair_costs(Z, centers, np.zeros(Q), near)
         top = float(cost[np.isfinite(cost)].max())
-        tol = 1e-10 * top
+        tol = max(1e-10 * top, TOL_MIN)
         found = None
         if few:  # a start, or few records gained pairs: cancel the cycles they close instead of a new flow
             scans = CANCEL_SWEEPS * (Q + 1) + CANCEL_SCANS_MIN
