@@ -191,7 +191,7 @@ def test_bad_scheduler_is_a_one_line_error_within_seconds(survey, plan_files, ca
 def test_without_the_options_dask_is_not_imported(survey):
     _, _, spec_path, pop_path = survey
     code = ("import sys; from probanon.cli import main; "
-            f"assert main(['survey', 'simulate', {spec_path!r}, {pop_path!r}, '--runs', '200', '--quiet']) == 0; "
+            f"assert main(['survey', 'simulate', {spec_path!r}, {pop_path!r}, '--runs', '200', '--quiet', '--json']) == 0; "
             "assert not {'dask', 'distributed'} & set(sys.modules), 'dask imported'")
     done = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
                           timeout=120)

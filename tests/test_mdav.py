@@ -442,12 +442,14 @@ def test_text_column_in_a_frame():
         MDAV(2).fit(frame)
     with pytest.raises(InputError):
         mdav_partition(frame, 2)
-    # a purely categorical column: the estimator uses the NUMERIC columns of a DataFrame
-    # as quasi-identifiers (probanon.data.select_columns), so it is left out
+    # a purely categorical column: every column of a DataFrame is a key, so a text column is
+    # refused, naming it (issue 39.7: no silent choice of the numeric columns)
     names = pd.DataFrame({"a": [1.0, 2.0, 3.0, 4.0], "name": ["ann", "bob", "cy", "di"]})
     with pytest.raises(InputError):
         mdav_partition(names, 2)
-    m = MDAV(2).fit(names)
+    with pytest.raises(InputError, match="not numbers: name"):
+        MDAV(2).fit(names)
+    m = MDAV(2).fit(names[["a"]])
     assert m.feature_names_in_ == ["a"]
     assert m.centroids_.shape[1] == 1
 

@@ -104,7 +104,9 @@ def test_ordered_balls_rule_matches_python_on_ties(driver):
     points = np.vstack([X, function.rule["boundary"], grid])
     points = np.vstack([points, rng.normal(0, 1.5, (10_000 - len(points), 3))])
     spread_ties, boundaries = _ties(function, points)
-    assert spread_ties > 1000 and boundaries > 1000  # the tie rule is exercised, both ways below
+    # the tie rule is exercised, both ways below (identical records share a group since issue 39.1:
+    # fewer ties spread over groups than classical MDAV's 1,000+)
+    assert spread_ties > 300 and boundaries > 1000
     expected = function.assign(points)
     got = js_assign(driver, json.loads(function.to_json()), points)
     np.testing.assert_array_equal(got, expected)
