@@ -187,6 +187,10 @@ def cmd_microaggregate(args) -> int:
     released = _rounded(np.column_stack([values[c] for c in numeric]).astype(np.float64) if numeric else X,
                         [digits[c] for c in numeric])  # what is released: the information loss is computed on it
     values.update(zip(numeric, released.T))
+    if getattr(model, "records_settled_", 0):
+        print(f"probanon: {name}: {model.records_settled_:,} records moved from the method's groups to the cells of "
+              "its published function (identical key tuples share a cell, every cell holds k; the function is the "
+              "release)", file=sys.stderr)
     for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
         print(f"probanon: {line}", file=sys.stderr)
     if lacking:

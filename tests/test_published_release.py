@@ -220,3 +220,26 @@ def test_cli_split_duplicates_publishes_no_function(adult, tmp_path, capsys):
                      "--keep-other", "--split-duplicates", "--accept-risk"], capsys)
     assert code == 0, err  # the classical release itself is 5-anonymous
     assert pd.read_csv(tmp_path / "rel.csv").groupby(ADULT_KEYS).size().min() >= 5
+
+
+@pytest.mark.parametrize("make", [lambda: VMDAV(3), lambda: PCL(3, random_state=0, kicks=200)])
+def test_published_sites_are_the_released_means(make, adult):
+    """A site that is the mean of other records than its cell's, published beside the cell's
+    mean and size, gives a record away: (|G| +- 1) c_g - |G| xbar_g is the record the cell lost
+    or gained (the review found 18 tarragona records in V-MDAV's JSON). The published sites are
+    the released means, and that difference is no record."""
+    tarragona = pd.read_csv(SHARED_DATA / "casc" / "tarragona.csv").to_numpy(float)
+    sample = adult[ADULT_KEYS].to_numpy(float)[:3000]
+    for X in (tarragona, sample):
+        model = make().fit(X)
+        f = function_from_json(model.function_.to_json())  # only what is published
+        sites = f.standardizer.inverse_transform(f.rule["centers"])
+        means = np.asarray(f.centroids, dtype=float)
+        np.testing.assert_allclose(sites, means, rtol=1e-12, atol=1e-9 * np.abs(X).max())
+        records = {tuple(np.round(r, 6)) for r in X}
+        sizes = np.asarray(f.sizes)
+        released = {tuple(np.round(m, 6)) for m in means}  # a cell of identical records releases one
+        for delta in (1, -1):
+            guesses = ((sizes + delta)[:, None] * sites - sizes[:, None] * means) * delta
+            found = {tuple(np.round(g, 6)) for g in guesses} & records
+            assert not found - released
