@@ -80,28 +80,6 @@ def _costs(U, center, offset, out):
         out[i] = acc + offset
 
 
-@njit(cache=True)
-def _best_cells(U, rows, centers, offsets, active, lab, own):
-    """For the tuples ``rows``: the best active cell (lowest index on ties) and its cost."""
-    for r in range(rows.size):
-        i = rows[r]
-        best = np.inf
-        arg = -1
-        for g in range(centers.shape[0]):
-            if not active[g]:
-                continue
-            acc = 0.0
-            for c in range(U.shape[1]):
-                t = U[i, c] - centers[g, c]
-                acc += t * t
-            acc += offsets[g]
-            if acc < best:
-                best = acc
-                arg = g
-        lab[i] = arg
-        own[i] = best
-
-
 def _distinct(Z):
     """(tuples U, inverse: the tuple of each record, multiplicities)."""
     U, inverse, counts = np.unique(Z, axis=0, return_inverse=True, return_counts=True)
@@ -213,10 +191,21 @@ def _settle(U, counts, k, centers, offsets, active, lab, own, sizes, failing, in
 
 
 def _remove(U, centers, offsets, active, lab, own, sizes, counts, g):
-    """Cell g leaves the diagram; its tuples go to their best remaining cell (step 3)."""
+    """Cell g leaves the diagram; its tuples go to their best remaining cell (step 3), by the
+    published rule's own kernel over the remaining cells (lowest index on ties, as there)."""
+    from .function import _power_rows
+
     active[g] = False
     rows = np.flatnonzero(lab == g)
-    _best_cells(U, rows, centers, offsets, active, lab, own)
+    kept = np.flatnonzero(active)
+    best = np.empty(rows.size, np.int64)
+    _power_rows(np.ascontiguousarray(U[rows]), 0, rows.size, centers[kept], offsets[kept], best)
+    lab[rows] = kept[best]
+    for cell in np.unique(lab[rows]):  # their costs in their new cells
+        moved = rows[lab[rows] == cell]
+        cost = np.empty(moved.size)
+        _costs(U[moved], centers[cell], offsets[cell], cost)
+        own[moved] = cost
     np.add.at(sizes, lab[rows], counts[rows])
     sizes[g] = 0
 
