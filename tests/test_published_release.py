@@ -243,3 +243,24 @@ def test_published_sites_are_the_released_means(make, adult):
             guesses = ((sizes + delta)[:, None] * sites - sizes[:, None] * means) * delta
             found = {tuple(np.round(g, 6)) for g in guesses} & records
             assert not found - released
+
+
+def test_old_recipe_naming_keep_duplicates_is_refused(tmp_path, capsys):
+    # a recipe resolved before 0.2.0 says keep_duplicates = false (then: classical MDAV); run
+    # now it would silently give another release, so it is refused with what replaces it
+    source = tmp_path / "census.csv"
+    pd.read_csv(SHARED_DATA / "casc" / "census.csv").to_csv(source, index=False)
+    recipe = tmp_path / "r.toml"
+    recipe.write_text('command = "microaggregate"\ninput = "census.csv"\noutput = "out.csv"\n'
+                      'probanon_version = "0.1.0"\n[options]\nk = 5\nkeys = ["AGI", "FEDTAX"]\nkeep_other = true\n'
+                      'keep_duplicates = false\n')
+    code, err = run(["release", recipe], capsys)
+    assert code == 2 and "split_duplicates = true" in err and not (tmp_path / "out.csv").exists()
+
+
+def test_split_duplicates_is_for_mdav_only(adult, tmp_path, capsys):
+    source = tmp_path / "adult.csv"
+    adult.to_csv(source, index=False)
+    code, err = run(["microaggregate", source, "-o", tmp_path / "rel.csv", "-k", 5, "--method", "vmdav", "--keys",
+                     ",".join(ADULT_KEYS), "--keep-other", "--split-duplicates", "--accept-risk"], capsys)
+    assert code == 2 and "applies to mdav" in err and not (tmp_path / "rel.csv").exists()

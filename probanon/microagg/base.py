@@ -22,7 +22,7 @@ from ..errors import InputError, NotFittedError, ParameterError
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
 from .potentials import split_duplicates
-from .settle import settle_sites
+from .settle import settle_power, settle_sites
 from .missing import check_policy, fit_mixed, fit_numeric
 from .mixed import Encoding
 
@@ -274,16 +274,25 @@ class Microaggregator(ParamsMixin):
     def _settled_partition(self, Z, X, progress):
         """``_partition``, then, for a power diagram, the diagram settled on the records
         (:func:`.settle.settle_sites`): the labels become the published rule's own cells, each
-        of at least k records, and its sites the cells' means (the released values), so the rule
+        of at least k records, and, where the sites are means of groups of records
+        (:meth:`_sites_are_group_means`), the cells' means (the released values), so the rule
         publishes nothing beyond the release. Adds the records it moved to ``records_settled_``."""
         labels, kind, rule = self._partition(Z, X, progress)
         if kind != "power-diagram":
             return labels, kind, rule
         progress("settle", 0, 1)
-        settled = settle_sites(Z, rule["centers"], rule["offsets"], self.k_, labels)
+        settle = settle_sites if self._sites_are_group_means() else settle_power
+        settled = settle(Z, rule["centers"], rule["offsets"], self.k_, labels)
         progress("settle", 1, 1)
         self.records_settled_ = getattr(self, "records_settled_", 0) + settled.moved
         return settled.labels, kind, {"centers": settled.centers, "offsets": settled.offsets}
+
+    def _sites_are_group_means(self) -> bool:
+        """Whether the method's power-diagram sites are means of groups of its records (then a
+        settled diagram moves them to its own cells' means, :func:`.settle.settle_sites`: a site
+        that is the mean of other records than its cell's gives records away); sites that are
+        not (PCL's large cells: Levenberg-Marquardt iterates) are kept as they are."""
+        return True
 
     def _check_fitted(self):
         if not hasattr(self, "function_"):

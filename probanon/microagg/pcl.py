@@ -520,6 +520,12 @@ class PCL(Microaggregator):
                                        or self.kicks < 0):
             raise ParameterError(f"kicks must be a non-negative integer, got {self.kicks!r}")
 
+    def _sites_are_group_means(self) -> bool:
+        """Small cells: the sites are the cell means of the last exact assignment's start; large
+        cells (k >= SMOOTH_MIN_K): Levenberg-Marquardt's over-relaxed centres, means of no group,
+        whose offsets are tuned to them (moving them to the means unbalanced the cells)."""
+        return self.k_ < SMOOTH_MIN_K
+
     def _partition(self, Z, X, progress):
         rng = check_random_state(self.random_state)
         memory.check_pcl_memory(Z.shape[0], self.k_)

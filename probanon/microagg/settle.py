@@ -47,8 +47,6 @@ RAISES_MAX = 8
 #: rounds of (bids, check against the rule's kernel) before giving up
 ROUNDS_MAX = 5
 #: rounds of (sites to the cell means, strict offsets, settle) before giving up (:func:`settle_sites`)
-#: rounds of (sites to the cell means, settle) that keep the last offsets (:func:`settle_sites`)
-KEEP_OFFSETS = 2
 #: rounds of (sites to the cell means, settle) before giving up
 SITE_ROUNDS_MAX = 200
 
@@ -230,23 +228,26 @@ def _means(Z, labels, Q):
 def settle_sites(Z, centers, offsets, k: int, labels) -> SettledDiagram:
     """:func:`settle_power`, then sites moved to the cell means until the cells no longer change
     (module docstring): the returned diagram's ``centers`` are its cells' means exactly, so it
-    publishes nothing beyond the release. The first KEEP_OFFSETS rounds keep the offsets of the
-    last settling (PCL's optimised offsets; its cells rarely move); later rounds start from zero
-    offsets, Lloyd's nearest-site cells with the short ones settled by bids (offsets carried over
-    many rounds only fall, and cells with very low offsets swallowed their neighbours: V-MDAV
-    on 6,000 Adult records grew cells of 2,000 records in 30 rounds; from zero offsets it
-    reached a fixed point in 5). ``moved`` counts the records whose cell differs from ``labels``.
-    RuntimeError after SITE_ROUNDS_MAX rounds (never observed)."""
+    publishes nothing beyond the release. The rounds keep the offsets of the last settling (PCL's
+    optimised offsets; its cells rarely move) while the number of cells whose mean is not their
+    site falls; from the first round where it does not, they start from zero offsets: Lloyd's
+    nearest-site cells, the short ones settled by bids (offsets carried over many rounds only
+    fall, and cells with very low offsets swallowed their neighbours: V-MDAV on 6,000 Adult
+    records grew cells of 2,000 records in 30 rounds; from zero offsets it reached a fixed point
+    in 5). ``moved`` counts the records whose cell differs from ``labels``. RuntimeError after
+    SITE_ROUNDS_MAX rounds (never observed)."""
     given = np.asarray(labels)
-    current = given
-    for round_ in range(SITE_ROUNDS_MAX):
+    current, astray_before, keep = given, np.inf, True
+    for _ in range(SITE_ROUNDS_MAX):
         settled = settle_power(Z, centers, offsets, k, current)
         means = _means(Z, settled.labels, settled.centers.shape[0])
-        if np.array_equal(means, settled.centers):
+        astray = int((means != settled.centers).any(axis=1).sum())
+        if astray == 0:
             return SettledDiagram(settled.labels, settled.centers, settled.offsets, settled.kept,
                                   _moved(given, settled.labels), _removed(given, settled.labels))
-        centers, current = means, settled.labels
-        offsets = settled.offsets if round_ + 1 < KEEP_OFFSETS else np.zeros(means.shape[0])
+        keep = keep and astray < astray_before
+        centers, current, astray_before = means, settled.labels, astray
+        offsets = settled.offsets if keep else np.zeros(means.shape[0])
     raise RuntimeError(f"the power diagram's sites did not reach the cell means in {SITE_ROUNDS_MAX} rounds")
 
 
