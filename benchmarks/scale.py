@@ -126,7 +126,7 @@ PCL_RUN = '''
         PCL(5, random_state=0).fit(X[:2000]); MDAV(5).fit(X[:2000])
     def run():
         p = PCL(5, random_state=0).fit(X)
-        return {{"labels": p.labels_.tolist(), "mismatches": int(getattr(p, "function_mismatches_", -1))}}
+        return {{"labels": p.labels_.tolist(), "mismatches": int((p.function_.assign(X) != p.labels_).sum())}}
 '''
 
 
