@@ -348,6 +348,11 @@ def _lower_risk(spec):
     g["n_min"] = effective_anonymity(g["k"], g["participation"]["pi"], g["risk"]).n
 
 
+def twice_titled(ctx) -> bytes:
+    """A valid request to publish a survey, with a second "title" (JSON parsers keep either one)."""
+    return json.dumps(creation()(ctx)["body"])[:-1].encode() + b', "title": "Another title"}'
+
+
 def admin_post(path, body):
     return lambda ctx: {"path": path.format(A=ctx.A.id, B=ctx.B.id), "body": body, "token": ctx.admin}
 
@@ -365,6 +370,8 @@ def case(name, status, build, says=None, hidden=None):
 BAD_INPUT = [
     # -- transport: body syntax, size, content type
     case("malformed-json", 400, to_a(raw=b'{"digest": "sha256:')),
+    case("duplicate-key", 400, to_a(raw=lambda ctx: valid(ctx)[:-1] + b', "cell": 1}'), says="twice"),
+    case("duplicate-answer-key", 400, to_a(raw=lambda ctx: valid(ctx).replace(b'"happy": 5', b'"happy": 5, "happy": 6'))),
     case("not-an-object", 422, to_a(raw=b"[1, 2]")),
     case("nan", 400, to(answers={"spending": Raw("NaN")})),
     case("infinity", 400, to(answers={"spending": Raw("-Infinity")})),
@@ -430,6 +437,8 @@ BAD_INPUT = [
     case("spec-function-kind-new-digest", 422, creation(altered(_kind, redigest=True))),
     case("spec-guarantee-fails", 422, creation(altered(_lower_risk, redigest=True)), says="guarantee"),
     case("spec-not-json", 422, creation(spec_text=lambda ctx: "{not json")),
+    case("spec-duplicate-key", 422, creation(lambda spec: '{"digest": ' + json.dumps(spec["digest"]) + ", "
+                                             + json.dumps(spec)[1:]), says="twice"),
     case("spec-published-already", 409, creation(spec_text=lambda ctx: ctx.A.text)),
     case("spec-published-already-reformatted", 409, creation(spec_text=lambda ctx: json.dumps(ctx.A.spec))),
     case("closes-equals-opens", 422, creation(opens="2030-01-01T00:00:00Z", closes="2030-01-01T00:00:00Z")),
@@ -438,6 +447,13 @@ BAD_INPUT = [
     case("answer-named-like-quasi-identifier", 422, creation(answers=FIELDS + [{"name": "age", "type": "integer"}]),
          says="quasi-identifier"),
     case("answer-named-cell", 422, creation(answers=FIELDS + [{"name": "cell", "type": "integer"}])),
+    case("answer-named-Cell", 422, creation(answers=FIELDS + [{"name": "Cell", "type": "integer"}]), says="release"),
+    case("answer-named-below_k", 422, creation(answers=FIELDS + [{"name": "below_k", "type": "integer"}],
+                                               release={"small_cells": "flag"}), says="release"),
+    case("answer-named-below_k-suppress", 422, creation(answers=FIELDS + [{"name": "below_k", "type": "integer"}])),
+    case("answer-named-like-quasi-identifier-upper", 422,
+         creation(answers=FIELDS + [{"name": "AGE", "type": "integer"}]), says="quasi-identifier"),
+    case("answers-differ-only-in-case", 422, creation(answers=FIELDS + [{"name": "Happy", "type": "integer"}])),
     case("answer-bound-beyond-float", 422, creation(answers=[{"name": "x", "type": "number", "max": 10**400}])),
     case("answer-free-text", 422, creation(answers=[{"name": "x", "type": "text"}])),
     case("release-unknown-rule", 422, creation(release={"small_cells": "publish"})),
@@ -445,6 +461,7 @@ BAD_INPUT = [
     case("creation-unknown-field", 422, creation(owner="me")),
     case("creation-malformed-json", 400, lambda ctx: {"path": "/api/admin/surveys", "raw": b'{"title": ',
                                                       "token": ctx.admin}),
+    case("creation-duplicate-key", 400, lambda ctx: {**creation()(ctx), "body": None, "raw": twice_titled(ctx)}),
     case("creation-content-type", 415, lambda ctx: {**creation()(ctx), "content_type": "text/plain"}),
     # -- other administrator and analyst requests
     case("tokens-count-zero", 422, admin_post("/api/admin/surveys/{B}/tokens", {"count": 0})),
@@ -455,6 +472,24 @@ BAD_INPUT = [
     case("close-unknown-survey", 404, admin_post("/api/admin/surveys/999999/close", {})),
     case("close-note-not-text", 422, admin_post("/api/admin/surveys/{A}/close", {"note": 5})),
     case("analyst-unknown-field", 422, admin_post("/api/admin/analysts", {"role": "admin"})),
+    case("analyst-unknown-survey", 404, admin_post("/api/admin/analysts", {"survey": 999999})),
+    case("analyst-survey-string", 422, admin_post("/api/admin/analysts", {"survey": "1"})),
+    case("analyst-survey-true", 422, admin_post("/api/admin/analysts", {"survey": True})),
+    case("analyst-survey-zero", 422, admin_post("/api/admin/analysts", {"survey": 0})),
+    case("analyst-survey-beyond-64-bits", 422, admin_post("/api/admin/analysts", {"survey": 2**64})),
+    # -- survey ids in the path: 1..2^31 - 1 (the INTEGER column), never sent to SQL beyond
+    case("id-beyond-64-bits", 422, lambda ctx: {"path": f"/api/surveys/{2**64}/submissions", "raw": valid(ctx)}),
+    case("id-2-to-63", 422, lambda ctx: {"method": "GET", "path": f"/api/surveys/{2**63}"}),
+    case("id-2-to-31", 422, lambda ctx: {"method": "GET", "path": f"/api/surveys/{2**31}/spec"}),
+    case("id-huge", 422, lambda ctx: {"method": "GET", "path": f"/api/surveys/{10**40}/spec/canonical"}),
+    case("id-zero", 422, lambda ctx: {"method": "GET", "path": "/api/surveys/0"}),
+    case("id-negative", 422, lambda ctx: {"method": "GET", "path": "/api/surveys/-1"}),
+    case("id-largest", 404, lambda ctx: {"method": "GET", "path": f"/api/surveys/{2**31 - 1}"}),
+    case("id-huge-respond-page", 422, lambda ctx: {"method": "GET", "path": f"/respond/{2**64}"}),
+    case("id-huge-tokens", 422, admin_post(f"/api/admin/surveys/{2**63}/tokens", {"count": 1})),
+    case("id-huge-close", 422, admin_post(f"/api/admin/surveys/{2**63}/close", {})),
+    case("id-huge-release", 422, analyst_get(f"/api/surveys/{2**63}/release?format=csv")),
+    case("id-huge-report", 422, analyst_get(f"/api/surveys/{2**63}/release/report")),
     case("release-unknown-format", 422, analyst_get("/api/surveys/{A}/release?format=xml")),
     case("release-unknown-survey", 404, analyst_get("/api/surveys/999999/release?format=csv")),
 ]
@@ -622,7 +657,7 @@ def test_each_endpoint_takes_only_its_role(collector, engine):
                       ("GET", "/api/admin/audit", None)]
     analyst_requests = [("GET", f"/api/surveys/{s.id}/release{query}", None)
                         for query in ("?format=csv", "?format=json", "?format=parquet", "/report")]
-    refusals = [(None, 401), ("x" + new_key(), 401), (respondent, 403)]
+    refusals = [(None, 401), ("x" + new_key(), 401), (respondent, 401)]  # an invitation is no admin/analyst token
     before = dump(engine)
     for requests, wrong in ((admin_requests, analyst), (analyst_requests, admin)):
         for method, path, body in requests:
@@ -971,3 +1006,288 @@ def test_the_writer_finds_stored_keys_through_the_primary_key(collector, engine)
             conn.exec_driver_sql("SET enable_seqscan = off")  # a tiny table: can an index serve the query?
             plan = " ".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
             assert "Index" in plan, plan
+
+
+# ---------------------------------------------------------------- issue 40: tokens, ids, errors, hosts, scopes, triggers
+
+def test_an_invitation_used_or_not_is_an_unknown_token_to_admin_and_analyst_endpoints(collector, engine):
+    """No oracle: an unused invitation, a used one and a random string get the same answer from
+    every admin and analyst endpoint, and asking does not spend the unused one."""
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True)
+    unused, used = invitations(base, admin, s, 2)
+    assert submit(base, s, {**submission(s), "token": used}) == STORED
+    requests = [("GET", "/api/admin/audit", None), ("POST", "/api/admin/analysts", {}),
+                ("POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 1}),
+                ("POST", f"/api/admin/surveys/{s.id}/close", {}),
+                ("GET", f"/api/surveys/{s.id}/release?format=csv", None),
+                ("GET", f"/api/surveys/{s.id}/release/report", None)]
+    before = dump(engine)
+    for method, path, body in requests:
+        answers = [call(base, method, path, body, token=token) for token in (unused, used, new_key())]
+        assert answers[0] == answers[1] == answers[2], (path, answers)
+        assert_error(*answers[0], 401)
+    assert dump(engine) == before
+    assert submit(base, s, {**submission(s), "token": unused}) == STORED  # still unused until now
+
+
+def test_an_analyst_token_for_one_survey_reads_that_survey_only(collector, monkeypatch, capsys):
+    from probanon.cli import main
+
+    base, admin, _ = collector
+    one, two = publish(base, admin), publish(base, admin)
+    status, issued = call(base, "POST", "/api/admin/analysts", {"survey": one.id, "note": "team one"}, token=admin)
+    assert status == 200 and issued["survey"] == one.id
+    scoped, unscoped = issued["token"], analyst_token(base, admin)
+    reads = ["/release?format=csv", "/release?format=json", "/release?format=parquet", "/release/report"]
+    for path in reads:
+        assert call(base, "GET", f"/api/surveys/{one.id}{path}", token=scoped)[0] == 200
+        assert_error(*call(base, "GET", f"/api/surveys/{two.id}{path}", token=scoped), 403)
+        for s in (one, two):  # a token of every survey, as before
+            assert call(base, "GET", f"/api/surveys/{s.id}{path}", token=unscoped)[0] == 200
+    assert_error(*call(base, "GET", "/api/admin/audit", token=scoped), 403)
+    entry, = [e for e in audit(base, admin) if e["action"] == "analyst token issued" and e["survey_id"] is not None]
+    assert entry["survey_id"] == one.id and issued["id"] in entry["note"] and "team one" in entry["note"]
+    # the office's command: collector analyst --survey ID
+    monkeypatch.setenv("PROBANON_TOKEN", admin)
+    assert main(["collector", "analyst", base, "--survey", str(two.id), "--note", "team two"]) == 0
+    captured = capsys.readouterr()
+    token = captured.out.strip()
+    assert f"survey {two.id} only" in captured.err
+    assert call(base, "GET", f"/api/surveys/{two.id}/release/report", token=token)[0] == 200
+    assert_error(*call(base, "GET", f"/api/surveys/{one.id}/release/report", token=token), 403)
+    assert main(["collector", "analyst", base, "--survey", "999999"]) == 2
+    assert "HTTP 404" in capsys.readouterr().err
+
+
+def test_stored_submissions_cannot_be_changed_or_deleted_in_the_database(collector, engine):
+    base, admin, _ = collector
+    s = publish(base, admin)
+    assert submit(base, s, submission(s, cell=1)) == STORED
+    before = dump(engine)
+    for statement in ("UPDATE submissions SET cell = 0", "UPDATE submissions SET answers = '{}'",
+                      "UPDATE submissions SET day = day", "DELETE FROM submissions",
+                      f"DELETE FROM submissions WHERE survey_id = {s.id}"):
+        with pytest.raises(sa.exc.DBAPIError, match="never changed or deleted"), engine.begin() as conn:
+            conn.execute(sa.text(statement))
+    assert dump(engine) == before
+    assert submit(base, s, submission(s, cell=2)) == STORED  # inserting is what the table is for
+    if engine.dialect.name == "postgresql":  # TRUNCATE bypasses row triggers: refused by statement triggers
+        for table, message in (("submissions", "never changed"), ("audit", "append-only"),
+                               ("surveys CASCADE", "immutable")):
+            with pytest.raises(sa.exc.DBAPIError, match=message), engine.begin() as conn:
+                conn.execute(sa.text(f"TRUNCATE {table}"))
+        assert count(engine, "submissions") == 2
+
+
+def test_two_init_admin_runs_at_once_leave_one_valid_admin_token(database, monkeypatch):
+    """Both runs start before either commits (a barrier holds them): one prints the admin token,
+    the other fails and changes nothing; on its own again, a run replaces the token as before."""
+    import threading
+
+    from probanon.errors import ParameterError
+    from probanon.service import security
+
+    first = init_admin(database)
+    real, barrier = security.reset_admin, threading.Barrier(2, timeout=60)
+
+    def racing(*args, **kwargs):
+        barrier.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(security, "reset_admin", racing)
+    results = [None, None]
+
+    def run(i):
+        try:
+            results[i] = init_admin(database)
+        except ParameterError as exc:
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(90)
+    tokens = [r for r in results if isinstance(r, str)]
+    failures = [r for r in results if isinstance(r, ParameterError)]
+    assert len(tokens) == 1 and len(failures) == 1, results
+    assert "another --init-admin" in str(failures[0]) and "\n" not in str(failures[0])
+    engine = db.connect(database)
+    try:
+        with engine.connect() as conn:
+            valid = conn.execute(sa.select(db.tokens.c.hash).where(db.tokens.c.role == "admin",
+                                                                   db.tokens.c.revoked.is_(False))).scalars().all()
+        assert valid == [hashlib.sha256(tokens[0].encode()).hexdigest()]
+        monkeypatch.setattr(security, "reset_admin", real)
+        again = init_admin(database)
+        with running(database) as base:
+            assert call(base, "GET", "/api/admin/audit", token=again)[0] == 200
+            for old in (first, tokens[0]):
+                assert_error(*call(base, "GET", "/api/admin/audit", token=old), 401)
+            issued = [e for e in audit(base, again) if e["action"] == "admin token issued"]
+        assert len(issued) == 3  # the first, the race's winner, the last: the loser logged nothing
+    finally:
+        engine.dispose()
+
+
+def raw_request(base, method, path, headers: list, body: bytes = b"", version: str = "HTTP/1.1"):
+    """(status, lower-cased headers, body) of a request written by hand (any Host header, or none)."""
+    import socket
+
+    url = urllib.parse.urlsplit(base)
+    head = f"{method} {path} {version}\r\n" + "".join(f"{k}: {v}\r\n" for k, v in headers)
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    with socket.create_connection((url.hostname, url.port), timeout=30) as sock:
+        sock.sendall(head.encode("latin-1") + body)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, payload = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    fields = dict(line.split(":", 1) for line in lines[1:])
+    return int(lines[0].split()[1]), {k.strip().lower(): v.strip() for k, v in fields.items()}, payload
+
+
+def assert_json_error_with_headers(status, headers, payload, expected):
+    assert status == expected, payload
+    assert headers["content-type"].startswith("application/json"), headers
+    assert_error(status, json.loads(payload), expected)
+    assert "default-src 'self'" in headers["content-security-policy"]
+    assert "no-store" in headers["cache-control"]
+    assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+
+
+@pytest.mark.parametrize("host, expected", [
+    ("{netloc}", 200), ("localhost:{port}", 200), ("LOCALHOST", 200), ("[::1]:{port}", 200), ("127.0.0.1", 200),
+    ("attacker.example", 400), ("attacker.example:{port}", 400), ("127.0.0.1.attacker.example", 400),
+    ("localhost.", 200), ("", 400), ("a b", 400), (None, 400)])
+def test_a_request_for_an_unknown_host_is_refused(shared, host, expected):
+    """DNS rebinding: a page of attacker.example whose name now points at the collector sends
+    Host: attacker.example; only the collector's own names are answered (default: loopback)."""
+    url = urllib.parse.urlsplit(shared.base)
+    headers = [] if host is None else [("Host", host.format(netloc=url.netloc, port=url.port))]
+    before = dump(shared.engine)
+    for method, path, body, token in (("GET", f"/api/surveys/{shared.A.id}", b"", None),
+                                      ("GET", "/api/admin/audit", b"", shared.admin),
+                                      ("POST", f"/api/surveys/{shared.A.id}/submissions", encode(submission(shared.A)),
+                                       None)):
+        extra = [("Content-Type", "application/json")] + ([("Authorization", f"Bearer {token}")] if token else [])
+        version = "HTTP/1.0" if host is None else "HTTP/1.1"  # HTTP/1.1 requires a Host header
+        got = raw_request(shared.base, method, path, headers + extra, body, version)
+        if expected == 400:
+            assert_json_error_with_headers(*got, 400)
+            assert "Host" in json.loads(got[2])["detail"]
+        else:
+            assert got[0] in (200, 201), got
+    if expected == 400:
+        assert dump(shared.engine) == before
+    twice = raw_request(shared.base, "GET", "/api/surveys", [("Host", url.netloc), ("Host", "attacker.example")])
+    assert twice[0] == 400
+
+
+def test_allowed_hosts_default_to_the_listening_address():
+    from probanon.errors import ParameterError
+    from probanon.service.app import allowed_hosts, host_name
+
+    assert allowed_hosts() == ["127.0.0.1", "localhost", "::1"]
+    assert allowed_hosts("192.0.2.7") == ["192.0.2.7"]
+    assert allowed_hosts("0.0.0.0", ["Survey.Example.org"]) == ["0.0.0.0", "127.0.0.1", "localhost", "::1",
+                                                                 "survey.example.org"]
+    assert allowed_hosts("::1") == ["::1", "127.0.0.1", "localhost"]
+    assert [host_name(h) for h in ("[::1]:80", "a.example.:8080", "[::1", "a:b", "x/y", "")] == \
+        ["::1", "a.example", None, None, None, None]
+    with pytest.raises(ParameterError, match="allowed-host"):
+        allowed_hosts("127.0.0.1", ["bad host"])
+
+
+def _serve(database, log, *options):
+    """``probanon serve`` in a subprocess on a free port of 127.0.0.1: (process, base URL)."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database, "--port", str(port),
+                             *options], stdout=log, stderr=subprocess.STDOUT)
+    base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + 60
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            urllib.request.urlopen(base + "/api/surveys", timeout=2).close()
+            return proc, base
+        except OSError:
+            time.sleep(0.1)
+    proc.kill()
+    proc.wait(10)
+    raise AssertionError(f"the collector did not start (exit status {proc.returncode})")
+
+
+def _stop(proc):
+    import subprocess
+
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(10)
+
+
+def test_serve_answers_the_allowed_hosts_given(tmp_path):
+    import subprocess
+    import sys
+
+    database = str(tmp_path / "collector.db")
+    with open(tmp_path / "serve.log", "w") as log:
+        proc, base = _serve(database, log, "--allowed-host", "survey.example.org", "--allowed-host", "Alt.Example")
+    try:
+        for host, expected in (("survey.example.org", 200), ("alt.example:443", 200), ("127.0.0.1", 200),
+                               ("localhost", 200), ("attacker.example", 400)):
+            assert raw_request(base, "GET", "/api/surveys", [("Host", host)])[0] == expected, host
+    finally:
+        _stop(proc)
+    assert "survey.example.org, alt.example" in (tmp_path / "serve.log").read_text()
+    bad = subprocess.run([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
+                          "--allowed-host", "bad host/"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and bad.stderr.startswith("probanon: error: --allowed-host")
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_every_error_is_json_with_the_headers_and_a_fault_is_one_log_line(database, tmp_path):
+    """A server in a subprocess, its output in a file: ids beyond the INTEGER column are 422 and log
+    nothing; a fault (the database broken behind the collector's back) is a JSON 500 with the
+    security headers and ONE line in the log per request (no traceback, nothing of the request)."""
+    admin = init_admin(database)
+    log_path = tmp_path / "serve.log"
+    with open(log_path, "w") as log:
+        proc, base = _serve(database, log)
+    try:
+        def lines():
+            return log_path.read_text(errors="replace").splitlines()
+
+        started = len(lines())
+        for method, path, expected in (("GET", f"/api/surveys/{2**64}", 422), ("GET", f"/api/surveys/{2**63}/spec", 422),
+                                       ("GET", "/api/surveys/0", 422), ("GET", "/no/such/page", 404),
+                                       ("DELETE", "/api/surveys", 405), ("GET", "/static/nothing.js", 404),
+                                       ("POST", "/api/admin/surveys", 401)):
+            assert_json_error_with_headers(*fetch(base, method, path, b"" if method == "POST" else None), expected)
+        assert len(lines()) == started  # a refused request is not logged
+        engine = db.connect(database)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text("DROP TABLE audit"))
+        finally:
+            engine.dispose()
+        for i in range(3):
+            assert_json_error_with_headers(*fetch(base, "GET", "/api/admin/audit",
+                                                  headers={"Authorization": f"Bearer {admin}"}), 500)
+            assert len(lines()) == started + i + 1
+        faults = lines()[started:]
+        assert all("unhandled" in line and "GET /api/admin/audit" in line and "answered 500" in line for line in faults)
+        text = "\n".join(faults)
+        assert "Traceback" not in text and admin not in text and "audit" in text
+    finally:
+        _stop(proc)

@@ -113,17 +113,26 @@ def parse_field(d) -> Field:
     return Field(name, kind, required, label, min=lo, max=hi)
 
 
-def parse_schema(fields, reserved) -> tuple[Field, ...]:
-    """The answer fields; ``reserved`` (the quasi-identifiers, ``cell``) may not be answers."""
+def parse_schema(fields, quasi_identifiers=(), release_columns=()) -> tuple[Field, ...]:
+    """The answer fields. Each becomes a column of the release beside the ``quasi_identifiers`` and
+    the ``release_columns`` (``cell``, ...), so a name equal to any of those or to another answer's,
+    ignoring case (SPSS, SAS and SQL do), is refused."""
     if not isinstance(fields, list) or not 1 <= len(fields) <= MAX_FIELDS:
         raise SchemaError(f"'answers' must list 1..{MAX_FIELDS} answer fields")
     parsed = tuple(parse_field(f) for f in fields)
-    names = [f.name for f in parsed]
-    for name in names:
-        if names.count(name) > 1:
-            raise SchemaError(f"answer {name!r} is declared twice")
-        if name in reserved:
-            raise SchemaError(f"answer {name!r}: the name is a quasi-identifier of the function or reserved")
+    qi = {q.casefold() for q in quasi_identifiers}
+    written = {c.casefold() for c in release_columns}
+    seen = set()
+    for f in parsed:
+        name = f.name.casefold()
+        if name in seen:
+            raise SchemaError(f"answer {f.name!r} is declared twice (names are compared ignoring case)")
+        if name in qi:
+            raise SchemaError(f"answer {f.name!r}: the name is a quasi-identifier of the function")
+        if name in written:
+            raise SchemaError(f"answer {f.name!r}: the release writes a column of that name "
+                              f"({', '.join(release_columns)} are reserved)")
+        seen.add(name)
     return parsed
 
 

@@ -1,8 +1,12 @@
 """The collector's HTTP API (FastAPI): see :mod:`probanon.service` for the endpoints.
 
-Every error is a 4xx with ``{"detail": "<one line>"}`` that never echoes what was sent; nothing of a
-request is logged. Responses carry a strict Content-Security-Policy (no external resource, no
-inline script), ``no-referrer`` and ``no-store``.
+Every error is JSON, ``{"detail": "<one line>"}``, that never echoes what was sent: a 4xx for a
+refused request, and a 500 for a fault of the collector itself (an unhandled exception), which puts
+ONE line in the server's error log (the exception's type and where it was raised: nothing of the
+request, no traceback). Every response, errors included, carries a strict Content-Security-Policy
+(no external resource, no inline script), ``no-referrer`` and ``no-store``. A request whose
+``Host`` header names no allowed host is refused (400) before anything else: a page of another
+site that rebinds its name to the collector's address (DNS rebinding) gets nothing.
 """
 
 from __future__ import annotations
@@ -10,23 +14,32 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
+import re
 from pathlib import Path
+from typing import Annotated
 
 import sqlalchemy as sa
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Path as PathParameter, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..errors import ParameterError
 from . import db, export, security, submissions, surveys
-from .surveys import Refused
+from .surveys import DuplicateKey, Refused, unique_keys
 
 STATIC = Path(__file__).with_name("static")
 MAX_SUBMISSION_BYTES = 16 * 1024
 MAX_ADMIN_BYTES = 64 * 1024 * 1024  # a per-record specification of 10^6 records is about 20 MB
 MAX_TOKENS_PER_REQUEST = 100_000
+MAX_ID = 2**31 - 1  # the id columns are INTEGER: 32 bits on PostgreSQL; a larger id is refused (422), not sent to SQL
+SurveyId = Annotated[int, PathParameter(ge=1, le=MAX_ID, description=f"a survey id, 1..{MAX_ID}")]
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+HOST = re.compile(r"[a-z0-9_.:-]{1,253}")  # a DNS name, an IPv4 or an IPv6 address (lower case)
+LOG = logging.getLogger("uvicorn.error")  # the server's error log (uvicorn's): faults only, one line each
 BODY_SECONDS = 10  # a body that takes longer is refused (slow clients hold no request open for ever)
 WRITE_SECONDS = 30  # a submission not committed by then is answered 503 (retry with the same key)
 HEADERS = [
@@ -38,7 +51,9 @@ HEADERS = [
 
 
 class SecurityHeaders:
-    """Pure ASGI middleware adding :data:`HEADERS` to every response."""
+    """Pure ASGI middleware, the outermost of the app's: adds :data:`HEADERS` to every response, and
+    answers any exception nothing else handled with a JSON 500 (headers included) and one line in
+    the error log, instead of a plain-text 500 and a traceback per request."""
 
     def __init__(self, app):
         self.app = app
@@ -46,13 +61,97 @@ class SecurityHeaders:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        started = False
 
         async def send_with_headers(message):
+            nonlocal started
             if message["type"] == "http.response.start":
+                started = True
                 message["headers"] = list(message.get("headers", [])) + HEADERS
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        try:
+            await self.app(scope, receive, send_with_headers)
+        except Exception as exc:  # noqa: BLE001 - every fault answered alike
+            LOG.error(fault_line(scope, exc))
+            if not started:
+                await JSONResponse({"detail": "internal error of the collector (logged); try again later"},
+                                   status_code=500)(scope, receive, send_with_headers)
+
+
+def fault_line(scope, exc: BaseException) -> str:
+    """One line on a fault: the exception's type, the innermost frame of probanon's code (else the
+    innermost of all) and the route's template; never the request's values or the exception's
+    message (which may quote them)."""
+    frames, tb = [], exc.__traceback__
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code.co_filename.replace("\\", "/") + f":{tb.tb_lineno}")
+        tb = tb.tb_next
+    ours = [f for f in frames if "/probanon/" in f]
+    where = (ours or frames or ["?"])[-1]
+    where = where[where.rindex("/probanon/") + 1:] if "/probanon/" in where else where.rsplit("/", 1)[-1]
+    route = getattr(scope.get("route"), "path", None) or "(no route)"
+    return f"probanon collector: unhandled {type(exc).__name__} at {where} in {scope.get('method', '?')} {route}; answered 500"
+
+
+def host_name(value: str | None) -> str | None:
+    """The host of a ``Host`` header or of an allowed-host entry (lower case, no port, no brackets,
+    no final dot), or None when it is malformed."""
+    if value is None:
+        return None
+    value = value.strip().lower()
+    if value.startswith("["):  # [IPv6] or [IPv6]:port
+        end = value.find("]")
+        rest = value[end + 1:] if end > 0 else None
+        if rest is None or (rest and not (rest[0] == ":" and rest[1:].isdigit())):
+            return None
+        value = value[1:end]
+    elif value.count(":") == 1:  # name:port
+        value, _, port = value.partition(":")
+        if not port.isdigit():
+            return None
+    value = value.rstrip(".")
+    return value if HOST.fullmatch(value) else None
+
+
+class AllowedHosts:
+    """Pure ASGI middleware refusing (400, JSON) a request whose ``Host`` header is missing, repeated
+    or names a host outside ``hosts`` (DNS rebinding: an attacker's name pointing at the collector)."""
+
+    def __init__(self, app, hosts):
+        self.app = app
+        self.hosts = frozenset(hosts)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            given = [value for key, value in scope.get("headers", ()) if key == b"host"]
+            name = host_name(given[0].decode("latin-1")) if len(given) == 1 else None
+            if name not in self.hosts:
+                response = JSONResponse({"detail": "unknown Host header: this collector answers only for its "
+                                                   "allowed hosts (probanon serve --allowed-host)"}, status_code=400)
+                return await response(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+
+def allowed_hosts(listen: str = "127.0.0.1", extra=()) -> list[str]:
+    """The hosts a collector listening on ``listen`` answers for: that address, the loopback names
+    when it listens on loopback or on every address, and ``extra`` (``--allowed-host``)."""
+    names = [listen]
+    if listen in LOOPBACK_HOSTS or listen in ("0.0.0.0", "::", "") or listen.startswith("127."):
+        names += LOOPBACK_HOSTS
+    return host_names([*names, *extra])
+
+
+def host_names(names) -> list[str]:
+    """``names`` as :func:`host_name` reads them, without repeats; ParameterError on a malformed one."""
+    out = []
+    for name in names:
+        parsed = host_name(name) if isinstance(name, str) else None
+        if parsed is None:
+            raise ParameterError(f"--allowed-host: {name!r} is not a host name or address")
+        if parsed not in out:
+            out.append(parsed)
+    return out
 
 
 async def read_json(request: Request, limit: int):
@@ -77,7 +176,9 @@ async def read_json(request: Request, limit: int):
     except TimeoutError:
         raise Refused(408, f"the body did not arrive within {BODY_SECONDS} s") from None
     try:
-        return json.loads(b"".join(chunks), parse_constant=_no_constant)
+        return json.loads(b"".join(chunks), parse_constant=_no_constant, object_pairs_hook=unique_keys)
+    except DuplicateKey:
+        raise Refused(400, "the body is not valid JSON here: an object names a key twice") from None
     except (ValueError, RecursionError):
         raise Refused(400, "the body is not valid JSON") from None
 
@@ -109,8 +210,12 @@ CREATION_SCHEMA = _body_schema({
 }, ["title", "spec", "answers", "opens", "closes"])
 
 
-def create_app(database_url: str) -> FastAPI:
-    """The collector on ``database_url`` (a SQLite path or a database URL)."""
+def create_app(database_url: str, hosts=None) -> FastAPI:
+    """The collector on ``database_url`` (a SQLite path or a database URL), answering requests whose
+    ``Host`` is one of ``hosts`` (default: the loopback names, see :func:`allowed_hosts`)."""
+    hosts = host_names(LOOPBACK_HOSTS if hosts is None else hosts)
+    if not hosts:
+        raise ParameterError("the collector needs at least one allowed host")
     engine = db.connect(database_url)
     cache: dict[int, surveys.Survey] = {}
     state = {}
@@ -126,7 +231,8 @@ def create_app(database_url: str) -> FastAPI:
     app = FastAPI(title="probanon collector", version="1", docs_url=None, redoc_url=None, lifespan=lifespan,
                   description="Collects p-probabilistic k-anonymous survey responses (paper 1): respondents send "
                               "their cell and their answers, never their quasi-identifiers.")
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(AllowedHosts, hosts=hosts)
+    app.add_middleware(SecurityHeaders)  # added last: the outermost, so every answer gets the headers
 
     @app.exception_handler(Refused)  # Unauthorised included
     async def refused(_request, exc):
@@ -151,12 +257,12 @@ def create_app(database_url: str) -> FastAPI:
             return survey(conn, survey_id)
 
     @contextlib.contextmanager
-    def authorised(request: Request, role: str):
-        """(connection in a transaction, the token's id), after checking the bearer token for ``role``;
-        committed when the block ends without an error."""
+    def authorised(request: Request, role: str, survey_id: int | None = None):
+        """(connection in a transaction, the token's id), after checking the bearer token for ``role``
+        (on ``survey_id``); committed when the block ends without an error."""
         token = security.bearer(request.headers.get("authorization"))
         with engine.begin() as conn:
-            yield conn, security.check(conn, token, role)
+            yield conn, security.check(conn, token, role, survey_id)
 
     async def require(request: Request, role: str) -> str:
         """Refuse a request without a valid ``role`` token before its body is read; the token's id."""
@@ -166,14 +272,16 @@ def create_app(database_url: str) -> FastAPI:
 
         return await run_in_threadpool(check)
 
-    async def noted_action(request: Request, work):
-        """An admin action whose body is ``{"note"}``: ``work(conn, actor, note)`` in one transaction."""
+    async def noted_action(request: Request, work, also: tuple = ()):
+        """An admin action whose body is ``{"note"}`` (and the keys ``also``): ``work(conn, actor,
+        note)``, or ``work(conn, actor, note, body)`` with ``also``, in one transaction."""
         await require(request, "admin")
-        note = _note(await read_json(request, MAX_SUBMISSION_BYTES))
+        body = await read_json(request, MAX_SUBMISSION_BYTES)
+        note = _note(body, also)
 
         def do():
             with authorised(request, "admin") as (conn, actor):
-                return work(conn, actor, note)
+                return work(conn, actor, note, body) if also else work(conn, actor, note)
 
         return await run_in_threadpool(do)
 
@@ -187,11 +295,11 @@ def create_app(database_url: str) -> FastAPI:
                 for s in map(cached, ids) if s.status() == "open"]
 
     @app.get("/api/surveys/{survey_id}", summary="A survey's public description")
-    def describe(survey_id: int):
+    def describe(survey_id: SurveyId):
         return cached(survey_id).public()
 
     @app.get("/api/surveys/{survey_id}/spec", summary="The specification, byte for byte as published")
-    def spec(survey_id: int):
+    def spec(survey_id: SurveyId):
         with engine.connect() as conn:
             row = conn.execute(db.surveys.select().with_only_columns(db.surveys.c.spec_text)
                                .where(db.surveys.c.id == survey_id)).first()
@@ -201,12 +309,12 @@ def create_app(database_url: str) -> FastAPI:
 
     @app.get("/api/surveys/{survey_id}/spec/canonical",
              summary="The canonical bytes of the specification: their SHA-256 is the digest")
-    def canonical(survey_id: int):
+    def canonical(survey_id: SurveyId):
         return Response(cached(survey_id).spec_canonical, media_type="application/json")
 
     @app.post("/api/surveys/{survey_id}/submissions", status_code=201, openapi_extra=SUBMISSION_SCHEMA,
               summary="Submit a cell and the answers", responses={200: {"description": "already stored"}})
-    async def submit(survey_id: int, request: Request):
+    async def submit(survey_id: SurveyId, request: Request):
         s = cache.get(survey_id) or await run_in_threadpool(cached, survey_id)
         status = s.status()
         if status != "open":
@@ -219,7 +327,7 @@ def create_app(database_url: str) -> FastAPI:
         return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
-    def respond_page(survey_id: int):
+    def respond_page(survey_id: SurveyId):
         return FileResponse(STATIC / "respond.html", media_type="text/html")
 
     app.mount("/static", StaticFiles(directory=STATIC, check_dir=False), name="static")
@@ -245,7 +353,7 @@ def create_app(database_url: str) -> FastAPI:
         return {"id": survey_id, "digest": row["digest"]}
 
     @app.post("/api/admin/surveys/{survey_id}/tokens", summary="Issue single-use respondent invitations")
-    async def invitations(survey_id: int, request: Request):
+    async def invitations(survey_id: SurveyId, request: Request):
         await require(request, "admin")
         body = await read_json(request, MAX_SUBMISSION_BYTES)
         count = body.get("count") if isinstance(body, dict) and set(body) <= {"count"} else None
@@ -263,7 +371,7 @@ def create_app(database_url: str) -> FastAPI:
         return await run_in_threadpool(issue)
 
     @app.post("/api/admin/surveys/{survey_id}/close", summary="Close a survey now")
-    async def close(survey_id: int, request: Request):
+    async def close(survey_id: SurveyId, request: Request):
         def work(conn, actor, note):
             if survey(conn, survey_id).closed_at is None:
                 conn.execute(db.surveys.update().where(db.surveys.c.id == survey_id).values(closed_at=db.now()))
@@ -275,16 +383,21 @@ def create_app(database_url: str) -> FastAPI:
         finally:
             cache.pop(survey_id, None)
 
-    @app.post("/api/admin/analysts", summary="Issue an analyst token")
+    @app.post("/api/admin/analysts", summary="Issue an analyst token (of every survey, or of one: {\"survey\": ID})")
     async def analyst(request: Request):
-        def work(conn, actor, note):
-            token = security.issue(conn, "analyst")
+        def work(conn, actor, note, body):
+            scope = body.get("survey")
+            if scope is not None:
+                if isinstance(scope, bool) or not isinstance(scope, int) or not 1 <= scope <= MAX_ID:
+                    raise Refused(422, f"'survey' is a survey id, 1..{MAX_ID}")
+                survey(conn, scope)  # 404 for an unknown survey
+            token = security.issue(conn, "analyst", scope)
             ident = security.token_id(token)
-            db.log_action(conn, "admin", "analyst token issued", None, f"id {ident}" + (f": {note}" if note else ""),
+            db.log_action(conn, "admin", "analyst token issued", scope, f"id {ident}" + (f": {note}" if note else ""),
                           actor)
-            return {"token": token, "id": ident}
+            return {"token": token, "id": ident, "survey": scope}
 
-        return await noted_action(request, work)
+        return await noted_action(request, work, also=("survey",))
 
     @app.post("/api/admin/tokens/{token_id}/revoke", summary="Revoke an admin or analyst token by its id")
     async def revoke(token_id: str, request: Request):
@@ -306,8 +419,8 @@ def create_app(database_url: str) -> FastAPI:
     # ---------------------------------------------------------------- analyst
     @app.get("/api/surveys/{survey_id}/release", summary="The release (analyst)",
              responses={200: {"content": {t: {} for t in export.FORMATS.values()}}})
-    def release(survey_id: int, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
-        with authorised(request, "analyst") as (conn, actor):
+    def release(survey_id: SurveyId, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
+        with authorised(request, "analyst", survey_id) as (conn, actor):
             if format not in export.FORMATS:
                 raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
             frame, rep = export.release(conn, surveys.load(conn, survey_id))
@@ -316,8 +429,8 @@ def create_app(database_url: str) -> FastAPI:
                         headers={"content-disposition": f'attachment; filename="survey-{survey_id}.{format}"'})
 
     @app.get("/api/surveys/{survey_id}/release/report", summary="Participation and guarantee of the release (analyst)")
-    def release_report(survey_id: int, request: Request):
-        with authorised(request, "analyst") as (conn, actor):
+    def release_report(survey_id: SurveyId, request: Request):
+        with authorised(request, "analyst", survey_id) as (conn, actor):
             s = surveys.load(conn, survey_id)
             rep = export.report(s, export.responses(conn, s))
             db.log_action(conn, "analyst", "release report", survey_id, None, actor)
@@ -326,9 +439,9 @@ def create_app(database_url: str) -> FastAPI:
     return app
 
 
-def _note(body) -> str | None:
-    if not isinstance(body, dict) or set(body) - {"note"} or not isinstance(body.get("note", ""), (str, type(None))):
-        raise Refused(422, "send {\"note\": \"...\"} (optional)")
+def _note(body, also: tuple = ()) -> str | None:
+    if not isinstance(body, dict) or set(body) - {"note", *also} or not isinstance(body.get("note", ""), (str, type(None))):
+        raise Refused(422, "send {" + ", ".join(f'\"{k}\": ...' for k in ("note", *also)) + "} (each optional)")
     note = body.get("note")
     if note is not None and len(note) > 1000:
         raise Refused(422, "the note is longer than 1000 characters")

@@ -33,7 +33,7 @@ def cmd_serve(args) -> int:
         print("the admin token above is shown once and stored hashed; every earlier admin token is revoked",
               file=sys.stderr)
         return 0
-    server.serve(args.database, host=args.host, port=args.port)
+    server.serve(args.database, host=args.host, port=args.port, allowed_hosts=args.allowed_host or ())
     return 0
 
 
@@ -75,10 +75,11 @@ def cmd_invite(args) -> int:
 
 def cmd_analyst(args) -> int:
     office, token = _office(args)
-    issued = office.analyst(args.url, token, args.note)
+    issued = office.analyst(args.url, token, args.note, args.survey)
     print(issued["token"])
-    print(f"analyst token {issued['id']} (shown once; revoke it with 'probanon collector revoke URL --id "
-          f"{issued['id']}')", file=sys.stderr)
+    scope = "every survey" if args.survey is None else f"survey {args.survey} only"
+    print(f"analyst token {issued['id']} for {scope} (shown once; revoke it with 'probanon collector revoke URL "
+          f"--id {issued['id']}')", file=sys.stderr)
     return 0
 
 
@@ -174,7 +175,9 @@ def _collector_parser(sub) -> None:
     add_output(p, "-o", "--output", required=True, metavar="TOKENS.txt", help="the tokens, one per line")
 
     p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
-                "probanon collector analyst https://survey.example.org --note \"release team\" > analyst.token")
+                "probanon collector analyst https://survey.example.org --survey 1 --note \"release team\" > analyst.token")
+    p.add_argument("--survey", type=positive_int, help="the one survey whose release the token reads (default: "
+                                                       "every survey's; a token for one survey gets 403 on the others)")
     p.add_argument("--note", help="who it is for (kept in the audit log)")
 
     p = command("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, False,
@@ -205,6 +208,11 @@ def add_parser(sub) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; put a TLS "
                                                          "reverse proxy in front for anything else)")
     s.add_argument("--port", type=_port, default=8000, help="port to listen on (default 8000)")
+    s.add_argument("--allowed-host", action="append", metavar="NAME",
+                   help="a host name clients reach the collector by, e.g. survey.example.org behind a reverse proxy "
+                        "(repeatable); requests with any other Host header get 400 (DNS rebinding). Always allowed: "
+                        "the --host address, and localhost, 127.0.0.1 and ::1 when that is a loopback or wildcard "
+                        "address")
     s.add_argument("--init-admin", action="store_true",
                    help="print a new admin token (shown once; earlier admin tokens are revoked) and exit")
     s.set_defaults(func=cmd_serve)

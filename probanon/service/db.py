@@ -7,9 +7,15 @@
                  An invitation is deleted when it is used (no "used" flag to match with rows).
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
-                 rowid: rows are kept in the order of their random key hash, not of arrival.
+                 rowid: rows are kept in the order of their random key hash, not of arrival. A
+                 stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
 ``audit``        append-only log of administrative actions, each with the acting token's id
                  (the first 12 hex digits of its hash); a trigger refuses UPDATE and DELETE.
+
+On PostgreSQL a statement trigger also refuses TRUNCATE of these three tables (row triggers do not
+see it). The triggers bind whoever writes through SQL, the collector included; the database's owner
+can still drop them, as they can drop the tables: what they add is that no bug of the collector and
+no SQL injection can rewrite the record, and that rewriting it takes a deliberate act of the owner.
 
 Whoever can read the database files or the server's transaction metadata (PostgreSQL's
 transaction ids, SQLite's WAL before a checkpoint) may still tie an invitation's deletion to the
@@ -73,6 +79,7 @@ audit = sa.Table(
     sa.Column("note", sa.Text, nullable=True),
 )
 
+_STORED = "a stored submission is never changed or deleted"
 _IMMUTABLE = "title, spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
 
 _SQLITE_TRIGGERS = [
@@ -86,6 +93,10 @@ _SQLITE_TRIGGERS = [
     "BEGIN SELECT RAISE(ABORT, 'a published survey is immutable'); END",
     "CREATE TRIGGER IF NOT EXISTS surveys_stay_closed BEFORE UPDATE OF closed_at ON surveys "
     "WHEN OLD.closed_at IS NOT NULL BEGIN SELECT RAISE(ABORT, 'a closed survey stays closed'); END",
+    f"CREATE TRIGGER IF NOT EXISTS submissions_append_only_u BEFORE UPDATE ON submissions "
+    f"BEGIN SELECT RAISE(ABORT, '{_STORED}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS submissions_append_only_d BEFORE DELETE ON submissions "
+    f"BEGIN SELECT RAISE(ABORT, '{_STORED}'); END",
 ]
 
 _POSTGRES_TRIGGERS = [
@@ -100,6 +111,15 @@ _POSTGRES_TRIGGERS = [
     "DROP TRIGGER IF EXISTS surveys_stay_closed ON surveys",
     "CREATE TRIGGER surveys_stay_closed BEFORE UPDATE OF closed_at ON surveys FOR EACH ROW "
     "WHEN (OLD.closed_at IS NOT NULL) EXECUTE FUNCTION probanon_refuse('a closed survey stays closed')",
+    "DROP TRIGGER IF EXISTS submissions_append_only ON submissions",
+    "CREATE TRIGGER submissions_append_only BEFORE UPDATE OR DELETE ON submissions "
+    f"FOR EACH ROW EXECUTE FUNCTION probanon_refuse('{_STORED}')",
+    *(statement for table, message in (("audit", "the audit log is append-only"),
+                                       ("surveys", "a published survey is immutable"),
+                                       ("submissions", _STORED))
+      for statement in (f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
+                        f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+                        f"FOR EACH STATEMENT EXECUTE FUNCTION probanon_refuse('{message}')")),
 ]
 
 

@@ -91,7 +91,7 @@ def release(conn, survey: Survey) -> tuple[pd.DataFrame, dict]:
     order = np.random.default_rng().permutation(len(frame))
     frame = frame.iloc[order]
     cells = frame["cell"].to_numpy()
-    data = {"cell": cells}
+    data = {"cell": cells}  # cell, below_k: surveys.RELEASE_COLUMNS (no answer may take these names)
     centroids = survey.centroids[cells] if len(cells) else np.empty((0, len(survey.columns)))
     for j, col in enumerate(survey.columns):
         data[col] = centroids[:, j]

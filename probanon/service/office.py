@@ -46,9 +46,11 @@ def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
     return call(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token, attempts=1)[1]["tokens"]
 
 
-def analyst(url: str, token: str, note: str | None = None) -> dict:
-    """A new analyst token: ``{"token", "id"}`` (the id names it in the audit log and revokes it)."""
-    return call(url, "POST", "/api/admin/analysts", {"note": note}, token=token, attempts=1)[1]
+def analyst(url: str, token: str, note: str | None = None, survey_id: int | None = None) -> dict:
+    """A new analyst token, of every survey or of ``survey_id`` only: ``{"token", "id", "survey"}``
+    (the id names it in the audit log and revokes it)."""
+    body = {"note": note} if survey_id is None else {"note": note, "survey": survey_id}
+    return call(url, "POST", "/api/admin/analysts", body, token=token, attempts=1)[1]
 
 
 def revoke(url: str, token: str, token_id: str, note: str | None = None) -> None:

@@ -5,8 +5,9 @@ database keeps only its SHA-256 (a slow hash adds nothing against a 256-bit secr
 token is hashed, looked up by its hash and the stored hash compared with ``hmac.compare_digest``.
 
 Roles are separate: an ``admin`` token publishes surveys, issues invitations and analyst tokens and
-reads the audit log; an ``analyst`` token reads releases; a ``respondent`` token is one invitation
-to one survey, used once. No token serves two roles.
+reads the audit log; an ``analyst`` token reads releases (of every survey, or of the one survey it
+was issued for); a ``respondent`` token is one invitation to one survey, used once. No token serves
+two roles, and a respondent token is never looked up as an admin or analyst token.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from . import db
 from .surveys import Refused
 
 ROLES = ("admin", "analyst", "respondent")
+STAFF = ("admin", "analyst")  # the roles :func:`check` accepts; respondents only submit
 TOKEN_BYTES = 32
 MAX_TOKEN_LENGTH = 128
 ID_LENGTH = 12  # a token's id: the first hex digits of its hash (in the audit log, for revocation)
@@ -61,16 +63,24 @@ def bearer(header: str | None) -> str:
     return token
 
 
-def check(conn, token: str, role: str) -> str:
-    """Accept ``token`` for ``role`` (admin or analyst), or raise :class:`Unauthorised`; returns the
-    token's id."""
+def check(conn, token: str, role: str, survey_id: int | None = None) -> str:
+    """Accept ``token`` for ``role`` (admin or analyst) on ``survey_id`` (an analyst token issued for
+    one survey serves that survey only), or raise :class:`Unauthorised`; returns the token's id.
+
+    Only admin and analyst tokens are looked up: a respondent's invitation, used or not, is an
+    unknown token here (401 alike, nothing spent), so these endpoints tell nobody whether an
+    invitation exists."""
+    assert role in STAFF
     wanted = token_hash(token)
-    row = conn.execute(sa.select(db.tokens.c.hash, db.tokens.c.role, db.tokens.c.revoked)
-                       .where(db.tokens.c.hash == wanted)).first()
+    t = db.tokens.c
+    row = conn.execute(sa.select(t.hash, t.role, t.revoked, t.survey_id)
+                       .where(t.hash == wanted, t.role.in_(STAFF))).first()
     if row is None or not hmac.compare_digest(row.hash, wanted) or row.revoked:
         raise Unauthorised(401, "unknown or revoked token")
     if row.role != role:
         raise Unauthorised(403, f"this needs an {role} token")
+    if row.survey_id is not None and row.survey_id != survey_id:
+        raise Unauthorised(403, f"this {role} token serves survey {row.survey_id} only")
     return wanted[:ID_LENGTH]
 
 
@@ -96,10 +106,26 @@ def revoke(conn, ident: str) -> str:
     return rows[0].role
 
 
-def reset_admin(conn) -> str:
-    """Revoke every admin token and issue a new one (``probanon serve --init-admin``)."""
+ADMIN_ISSUED = "admin token issued"  # the audit action of reset_admin: its count is the admin generation
+
+
+def admin_generation(conn) -> int:
+    """How many admin tokens were ever issued (the audit log is append-only: it only grows)."""
+    return conn.execute(sa.select(sa.func.count()).select_from(db.audit)
+                        .where(db.audit.c.action == ADMIN_ISSUED)).scalar_one()
+
+
+def reset_admin(conn, seen: int | None = None) -> str:
+    """Revoke every admin token and issue a new one (``probanon serve --init-admin``), in the
+    caller's transaction. ``seen``: the :func:`admin_generation` read when the run began; if another
+    run issued an admin token since (two runs at once), this one is refused (409) and changes
+    nothing, so exactly one of them prints a valid token."""
+    if conn.dialect.name == "postgresql":  # runs at once take turns here (SQLite: the UPDATE's write lock)
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7216)")
     conn.execute(db.tokens.update().where(db.tokens.c.role == "admin").values(revoked=True))
+    if seen is not None and admin_generation(conn) != seen:
+        raise Refused(409, "another --init-admin issued an admin token while this one ran: that token is the "
+                           "valid one (run --init-admin again to replace it)")
     token = issue(conn, "admin")
-    db.log_action(conn, "admin", "admin token issued", note="every earlier admin token revoked",
-                  actor=token_id(token))
+    db.log_action(conn, "admin", ADMIN_ISSUED, note="every earlier admin token revoked", actor=token_id(token))
     return token

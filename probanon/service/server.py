@@ -32,19 +32,26 @@ def init_admin(database: str) -> str:
 
     engine = db.connect(database)
     try:
+        with engine.connect() as conn:
+            seen = security.admin_generation(conn)
         with engine.begin() as conn:
-            return security.reset_admin(conn)
+            return security.reset_admin(conn, seen)
+    except security.Refused as exc:  # another run at the same time won
+        raise ParameterError(f"--init-admin: {exc}") from None
     finally:
         engine.dispose()
 
 
-def serve(database: str, host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve the collector until interrupted."""
+def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_hosts=()) -> None:
+    """Serve the collector until interrupted, answering requests whose ``Host`` is the address it
+    listens on (and the loopback names when that is a loopback or wildcard address) or one of
+    ``allowed_hosts`` (``--allowed-host``: the name clients use, e.g. behind a reverse proxy)."""
     import uvicorn
 
-    from .app import create_app
+    from . import app as service_app
 
-    app = create_app(database)
+    hosts = service_app.allowed_hosts(host, allowed_hosts)
+    app = service_app.create_app(database, hosts)
     gc.collect()
     gc.freeze()  # the imported modules' objects out of the collector's way: no 100 ms pauses under load
     try:
@@ -53,6 +60,8 @@ def serve(database: str, host: str = "127.0.0.1", port: int = 8000) -> None:
         raise ParameterError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     print(f"probanon collector on http://{host}:{sock.getsockname()[1]} (respondent page /respond/ID, "
           f"API description /openapi.json); stop with Ctrl-C", file=sys.stderr, flush=True)
+    print(f"answering for the hosts {', '.join(hosts)} (others get 400; add names with --allowed-host)",
+          file=sys.stderr, flush=True)
     uvicorn.Server(_config(app)).run(sockets=[sock])
 
 
@@ -85,10 +94,10 @@ def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0):
     base URL (``http://host:port``) and stops it on exit."""
     import uvicorn
 
-    from .app import create_app
+    from .app import allowed_hosts, create_app
 
     sock = socket.create_server((host, 0))
-    server = uvicorn.Server(_config(create_app(database)))
+    server = uvicorn.Server(_config(create_app(database, allowed_hosts(host))))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="probanon-collector", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout

@@ -25,6 +25,7 @@ from .answers import Field, SchemaError, parse_field, parse_questions, parse_sch
 
 KINDS = ("ordered-balls", "power-diagram", "decision-tree")  # what the respondent page applies
 SMALL_CELLS = ("suppress", "flag")
+RELEASE_COLUMNS = ("cell", "below_k")  # written by the release (export.release) beside the keys and the answers
 CREATE_KEYS = {"title", "spec", "answers", "opens", "closes", "requires_token", "release", "questions"}
 
 
@@ -34,6 +35,18 @@ class Refused(Exception):
     def __init__(self, status: int, detail: str):
         self.status = status
         super().__init__(detail)
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names a key twice (parsers disagree on which value counts: refused)."""
+
+
+def unique_keys(pairs: list) -> dict:
+    """``object_pairs_hook`` of :func:`json.loads`: the object, or :class:`DuplicateKey`."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise DuplicateKey("an object names a key twice")
+    return out
 
 
 def _time(value, what: str) -> dt.datetime:
@@ -68,7 +81,7 @@ def parse_creation(body) -> dict:
     if not isinstance(text, str):
         raise Refused(422, "'spec' must be the text of the specification file")
     try:
-        spec = json.loads(text)
+        spec = json.loads(text, object_pairs_hook=unique_keys)
         if not isinstance(spec, dict):
             raise SpecificationError("the specification is not a JSON object")
         verified = verify(spec)
@@ -83,7 +96,7 @@ def parse_creation(body) -> dict:
         raise Refused(422, "the specification's function must name its quasi-identifier columns")
     columns = list(function.columns)
     try:
-        answers = parse_schema(body["answers"], reserved=set(columns) | {"cell"})
+        answers = parse_schema(body["answers"], columns, RELEASE_COLUMNS)
         questions = parse_questions(body.get("questions"), columns)
     except SchemaError as exc:
         raise Refused(422, str(exc)) from None
