@@ -225,15 +225,17 @@ def test_a_failed_post_is_retried_with_the_same_key(monkeypatch):
         client.submit("file:///etc/passwd", 1, body)
 
 
-def test_cli_respond_end_to_end(collector, capsys):
+def test_cli_respond_end_to_end(collector, capsys, tmp_path):
     base, admin, database = collector
     frame = population(200, seed=7)
     _, spec, sid = _publish(base, admin, frame, requires_token=True)
     _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
     token = issued["tokens"][0]
+    token_file = tmp_path / "invitation.txt"
+    token_file.write_text(token + "\n")
     args = ["survey", "respond", base, "--survey", str(sid), "--values", "age=45, income=3100.25",
             "--answers", "happy=3,region=south,spending=0.5", "--digest", spec["digest"]]
-    assert main(args + ["--token", token]) == 0
+    assert main(args + ["--token-file", str(token_file)]) == 0
     out = capsys.readouterr().out
     assert token not in out
     lines = out.strip().splitlines()
@@ -246,17 +248,95 @@ def test_cli_respond_end_to_end(collector, capsys):
     rows = _rows(database, sid)
     assert [r["cell"] for r in rows] == [sent["cell"]]
     # errors: one line on stderr, exit 2, nothing stored
-    for bad in (args[:-2] + ["--digest", "sha256:" + "1" * 64, "--token", token],  # not the published spec
-                args + ["--token", token],  # the invitation was used
-                args,  # no invitation
-                [*args[:5], "--values", "age=45", *args[7:], "--token", token],  # a missing value
-                [*args[:7], "--answers", "happy=three,region=south", *args[9:], "--token", token],
-                [*args[:5], "--values", "age=45,,income=3", *args[7:], "--token", token]):
+    given = ["--token-file", str(token_file)]
+    for bad in (args[:-2] + ["--digest", "sha256:" + "1" * 64, *given],  # not the published spec
+                args + given,  # the invitation was used
+                args,  # no invitation (and no terminal to ask for it)
+                [*args[:5], "--values", "age=45", *args[7:], *given],  # a missing value
+                [*args[:7], "--answers", "happy=three,region=south", *args[9:], *given],
+                [*args[:5], "--values", "age=45,,income=3", *args[7:], *given]):
         assert main(bad) == 2
         err = capsys.readouterr().err.strip()
         assert err.startswith("probanon: error:") and len(err.splitlines()) == 1, err
     assert len(_rows(database, sid)) == 1
     assert verify(spec).digest == spec["digest"]
+
+
+class Terminal:
+    """Standard input that is a terminal (or a pipe, ``tty=False``) holding ``text``."""
+
+    def __init__(self, text: str = "", tty: bool = True):
+        import io
+
+        self.stream, self.tty = io.StringIO(text), tty
+
+    def isatty(self):
+        return self.tty
+
+    def read(self, *args):
+        return self.stream.read(*args)
+
+    def readline(self, *args):
+        return self.stream.readline(*args)
+
+
+def test_cli_respond_never_takes_the_token_on_the_command_line(collector, capsys, monkeypatch, tmp_path, posts):
+    """--token is refused before anything is sent (and never echoed); the token comes from a file,
+    standard input (--token-file -) or a hidden prompt (getpass); the quasi-identifiers from
+    --values-file, standard input or prompts."""
+    import getpass
+
+    base, admin, database = collector
+    _, spec, sid = _publish(base, admin, population(200, seed=8), requires_token=True)
+    _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 4}, token=admin)
+    tokens = issued["tokens"]
+    head = ["survey", "respond", base, "--survey", str(sid), "--answers", "happy=3,region=south",
+            "--digest", spec["digest"]]
+    values = ["--values", "age=45,income=3100.25"]
+    cell = int(assign(spec, [[45.0, 3100.25]])[0][0])
+    for refused in (["--token", tokens[0]], [f"--token={tokens[0]}"], ["--token"]):
+        assert main(head + values + refused) == 2
+        err = capsys.readouterr().err
+        assert "never given on the command line" in err and tokens[0] not in err and len(err.strip().splitlines()) == 1
+    assert posts == [] and _rows(database, sid) == []
+
+    def sent_cells():
+        return [r["cell"] for r in _rows(database, sid)]
+
+    # standard input
+    monkeypatch.setattr("sys.stdin", Terminal(tokens[0] + "\n", tty=False))
+    assert main(head + values + ["--token-file", "-"]) == 0
+    assert tokens[0] not in capsys.readouterr().out and sent_cells() == [cell]
+    # a hidden prompt, when standard input is a terminal
+    asked = []
+    monkeypatch.setattr(getpass, "getpass", lambda prompt="": asked.append(prompt) or tokens[1])
+    monkeypatch.setattr("sys.stdin", Terminal())
+    assert main(head + values) == 0
+    assert len(asked) == 1 and "token" in asked[0] and sent_cells() == [cell] * 2
+    # no terminal and no --token-file: refused, nothing sent
+    monkeypatch.setattr("sys.stdin", Terminal(tty=False))
+    assert main(head + values) == 2
+    assert "--token-file" in capsys.readouterr().err and len(sent_cells()) == 2
+    # the quasi-identifiers from a file, from standard input, and from prompts
+    values_file = tmp_path / "values.txt"
+    values_file.write_text("# my answers\nage = 45\n\nincome=3100.25\n")
+    monkeypatch.setattr("sys.stdin", Terminal(tokens[2] + "\n", tty=False))
+    assert main(head + ["--values-file", str(values_file), "--token-file", "-"]) == 0
+    token_file = tmp_path / "invitation.txt"
+    token_file.write_text(tokens[3])
+    monkeypatch.setattr("sys.stdin", Terminal("45\n3100.25\n"))
+    assert main(head + ["--token-file", str(token_file)]) == 0
+    captured = capsys.readouterr()
+    assert "Your age (years): " in captured.err and "Monthly income (EUR): " in captured.err
+    assert sent_cells() == [cell] * 4
+    assert main(head + ["--values-file", "-", "--token-file", "-"]) == 2
+    assert "standard input" in capsys.readouterr().err
+    assert main(head + ["--values-file", str(values_file), "--token-file", str(token_file)]) == 2  # used by now
+    capsys.readouterr()
+    monkeypatch.setattr("sys.stdin", Terminal(tty=False))
+    assert main(head + ["--token-file", str(token_file)]) == 2  # no values and no terminal to ask
+    assert "--values-file" in capsys.readouterr().err
+    assert sent_cells() == [cell] * 4
 
 
 def test_the_client_needs_only_the_standard_library():

@@ -5,8 +5,9 @@ specification, :mod:`probanon.survey.spec`); each respondent checks it and appli
 device (the respondent page ``/respond/ID`` or ``probanon survey respond``); the collector receives
 only the cell and the confidential answers, and releases them as cell centroids + answers.
 
-Endpoints (JSON; errors are 4xx with ``{"detail": "<one line>"}``; tokens as
-``Authorization: Bearer <token>``):
+Endpoints (JSON; errors are JSON ``{"detail": "<one line>"}``, 4xx for a refused request, 500 for a
+fault; tokens as ``Authorization: Bearer <token>``; ID is 1..2^31 - 1; a ``Host`` header outside the
+allowed hosts is 400):
 
 =======  =====================================  =========  ==============================================
 method   path                                   role       what
@@ -20,7 +21,7 @@ GET      /respond/ID                            anybody    the respondent page
 POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}
 POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitations
 POST     /api/admin/surveys/ID/close            admin      close now
-POST     /api/admin/analysts                    admin      an analyst token
+POST     /api/admin/analysts                    admin      {note, survey}: an analyst token (of one survey)
 GET      /api/admin/audit                       admin      the append-only audit log
 GET      /api/surveys/ID/release?format=F       analyst    csv | parquet | json, random order
 GET      /api/surveys/ID/release/report         analyst    participation per cell, achieved k, guarantee

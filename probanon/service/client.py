@@ -156,39 +156,56 @@ def submit(url: str, survey_id: int, body: dict, timeout: float = 30, attempts: 
     return status, reply
 
 
-def respond(url: str, survey_id: int, values: dict, answers: dict, token: str | None = None,
-            expected_digest=None, timeout: float = 30) -> Response:
+def respond(url: str, survey_id: int, values, answers: dict, token=None, expected_digest=None,
+            timeout: float = 30) -> Response:
     """Answer survey ``survey_id`` at ``url``: verify its specification, compute the cell from the
     quasi-identifier ``values`` locally and send only the cell and the ``answers`` (see the module
     docstring). ``expected_digest``: the digest of the invitation (``sha256:HEX``); ``token``: the
-    invitation token of a survey that requires one."""
+    invitation token of a survey that requires one.
+
+    ``values`` may be a function ``(columns, questions) -> values`` and ``token`` a function
+    ``() -> token`` (prompts, say): they are called once the specification is verified, the token's
+    only when the survey takes invitations."""
     survey_id = _survey_id(survey_id)
     if expected_digest is not None:
         expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
     info = survey(url, survey_id, timeout)
     if info.get("requires_token") and token is None:
         raise ParameterError(f"survey {survey_id} takes one invitation token per respondent: give yours")
-    if token is not None and not info.get("requires_token"):
+    if token is not None and not info.get("requires_token") and not callable(token):
         raise ParameterError(f"survey {survey_id} takes no invitation token")
-    if token is not None and (not isinstance(token, str) or not token.strip()):
-        raise ParameterError("the invitation token is empty")
+    if token is not None and not callable(token):
+        token = _token_text(token)
     v = verified_spec(url, survey_id, info, expected_digest, timeout)
+    if callable(values):
+        values = values(list(v.function.columns or []), info.get("questions") or {})
     cell = cell_of(v, values)
-    body = {"digest": v.digest, "cell": cell, "answers": typed_answers(info, answers, v.function.columns),
-            "idempotency_key": secrets.token_urlsafe(32)}
+    typed = typed_answers(info, answers, v.function.columns)
+    if callable(token):
+        token = _token_text(token()) if info.get("requires_token") else None
+    body = {"digest": v.digest, "cell": cell, "answers": typed, "idempotency_key": secrets.token_urlsafe(32)}
     if token is not None:
-        body["token"] = token.strip()
+        body["token"] = token
     status, reply = submit(url, survey_id, body, timeout)
     return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest)
 
 
-def parse_pairs(text: str, what: str = "values") -> dict:
+def _token_text(token) -> str:
+    if not isinstance(token, str) or not token.strip():
+        raise ParameterError("the invitation token is empty")
+    return token.strip()
+
+
+def parse_pairs(text: str, what: str = "values", lines: bool = False) -> dict:
     """``"a=1,b=2"`` as ``{"a": "1", "b": "2"}`` (text: :func:`respond` reads each as its type);
+    ``lines``: one pair per line instead (blank lines and lines starting with # are skipped);
     :class:`ParameterError` on a malformed or repeated pair."""
     if not isinstance(text, str) or not text.strip():
-        raise ParameterError(f"--{what}: give name=value pairs separated by commas")
+        raise ParameterError(f"--{what}: give name=value pairs " + ("one per line" if lines else "separated by commas"))
+    pairs = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")] if lines \
+        else text.split(",")
     out = {}
-    for pair in text.split(","):
+    for pair in pairs:
         name, sep, value = pair.partition("=")
         name, value = name.strip(), value.strip()
         if not sep or not name or not value:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import textwrap
@@ -266,12 +267,76 @@ def cmd_respond(args) -> int:
     """Exit 0: stored (or already stored); 2: refused, unreachable or not verified (one line)."""
     from ..service.client import parse_pairs, respond
 
-    values, answers = parse_pairs(args.values, "values"), parse_pairs(args.answers, "answers")
-    r = respond(args.url, args.survey, values, answers, token=args.token, expected_digest=args.digest)
+    if args.token_file == "-" and args.values_file == "-":
+        raise ParameterError("--token-file and --values-file cannot both read standard input (-)")
+    if args.values is not None:
+        values = parse_pairs(args.values, "values")
+    elif args.values_file is not None:
+        values = parse_pairs(_read_secret(args.values_file, "--values-file"), "values-file", lines=True)
+    else:
+        values = _ask_values
+    token = _ask_token if args.token_file is None else _first_line(_read_secret(args.token_file, "--token-file"))
+    answers = parse_pairs(args.answers, "answers")
+    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
     print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
     return 0 if r.stored else 2
+
+
+def _read_secret(path: str, option: str) -> str:
+    """The text of ``path``, or of standard input for ``-``."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParameterError(f"{option}: cannot read {path} ({getattr(exc, 'strerror', None) or exc})") from None
+
+
+def _first_line(text: str) -> str:
+    return next(iter(text.splitlines()), "").strip()
+
+
+def _terminal(what: str, options: str) -> None:
+    if not sys.stdin.isatty():
+        raise ParameterError(f"{what}: give {options} (there is no terminal to ask at)")
+
+
+def _ask_token() -> str:
+    """The invitation token, typed at a hidden prompt (the survey takes one, none was given)."""
+    import getpass
+
+    _terminal("this survey takes your invitation token", "--token-file FILE, or --token-file - to read standard input")
+    return getpass.getpass("your invitation token (not shown): ")
+
+
+def _ask_values(columns: list, questions: dict) -> dict:
+    """The quasi-identifiers, one prompt each (on standard error; they are never sent)."""
+    _terminal("your quasi-identifiers", "--values-file FILE (or - for standard input) or --values")
+    print("your answers to these questions stay on this machine: only the cell they fall in is sent",
+          file=sys.stderr)
+    out = {}
+    for column in columns:
+        q = questions.get(column) or {}
+        unit = f" ({q['unit']})" if q.get("unit") else ""
+        print(f"{q.get('label') or column}{unit}: ", end="", file=sys.stderr, flush=True)
+        line = sys.stdin.readline()
+        if not line:
+            raise ParameterError(f"no value for {column!r}: standard input ended")
+        out[column] = line.strip()
+    return out
+
+
+class _RefuseToken(argparse.Action):
+    """``--token`` on the command line: refused (other users see it in the process list, and the
+    shell keeps it in its history); the value is never echoed."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error("--token: an invitation token is never given on the command line (the process list and "
+                     "the shell history keep it): use --token-file FILE, --token-file - (standard input) or "
+                     "type it when asked")
 
 
 def add_parser(sub) -> None:
@@ -376,16 +441,28 @@ def add_parser(sub) -> None:
 
     r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
                                         "send only the cell and your answers", epilog=example(
-        "# --digest: the digest printed in your invitation letter; your AGI and FEDTAX never leave this machine",
-        "probanon survey respond https://survey.example.org --survey 1 --values AGI=41000,FEDTAX=3900 \\",
-        "    --answers satisfaction=7,tenure=owner --digest sha256:"
+        "# --digest: the digest printed in your invitation letter; your AGI and FEDTAX never leave this machine;",
+        "# without --values or --values-file the command asks for them, and for the token (hidden) without --token-file",
+        "probanon survey respond https://survey.example.org --survey 1 --values-file my_values.txt \\",
+        "    --answers satisfaction=7,tenure=owner --token-file invitation.txt --digest sha256:"
         "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
     r.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
     r.add_argument("--survey", type=positive_int, required=True, metavar="ID", help="the survey's number")
-    r.add_argument("--values", required=True, metavar="NAME=X,...",
-                   help="your quasi-identifiers (every one the survey asks for); they never leave this machine")
+    v = r.add_mutually_exclusive_group()
+    v.add_argument("--values-file", metavar="FILE",
+                   help="your quasi-identifiers (every one the survey asks for), NAME=X one per line; - reads "
+                        "standard input. Without it (or --values) the command asks for each. They never leave "
+                        "this machine")
+    v.add_argument("--values", metavar="NAME=X,...",
+                   help="your quasi-identifiers on the command line (other users of this machine can see them in "
+                        "the process list, and the shell history keeps them: prefer --values-file or the prompt)")
     r.add_argument("--answers", required=True, metavar="NAME=V,...", help="your answers (sent)")
-    r.add_argument("--token", help="your invitation token, for a survey that requires one")
+    r.add_argument("--token-file", metavar="FILE",
+                   help="your invitation token, for a survey that requires one: the first line of FILE; - reads "
+                        "standard input. Without it the command asks for it (hidden)")
+    r.add_argument("--token", nargs="?", action=_RefuseToken, metavar="TOKEN",
+                   help="refused: the process list and the shell history would keep the token; use --token-file "
+                        "or the prompt")
     r.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest of your invitation letter: the specification must have exactly this digest "
                         "(default: the digest the collector lists, which proves less)")
