@@ -667,9 +667,10 @@ def test_each_endpoint_takes_only_its_role(collector, engine):
         status, _, reply = fetch(base, "GET", "/api/admin/audit", headers={"Authorization": header})
         assert status == 401, reply
     assert dump(engine) == before
-    # the right roles are accepted (so the refusals above were about the role)
+    # the right roles are accepted (so the refusals above were about the role): the analyst is told
+    # that nothing is released before the close (issue 40.2)
     assert call(base, "GET", "/api/admin/audit", token=admin)[0] == 200
-    assert call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[0] == 200
+    assert_error(*call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst), 409)
 
 
 def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
@@ -805,18 +806,13 @@ def test_release_suppresses_small_cells_and_reports_participation(collector):
     counts = dict.fromkeys(range(s.n_cells), 0)
     releases = 0
 
-    # large cells only: released before the close
-    counts.update({0: 3, 2: 5})
+    # nothing is released before the close (issue 40.2), small cells or not
+    counts.update({0: 3, 2: 5, 3: 1, 4: 2})
     big = fill(base, s, {0: 3, 2: 5})
-    status, records = released(base, analyst, s.id, "json")
-    assert status == 200 and multiset(records, SIGNIFICANT) == multiset(big, SIGNIFICANT)
-    releases += 1
-
-    # small cells arrive: no release until the close (minimum batch)
-    counts.update({3: 1, 4: 2})
     small = fill(base, s, {3: 1, 4: 2}, start=len(big))
     for fmt in ("csv", "parquet", "json"):
         assert_error(*released(base, analyst, s.id, fmt), 409)
+    assert_error(*call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst), 409)
     assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
 
     for fmt in ("csv", "parquet", "json"):
@@ -861,6 +857,7 @@ def test_released_values_are_exact_in_every_format(collector):
     s = publish(base, admin)
     analyst = analyst_token(base, admin)
     sent = fill(base, s, {0: 3, 1: 4})
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
     for fmt in ("csv", "parquet", "json"):
         status, records = released(base, analyst, s.id, fmt)
         assert status == 200, records
@@ -871,7 +868,7 @@ def test_release_flags_small_cells_when_asked(collector):
     base, admin, _ = collector
     s = publish(base, admin, release={"small_cells": "flag"})
     analyst = analyst_token(base, admin)
-    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["release"] == {"small_cells": "flag"}
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["release"] == {"small_cells": "flag", "interim": []}
     counts = {0: 1, 1: 2, 2: 3, 4: 5}
     records = fill(base, s, counts)
     assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
@@ -887,18 +884,99 @@ def test_release_flags_small_cells_when_asked(collector):
     assert report["suppressed_records"] == 0 and report["released_records"] == sum(counts.values())
 
 
-def test_release_order_is_random(collector):
+def _iso(t: dt.datetime) -> str:
+    return t.replace(microsecond=0).isoformat() + "Z"
+
+
+def test_differencing_two_releases_around_one_submission_is_refused(collector):
+    """Issue 40.2, the attack: release, one target submits, release again, compare. Before the
+    close nothing is released (no interim declared); after it, one release is stored and served
+    byte for byte, whatever arrives or is asked; every download is in the audit log."""
     base, admin, _ = collector
     s = publish(base, admin)
     analyst = analyst_token(base, admin)
-    fill(base, s, dict(enumerate(s.sizes)))  # every cell full: the release is allowed while open
+    fill(base, s, {0: 3, 1: 3})
+    first = released(base, analyst, s.id, "json")
+    assert first[0] == 409 and "no release before the survey closes" in first[1]["detail"]
+    respond(base, s, 0, answers_for(99))  # the target
+    assert released(base, analyst, s.id, "json")[0] == 409  # nothing to compare
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    bodies = [fetch(base, "GET", f"/api/surveys/{s.id}/release?format=csv",
+                    headers={"Authorization": f"Bearer {analyst}"})[2] for _ in range(3)]
+    assert len(set(bodies)) == 1 and bodies[0].count(b"\n") == 1 + 7
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert report["release"]["final"] and report["release"]["seq"] == 0 and report["released_records"] == 7
+    downloads = [e for e in audit(base, admin) if e["survey_id"] == s.id and e["action"] == "release"]
+    assert len(downloads) == 3 and all("release 0 (final)" in e["note"] for e in downloads)
+
+
+def test_interim_releases_change_each_cell_by_zero_or_k(collector):
+    """Declared interim releases (their times are part of the survey): one per declared time that
+    has passed, each refused unless every cell changed by 0 or by >= k responses since the one
+    before, served again as it was; the final release leaves out the cells that changed by
+    1..k-1 since the last interim one."""
+    base, admin, _ = collector
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    for interim, says in ((["2019-06-01T00:00:00Z"], "between"),
+                          (["2030-01-01T00:00:00Z", "2029-01-01T00:00:00Z"], "increase"),
+                          (["soon"], "ISO 8601"), ([_iso(now)] * 13, "at most 12")):
+        status, body = call(base, "POST", "/api/admin/surveys",
+                            survey_body(make_spec().text, answers=FIELDS, release={"interim": interim}), token=admin)
+        assert status == 422 and says in body["detail"], (interim, body)
+    times = [now - dt.timedelta(hours=2), now - dt.timedelta(hours=1), now + dt.timedelta(days=30)]
+    s = publish(base, admin, release={"interim": [_iso(t) for t in times]})
+    analyst = analyst_token(base, admin)
+    k = s.spec["guarantee"]["k"]
+    fill(base, s, {0: k, 1: 1})
+    # the first interim release: cell 1 went from 0 to 1 < k responses
+    status, body = released(base, analyst, s.id, "json")
+    assert status == 409 and "1 cell(s) changed by fewer than k" in body["detail"]
+    fill(base, s, {1: k - 1}, start=10)
+    status, first = released(base, analyst, s.id, "json")
+    assert status == 200 and len(first) == 2 * k
+    # the second declared time has passed too: cell 0 changed by 1 < k since the first -> refused
+    fill(base, s, {0: 1}, start=20)
+    status, body = released(base, analyst, s.id, "json")
+    assert status == 409 and "changed by fewer than k" in body["detail"]
+    fill(base, s, {0: k - 1}, start=30)
+    status, second = released(base, analyst, s.id, "json")
+    assert status == 200 and len(second) == 3 * k
+    # both declared times used: the second is served again as it was, whatever arrives
+    fill(base, s, {2: k}, start=40)
+    assert released(base, analyst, s.id, "json") == (200, second)
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert report["release"]["seq"] == 1 and not report["release"]["final"] and report["release"]["interim_declared"] == 3
+    # the final release: cell 2 changed by k (released), cell 1 by 1 < k since the last interim (left out)
+    fill(base, s, {1: 1}, start=50)
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    status, final = released(base, analyst, s.id, "json")
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert status == 200 and report["release"]["final"] and report["changed_since_interim"] == [1]
+    assert collections.Counter(r["cell"] for r in final) == {0: 2 * k, 2: k}
+
+
+def test_release_order_is_random_and_stored(collector):
+    """The release is drawn once in a random order and then served byte for byte (issue 40.2);
+    two surveys with the same responses get independent orders."""
+    base, admin, _ = collector
+    analyst = analyst_token(base, admin)
     orders = []
-    for _ in range(5):
-        status, records = released(base, analyst, s.id, "json")
-        assert status == 200 and len(records) == sum(s.sizes) == 40
-        orders.append([tuple(sorted(r.items())) for r in records])
-    assert all(collections.Counter(o) == collections.Counter(orders[0]) for o in orders)
-    assert len({tuple(o) for o in orders}) > 1
+    for _ in range(2):
+        s = publish(base, admin)
+        sent = fill(base, s, dict(enumerate(s.sizes)))
+        assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+        bodies = {fmt: [fetch(base, "GET", f"/api/surveys/{s.id}/release?format={fmt}",
+                              headers={"Authorization": f"Bearer {analyst}"})[2] for _ in range(3)]
+                  for fmt in ("csv", "parquet", "json")}
+        for fmt, got in bodies.items():
+            assert got[0] == got[1] == got[2], fmt  # stored: the same bytes every time
+        records = json.loads(bodies["json"][0])["records"]
+        assert len(records) == sum(s.sizes) == 40
+        key = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in records]
+        sent_key = [tuple(sorted((k, str(v)) for k, v in r.items())) for r in sent]
+        assert collections.Counter(key) == collections.Counter(sent_key) and key != sent_key  # permuted
+        orders.append([sent_key.index(r) for r in key])
+    assert orders[0] != orders[1]
 
 
 def test_categories_with_sql_are_stored_and_released_verbatim(collector, engine):
@@ -958,9 +1036,12 @@ def test_security_headers(shared, path):
 
 # ---------------------------------------------------------------- token ids, revocation, the actor of each action
 
+CLOSED = {"closes": "2021-01-01T00:00:00Z"}  # a survey closed from the start: its (empty) release is due
+
+
 def test_an_analyst_token_is_revoked_by_its_id_and_the_audit_log_names_the_actor(collector):
     base, admin, _ = collector
-    s = publish(base, admin)
+    s = publish(base, admin, **CLOSED)
     status, issued = call(base, "POST", "/api/admin/analysts", {"note": "release team"}, admin)
     assert status == 200 and issued["id"] == hashlib.sha256(issued["token"].encode()).hexdigest()[:12]
     assert call(base, "GET", f"/api/surveys/{s.id}/release/report", token=issued["token"])[0] == 200
@@ -1035,7 +1116,7 @@ def test_an_analyst_token_for_one_survey_reads_that_survey_only(collector, monke
     from probanon.cli import main
 
     base, admin, _ = collector
-    one, two = publish(base, admin), publish(base, admin)
+    one, two = publish(base, admin, **CLOSED), publish(base, admin, **CLOSED)
     status, issued = call(base, "POST", "/api/admin/analysts", {"survey": one.id, "note": "team one"}, token=admin)
     assert status == 200 and issued["survey"] == one.id
     scoped, unscoped = issued["token"], analyst_token(base, admin)

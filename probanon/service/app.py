@@ -205,7 +205,9 @@ CREATION_SCHEMA = _body_schema({
     "answers": {"type": "array", "items": {"type": "object"}},
     "opens": {"type": "string", "format": "date-time"}, "closes": {"type": "string", "format": "date-time"},
     "requires_token": {"type": "boolean"},
-    "release": {"type": "object", "properties": {"small_cells": {"enum": list(surveys.SMALL_CELLS)}}},
+    "release": {"type": "object", "properties": {"small_cells": {"enum": list(surveys.SMALL_CELLS)},
+                                                 "interim": {"type": "array", "items": {"type": "string"},
+                                                             "maxItems": surveys.MAX_INTERIM}}},
     "questions": {"type": "object"},
 }, ["title", "spec", "answers", "opens", "closes"])
 
@@ -423,18 +425,20 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         with authorised(request, "analyst", survey_id) as (conn, actor):
             if format not in export.FORMATS:
                 raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
-            frame, rep = export.release(conn, surveys.load(conn, survey_id))
-            db.log_action(conn, "analyst", "release", survey_id, f"{format}, {len(frame)} records", actor)
-        return Response(export.encode(frame, rep, format), media_type=export.FORMATS[format],
+            stored = export.published(conn, surveys.load(conn, survey_id))
+            records = json.loads(stored.report)["released_records"]
+            db.log_action(conn, "analyst", "release", survey_id,
+                          f"{format}, release {stored.seq}{' (final)' if stored.final else ' (interim)'}, "
+                          f"{records} records", actor)
+        return Response(getattr(stored, format), media_type=export.FORMATS[format],
                         headers={"content-disposition": f'attachment; filename="survey-{survey_id}.{format}"'})
 
     @app.get("/api/surveys/{survey_id}/release/report", summary="Participation and guarantee of the release (analyst)")
     def release_report(survey_id: SurveyId, request: Request):
         with authorised(request, "analyst", survey_id) as (conn, actor):
-            s = surveys.load(conn, survey_id)
-            rep = export.report(s, export.responses(conn, s))
-            db.log_action(conn, "analyst", "release report", survey_id, None, actor)
-        return rep
+            stored = export.published(conn, surveys.load(conn, survey_id))
+            db.log_action(conn, "analyst", "release report", survey_id, f"release {stored.seq}", actor)
+        return Response(stored.report, media_type="application/json")
 
     return app
 

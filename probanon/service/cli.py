@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from ..cliargs import add_input, add_output, example, positive_int
+from ..release import column_list
 from ..errors import ParameterError
 
 
@@ -57,7 +58,7 @@ def cmd_publish(args) -> int:
     except ValueError as exc:
         raise ParameterError(f"--answers / --questions must be JSON ({exc})") from None
     out = office.publish(args.url, token, documents["spec"], answers, args.opens, args.closes, args.title,
-                         questions, args.tokens, args.small_cells)
+                         questions, args.tokens, args.small_cells, column_list(args.interim))
     print(f"survey {out['id']} published; digest {out['digest']}")
     print(f"print this digest in every invitation; respondents open {args.url.rstrip('/')}/respond/{out['id']}"
           f"?digest={out['digest']} or run 'probanon survey respond'")
@@ -168,6 +169,10 @@ def _collector_parser(sub) -> None:
     p.add_argument("--small-cells", choices=("suppress", "flag"), default="suppress",
                    help="a cell that ends with 0 < K < k responses: left out of the release (default) or released "
                         "flagged (not k-anonymous)")
+    p.add_argument("--interim", metavar="TIMES",
+                   help="comma-separated ISO 8601 times at which a release is allowed before the close (default: "
+                        "none, nothing is released before the close); each is refused unless every cell changed by "
+                        "0 or by at least k responses since the release before it")
 
     p = command("invite", "issue single-use invitation tokens (admin)", cmd_invite, True,
                 "probanon collector invite https://survey.example.org --survey 1 --count 100 -o invitations.txt")

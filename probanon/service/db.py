@@ -1,4 +1,4 @@
-"""The collector's database: four tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: five tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
@@ -9,10 +9,13 @@
                  address, no user agent, no time of day, no token. On SQLite the table has no
                  rowid: rows are kept in the order of their random key hash, not of arrival. A
                  stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
+``releases``     each release as computed once (issue 40.2): a declared interim release or the final
+                 one, the responses per cell it counted, its report and its records in each format
+                 in one random order, served byte for byte; a trigger refuses UPDATE and DELETE.
 ``audit``        append-only log of administrative actions, each with the acting token's id
                  (the first 12 hex digits of its hash); a trigger refuses UPDATE and DELETE.
 
-On PostgreSQL a statement trigger also refuses TRUNCATE of these three tables (row triggers do not
+On PostgreSQL a statement trigger also refuses TRUNCATE of these four tables (row triggers do not
 see it). The triggers bind whoever writes through SQL, the collector included; the database's owner
 can still drop them, as they can drop the tables: what they add is that no bug of the collector and
 no SQL injection can rewrite the record, and that rewriting it takes a deliberate act of the owner.
@@ -68,6 +71,19 @@ submissions = sa.Table(
     sqlite_with_rowid=False,
 )
 
+releases = sa.Table(
+    "releases", metadata,
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("seq", sa.Integer, primary_key=True),                 # 0, 1, ...: declared interims, then the final
+    sa.Column("final", sa.Boolean, nullable=False),
+    sa.Column("at", sa.DateTime, nullable=False),
+    sa.Column("counts", sa.Text, nullable=False),                   # JSON: responses per cell at that moment
+    sa.Column("report", sa.LargeBinary, nullable=False),            # JSON, served byte for byte
+    sa.Column("csv", sa.LargeBinary, nullable=False),               # the records, one encoding each, in one order
+    sa.Column("parquet", sa.LargeBinary, nullable=False),
+    sa.Column("json", sa.LargeBinary, nullable=False),
+)
+
 audit = sa.Table(
     "audit", metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
@@ -80,6 +96,7 @@ audit = sa.Table(
 )
 
 _STORED = "a stored submission is never changed or deleted"
+_RELEASED = "a release is computed once and never changed"
 _IMMUTABLE = "title, spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
 
 _SQLITE_TRIGGERS = [
@@ -97,6 +114,10 @@ _SQLITE_TRIGGERS = [
     f"BEGIN SELECT RAISE(ABORT, '{_STORED}'); END",
     f"CREATE TRIGGER IF NOT EXISTS submissions_append_only_d BEFORE DELETE ON submissions "
     f"BEGIN SELECT RAISE(ABORT, '{_STORED}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS releases_append_only_u BEFORE UPDATE ON releases "
+    f"BEGIN SELECT RAISE(ABORT, '{_RELEASED}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases "
+    f"BEGIN SELECT RAISE(ABORT, '{_RELEASED}'); END",
 ]
 
 _POSTGRES_TRIGGERS = [
@@ -114,9 +135,12 @@ _POSTGRES_TRIGGERS = [
     "DROP TRIGGER IF EXISTS submissions_append_only ON submissions",
     "CREATE TRIGGER submissions_append_only BEFORE UPDATE OR DELETE ON submissions "
     f"FOR EACH ROW EXECUTE FUNCTION probanon_refuse('{_STORED}')",
+    "DROP TRIGGER IF EXISTS releases_append_only ON releases",
+    "CREATE TRIGGER releases_append_only BEFORE UPDATE OR DELETE ON releases "
+    f"FOR EACH ROW EXECUTE FUNCTION probanon_refuse('{_RELEASED}')",
     *(statement for table, message in (("audit", "the audit log is append-only"),
                                        ("surveys", "a published survey is immutable"),
-                                       ("submissions", _STORED))
+                                       ("submissions", _STORED), ("releases", _RELEASED))
       for statement in (f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
                         f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
                         f"FOR EACH STATEMENT EXECUTE FUNCTION probanon_refuse('{message}')")),

@@ -5,9 +5,16 @@ Paper 1's guarantee is probabilistic: a cell of n records fails when 0 < K < k o
 with the probability Algorithm A computed at design time (the spec's ``failure``). What actually
 happened is known at release time, so the release rule makes it certain: a cell that ended with
 0 < K < k responses is flagged and, by default (``small_cells: suppress``), left out, so every
-released cell holds >= k responses whatever the participation was. Before the survey closes a
-release is refused unless every non-empty cell already holds >= k (a minimum-batch gate): a cell
-below k may still grow, and publishing it now would disclose it.
+released cell holds >= k responses whatever the participation was.
+
+Differencing (issue 40.2): two releases around one submission differ by exactly that submission.
+So nothing record-level or per cell leaves the collector before the close, except the interim
+releases the publication declared (their times are part of the survey), each refused unless every
+cell changed by 0 or by >= k responses since the release before it (the first: every non-empty
+cell holds >= k). Every release is computed once, stored (:data:`.db.releases`: its counts, report
+and records in each format, in one random order) and served byte for byte whenever asked again;
+the final release, made at the first request after the close, also leaves out the cells that
+changed by 1..k-1 responses since the last interim one. Each download is in the audit log.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import sqlalchemy as sa
 
 from ..attacks.scope import GUARANTEES
 from . import db
-from .surveys import Refused, Survey
+from .surveys import Refused, Survey, iso
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
 
@@ -73,20 +80,67 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
     }
 
 
-def gate(survey: Survey, rep: dict) -> None:
-    """Refuse a release before the close while any non-empty cell holds fewer than k responses."""
-    n = rep["failures"]["observed_failing_cells"]
-    if rep["status"] != "closed" and n:
-        raise Refused(409, f"minimum batch not reached: {n} non-empty cell(s) hold fewer than k = {survey.k} "
-                           "responses; before the survey closes every released cell must hold >= k")
+def changed_below_k(counts: np.ndarray, before: np.ndarray | None, k: int) -> np.ndarray:
+    """Cells whose responses changed by 1..k-1 since the release before (``before``: its counts,
+    None for the first release, then every cell counts from 0)."""
+    change = counts - (np.zeros_like(counts) if before is None else before)
+    return (change > 0) & (change < k)
 
 
-def release(conn, survey: Survey) -> tuple[pd.DataFrame, dict]:
-    """The released records in a random order (fresh entropy) and the report."""
+def _stored(conn, survey: Survey) -> list:
+    t = db.releases.c
+    return conn.execute(sa.select(db.releases).where(t.survey_id == survey.id).order_by(t.seq)).all()
+
+
+def published(conn, survey: Survey, at=None):
+    """The release to serve now (a row of :data:`.db.releases`), computing and storing it if it
+    is due (module docstring), or :class:`Refused` 409 saying when one will be."""
+    at = at or db.now()
+    stored = _stored(conn, survey)
+    if stored and stored[-1].final:
+        return stored[-1]
+    closed = survey.status(at) == "closed"
+    due = sum(t <= at for t in survey.interim)  # interim releases the schedule allows by now
+    if not closed and len(stored) >= due:
+        if stored:  # this slot's interim release: served again as it was
+            return stored[-1]
+        upcoming = [iso(t) for t in survey.interim if t > at]
+        raise Refused(409, "no release before the survey closes" + (
+            f": the next interim release is due at {upcoming[0]}" if upcoming else
+            " (the publication declared no interim release)"))
+    before = np.asarray(json.loads(stored[-1].counts), dtype=np.int64) if stored else None
     frame = responses(conn, survey)
+    counts = np.bincount(frame["cell"].to_numpy(), minlength=survey.n_cells)
+    if not closed:
+        bad = changed_below_k(counts, before, survey.k)
+        if bad.any():
+            raise Refused(409, f"interim release refused: {int(bad.sum())} cell(s) changed by fewer than k = "
+                               f"{survey.k} responses since the {'last release' if stored else 'opening'} (each "
+                               "cell must change by 0 or by at least k)")
+    records, rep = _records(survey, frame, counts, before if closed else None)
+    rep["release"] = {"seq": len(stored), "final": closed, "at": iso(at), "interim_declared": len(survey.interim)}
+    row = dict(survey_id=survey.id, seq=len(stored), final=closed, at=at, counts=json.dumps(counts.tolist()),
+               report=json.dumps(rep, allow_nan=False).encode("utf-8"),
+               **{fmt: encode(records, rep, fmt) for fmt in FORMATS})
+    try:
+        with conn.begin_nested():
+            conn.execute(db.releases.insert().values(**row))
+    except sa.exc.IntegrityError:  # another request stored this release first: that one is served
+        pass
+    return _stored(conn, survey)[len(stored)]
+
+
+def _records(survey: Survey, frame: pd.DataFrame, counts: np.ndarray, before) -> tuple[pd.DataFrame, dict]:
+    """The released records in a random order (fresh entropy, drawn once: the release is stored)
+    and the report; ``before``: the counts of the last interim release, whose cells that changed
+    by 1..k-1 since are left out of the final release."""
     rep = report(survey, frame)
-    gate(survey, rep)
     keep = np.array([rep["cells"][c]["released"] for c in frame["cell"]], dtype=bool)
+    if before is not None:
+        differenced = changed_below_k(counts, before, survey.k) & (before > 0)
+        rep["changed_since_interim"] = [int(c) for c in np.flatnonzero(differenced)]
+        keep &= ~differenced[frame["cell"].to_numpy()]
+        rep["released_records"] = int(keep.sum())
     frame = frame[keep]
     order = np.random.default_rng().permutation(len(frame))
     frame = frame.iloc[order]

@@ -106,14 +106,37 @@ def parse_creation(body) -> dict:
     requires_token = body.get("requires_token", False)
     if not isinstance(requires_token, bool):
         raise Refused(422, "'requires_token' must be true or false")
-    release = body.get("release", {})
-    if not isinstance(release, dict) or set(release) - {"small_cells"} or release.get("small_cells", "suppress") not in SMALL_CELLS:
-        raise Refused(422, "'release' is {\"small_cells\": \"suppress\" | \"flag\"}")
+    release = parse_release(body.get("release", {}), opens, closes)
     description = {"questions": questions, "answers": [f.to_dict() for f in answers],
-                   "release": {"small_cells": release.get("small_cells", "suppress")}}
+                   "release": release}
     return dict(title=title.strip(), spec_text=text.encode("utf-8"), spec_canonical=canonical_bytes(spec),
                 digest=verified.digest, description=json.dumps(description, sort_keys=True),
                 requires_token=requires_token, opens_at=opens, closes_at=closes, closed_at=None)
+
+
+#: interim releases a survey may declare at the most
+MAX_INTERIM = 12
+
+
+def parse_release(release, opens: dt.datetime, closes: dt.datetime) -> dict:
+    """The release rule of a new survey: ``small_cells`` (a cell ending with 0 < K < k
+    responses: "suppress", the default, or "flag") and ``interim``, the times of the releases
+    allowed before the close (issue 40.2: none by default), increasing, inside the window; or
+    :class:`Refused`."""
+    shape = ("'release' is {\"small_cells\": \"suppress\" | \"flag\", \"interim\": [times of the releases "
+             "allowed before the close]}")
+    if not isinstance(release, dict) or set(release) - {"small_cells", "interim"}:
+        raise Refused(422, shape)
+    small = release.get("small_cells", "suppress")
+    interim = release.get("interim", [])
+    if small not in SMALL_CELLS or not isinstance(interim, list):
+        raise Refused(422, shape)
+    if len(interim) > MAX_INTERIM:
+        raise Refused(422, f"at most {MAX_INTERIM} interim releases")
+    times = [_time(t, "interim") for t in interim]
+    if any(b <= a for a, b in zip(times, times[1:])) or any(not opens < t < closes for t in times):
+        raise Refused(422, "the interim release times must increase and lie between 'opens' and 'closes'")
+    return {"small_cells": small, "interim": [iso(t) for t in times]}
 
 
 @dataclass
@@ -160,6 +183,11 @@ class Survey:
     def centroids(self) -> np.ndarray:
         function = self.spec["function"]  # categorical keys (a tree design's): released as categories
         return np.asarray(function["centroids"], dtype=object if "encoding" in function else np.float64)
+
+    @property
+    def interim(self) -> list[dt.datetime]:
+        """The declared times of the interim releases (UTC, naive)."""
+        return [_time(t, "interim") for t in self.description["release"].get("interim", [])]
 
     def status(self, at: dt.datetime | None = None) -> str:
         at = at or db.now()
