@@ -158,10 +158,16 @@ def test_beyond_the_connection_cap_a_new_connection_is_answered_503(limited):
     assert status == 201, survey
     # CAP submissions whose headers came whole and whose bodies do not come: requests in progress
     head = (f"POST /api/surveys/{survey['id']}/submissions HTTP/1.1\r\nHost: collector\r\n"
-            f"Content-Type: application/json\r\nContent-Length: 300\r\n\r\n{{").encode()
-    busy = [_connect(base, head) for _ in range(CAP)]
+            f"Content-Type: application/json\r\nContent-Length: 300\r\nExpect: 100-continue\r\n\r\n").encode()
+    busy = []
     try:
-        time.sleep(0.5)  # every one parsed: none waits for its headers, none can give its place
+        for _ in range(CAP):
+            s = socket.create_connection(_address(base), timeout=10)
+            busy.append(s)
+            s.sendall(head)
+            # "100 Continue" once the collector reads the body: the request is in progress, its place taken
+            assert s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n")
+            s.sendall(b"{")
         extra = _connect(base)
         closed = _read_until_closed({extra: "extra"}, time.monotonic() + 5)
         assert extra in closed, "the connection beyond the cap was left open"
