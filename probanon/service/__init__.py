@@ -27,7 +27,7 @@ GET      /api/surveys/ID/release?format=F       analyst    csv | parquet | json,
 GET      /api/surveys/ID/release/report         analyst    participation per cell, achieved k, guarantee
 =======  =====================================  =========  ==============================================
 
-Needs the ``service`` extra (FastAPI, uvicorn, SQLAlchemy, psycopg); the respondent client
+Needs the ``service`` extra (FastAPI, uvicorn with httptools, SQLAlchemy, psycopg); the respondent client
 (:mod:`probanon.service.client`) needs only the standard library.
 """
 
@@ -36,4 +36,5 @@ def missing_extra() -> str | None:
     """The first package of the ``service`` extra that is not installed, or None."""
     import importlib.util
 
-    return next((name for name in ("fastapi", "sqlalchemy", "uvicorn") if importlib.util.find_spec(name) is None), None)
+    return next((name for name in ("fastapi", "sqlalchemy", "uvicorn", "httptools")
+                 if importlib.util.find_spec(name) is None), None)

@@ -26,6 +26,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from ..errors import ParameterError
 from . import db, export, security, submissions, surveys
@@ -175,6 +176,8 @@ async def read_json(request: Request, limit: int):
         chunks = await asyncio.wait_for(receive(), BODY_SECONDS)
     except TimeoutError:
         raise Refused(408, f"the body did not arrive within {BODY_SECONDS} s") from None
+    except ClientDisconnect:  # gone before its body came: an answer nobody reads, not a traceback in the log
+        raise Refused(400, "the connection closed before the body arrived") from None
     try:
         return json.loads(b"".join(chunks), parse_constant=_no_constant, object_pairs_hook=unique_keys)
     except DuplicateKey:

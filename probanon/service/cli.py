@@ -20,6 +20,19 @@ def _port(text: str) -> int:
     return int(text)
 
 
+def _seconds(text: str) -> float:
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
 def cmd_serve(args) -> int:
     from . import missing_extra
 
@@ -34,7 +47,9 @@ def cmd_serve(args) -> int:
         print("the admin token above is shown once and stored hashed; every earlier admin token is revoked",
               file=sys.stderr)
         return 0
-    server.serve(args.database, host=args.host, port=args.port, allowed_hosts=args.allowed_host or ())
+    server.serve(args.database, host=args.host, port=args.port, allowed_hosts=args.allowed_host or (),
+                 header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
+                 max_connections=args.max_connections)
     return 0
 
 
@@ -218,6 +233,19 @@ def add_parser(sub) -> None:
                         "(repeatable); requests with any other Host header get 400 (DNS rebinding). Always allowed: "
                         "the --host address, and localhost, 127.0.0.1 and ::1 when that is a loopback or wildcard "
                         "address")
+    from .limits import HEADER_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, RESERVED_DESCRIPTORS
+
+    s.add_argument("--header-timeout", type=_seconds, default=HEADER_SECONDS, metavar="SECONDS",
+                   help=f"a request's line and headers must arrive within this many seconds of the connection "
+                        f"opening or of the previous response, else 408 and the connection is closed "
+                        f"(default {HEADER_SECONDS:g})")
+    s.add_argument("--idle-timeout", type=_seconds, default=IDLE_SECONDS, metavar="SECONDS",
+                   help=f"a connection with no request in progress is closed after this many silent seconds "
+                        f"(default {IDLE_SECONDS:g})")
+    s.add_argument("--max-connections", type=positive_int, metavar="N",
+                   help=f"open connections at most; beyond, a new one replaces the connection longest waiting for "
+                        f"its request, or is answered 503 when all have one in progress (default: half of what "
+                        f"ulimit -n leaves after {RESERVED_DESCRIPTORS} descriptors, at most {MAX_CONNECTIONS})")
     s.add_argument("--init-admin", action="store_true",
                    help="print a new admin token (shown once; earlier admin tokens are revoked) and exit")
     s.set_defaults(func=cmd_serve)

@@ -15,15 +15,20 @@ import threading
 import time
 
 from ..errors import ParameterError
+from . import limits
 
 LOG_LEVEL = "warning"
 
 
-def _config(app, **kwargs):
+def _config(app, header_timeout: float = limits.HEADER_SECONDS, idle_timeout: float = limits.IDLE_SECONDS,
+            max_connections: int | None = None, **kwargs):
+    """uvicorn's configuration: no access log, and the connection limits of :mod:`.limits` (no
+    WebSocket: nothing here speaks it, and an upgraded connection would leave the limits)."""
     import uvicorn
 
     return uvicorn.Config(app, access_log=False, log_level=LOG_LEVEL, server_header=False, proxy_headers=False,
-                          **kwargs)
+                          http=limits.protocol(header_timeout, max_connections), ws="none",
+                          timeout_keep_alive=limits.check_seconds("--idle-timeout", idle_timeout), **kwargs)
 
 
 def init_admin(database: str) -> str:
@@ -42,14 +47,18 @@ def init_admin(database: str) -> str:
         engine.dispose()
 
 
-def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_hosts=()) -> None:
+def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_hosts=(),
+          header_timeout: float = limits.HEADER_SECONDS, idle_timeout: float = limits.IDLE_SECONDS,
+          max_connections: int | None = None) -> None:
     """Serve the collector until interrupted, answering requests whose ``Host`` is the address it
     listens on (and the loopback names when that is a loopback or wildcard address) or one of
-    ``allowed_hosts`` (``--allowed-host``: the name clients use, e.g. behind a reverse proxy)."""
+    ``allowed_hosts`` (``--allowed-host``: the name clients use, e.g. behind a reverse proxy), with
+    the connection limits of :mod:`.limits`."""
     import uvicorn
 
     from . import app as service_app
 
+    config = _config(None, header_timeout, idle_timeout, max_connections)  # bad limits refused before anything
     hosts = service_app.allowed_hosts(host, allowed_hosts)
     app = service_app.create_app(database, hosts)
     gc.collect()
@@ -62,19 +71,23 @@ def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_host
           f"API description /openapi.json); stop with Ctrl-C", file=sys.stderr, flush=True)
     print(f"answering for the hosts {', '.join(hosts)} (others get 400; add names with --allowed-host)",
           file=sys.stderr, flush=True)
-    uvicorn.Server(_config(app)).run(sockets=[sock])
+    config.app = app
+    uvicorn.Server(config).run(sockets=[sock])
 
 
-def spawn(database: str, log, timeout: float = 60.0):
+def spawn(database: str, log, timeout: float = 60.0, options=(), preexec_fn=None):
     """``probanon serve`` in a subprocess on 127.0.0.1 and a free port, once it answers:
-    (process, base URL); its output goes to the file ``log``. RuntimeError if it does not start."""
+    (process, base URL); its output goes to the file ``log``. RuntimeError if it does not start.
+    ``options``: further ``probanon serve`` arguments; ``preexec_fn``: run in the child before it starts
+    (e.g. to lower its resource limits)."""
     from .http import ServiceError, call
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     proc = subprocess.Popen([sys.executable, "-m", "probanon.cli", "serve", "--database", database,
-                             "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
+                             "--host", "127.0.0.1", "--port", str(port), *options], stdout=log,
+                            stderr=subprocess.STDOUT, preexec_fn=preexec_fn)
     base, deadline = f"http://127.0.0.1:{port}", time.monotonic() + timeout
     while proc.poll() is None and time.monotonic() < deadline:
         try:
