@@ -138,7 +138,7 @@ def proxied(tools, certificate, tmp_path_factory):
     folder = tmp_path_factory.mktemp("deployment")
     database = str(folder / "collector.db")
     admin = init_admin(database)
-    with running(database) as base:
+    with running(database, extra_hosts=[HOST]) as base:  # the guide's --allowed-host
         proxy = Nginx(tools["nginx"], folder / "nginx", certificate, int(base.rsplit(":", 1)[1]))
         try:
             yield proxy, admin

@@ -122,7 +122,7 @@ def _detail(response: bytes) -> str:
 
 def test_idle_and_half_sent_connections_are_closed_and_others_served(limited):
     proc, base, *_ = limited
-    half = b"POST /api/surveys/1/submissions HTTP/1.1\r\nHost: collector\r\nContent-Type: appl"
+    half = b"POST /api/surveys/1/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: appl"
     kinds, sockets, started = {}, {}, time.monotonic()
     try:
         for i in range(ATTACKERS):
@@ -157,7 +157,7 @@ def test_beyond_the_connection_cap_a_new_connection_is_answered_503(limited):
     status, survey = call(base, "POST", "/api/admin/surveys", survey_body(text), token=admin)
     assert status == 201, survey
     # CAP submissions whose headers came whole and whose bodies do not come: requests in progress
-    head = (f"POST /api/surveys/{survey['id']}/submissions HTTP/1.1\r\nHost: collector\r\n"
+    head = (f"POST /api/surveys/{survey['id']}/submissions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Content-Type: application/json\r\nContent-Length: 300\r\nExpect: 100-continue\r\n\r\n").encode()
     busy = []
     try:
@@ -247,7 +247,7 @@ def test_request_headers_are_limited_in_size():
 
     with tempfile.TemporaryDirectory() as folder, running(os.path.join(folder, "c.db")) as base:
         big = b"".join(b"X-%d: %s\r\n" % (i, b"b" * 1000) for i in range(40))  # 40 KB of headers
-        request = b"GET /api/surveys HTTP/1.1\r\nHost: collector\r\n%s\r\n"
+        request = b"GET /api/surveys HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n"
         for pieces in (1, 40):  # arriving at once, and trickling in
             response = exchange(base, request % big, pieces)
             assert _status(response) == 431, response[:200]

@@ -102,15 +102,16 @@ def spawn(database: str, log, timeout: float = 60.0, options=(), preexec_fn=None
 
 
 @contextlib.contextmanager
-def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0):
-    """The collector on ``database`` in a thread, listening on a free port of ``host``; yields its
-    base URL (``http://host:port``) and stops it on exit."""
+def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0, extra_hosts=()):
+    """The collector on ``database`` in a thread, listening on a free port of ``host`` (and answering
+    for ``extra_hosts`` too, as ``serve --allowed-host``); yields its base URL (``http://host:port``) and stops
+    it on exit."""
     import uvicorn
 
     from .app import allowed_hosts, create_app
 
     sock = socket.create_server((host, 0))
-    server = uvicorn.Server(_config(create_app(database, allowed_hosts(host))))
+    server = uvicorn.Server(_config(create_app(database, allowed_hosts(host, extra_hosts))))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="probanon-collector", daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
