@@ -100,7 +100,7 @@ def publish(base: str, admin: str) -> tuple[int, str, int]:
     spec = json.dumps(build_spec(design(population, 5, 0.8, 0.05)))
     status, created = _request(base, "POST", "/api/admin/surveys", {
         "title": "Benchmark", "spec": spec, "answers": ANSWERS, "opens": "2020-01-01T00:00:00Z",
-        "closes": "2099-01-01T00:00:00Z"}, token=admin)
+        "closes": "2099-01-01T00:00:00Z", "open": True}, token=admin)  # no invitations: submissions alone timed
     if status != 201:
         sys.exit(f"publishing the survey failed: {status} {created}")
     return created["id"], created["digest"], _request(base, "GET", f"/api/surveys/{created['id']}")[1]["cells"]

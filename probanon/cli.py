@@ -740,7 +740,7 @@ def demo_survey(out_dir, rep, records: int, seed: int, quiet: bool = True) -> di
         admin = server.init_admin(database)
         with server.running(database) as base:
             created = office.publish(base, admin, spec_text, answers, opens, closes, "probanon demo survey",
-                                     questions)
+                                     questions, open_survey=True)  # simulated respondents, no invitations
             sid = created["id"]
             with Progress(None, quiet=quiet, desc="respondents", total=int(responds.sum())) as bar:
                 for i in bar.iterate(np.flatnonzero(responds)):

@@ -53,6 +53,8 @@ def survey_body(spec_text: str, **changes) -> dict:
             "questions": {"age": {"label": "Your age", "unit": "years"}, "income": {"label": "Monthly income",
                                                                                  "unit": "EUR"}}}
     body.update(changes)
+    if "requires_token" not in changes and "open" not in changes:  # most tests: anyone may respond
+        body["open"] = True
     return body
 
 

@@ -675,7 +675,7 @@ def test_each_endpoint_takes_only_its_role(collector, engine):
 
 def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
     base, admin, _ = collector
-    s = publish(base, admin, requires_token=True)
+    s = publish(base, admin, requires_token=True, frame=1000)
     analysts = [analyst_token(base, admin) for _ in range(3)]
     respondents = invitations(base, admin, s, 50)
     tokens = [admin] + analysts + respondents
@@ -990,7 +990,7 @@ def test_categories_with_sql_are_stored_and_released_verbatim(collector, engine)
     info = call(base, "GET", f"/api/surveys/{body['id']}")[1]
     assert info["title"] == INJECTION and info["answers"][1]["categories"] == odd
     s = SimpleNamespace(id=body["id"], digest=body["digest"])
-    sent = [(cell, category) for cell in (0, 1) for category in odd for _ in range(3)]
+    sent = [(cell, category) for cell in (0, 1) for category in odd]  # as many as the design makes plausible
     for i, (cell, category) in enumerate(sent):
         assert submit(base, s, submission(s, cell=cell, answers={"happy": i % 11, "region": category})) == STORED
     assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
@@ -1372,3 +1372,87 @@ def test_every_error_is_json_with_the_headers_and_a_fault_is_one_log_line(databa
         assert "Traceback" not in text and admin not in text and "audit" in text
     finally:
         _stop(proc)
+
+
+# ---------------------------------------------------------------- issue 40.1: ballot stuffing
+
+def test_invitations_are_the_default_and_an_open_survey_says_it_is_not_protected(collector):
+    base, admin, _ = collector
+    text = make_spec().text
+    body = survey_body(text, answers=FIELDS)
+    del body["open"]  # nothing said: invitations
+    status, made = call(base, "POST", "/api/admin/surveys", body, token=admin)
+    assert status == 201
+    info = call(base, "GET", f"/api/surveys/{made['id']}")[1]
+    assert info["requires_token"] and not info["open"] and "note" not in info
+    s = SimpleNamespace(id=made["id"], digest=made["digest"])
+    assert_error(*submit(base, s, submission(s)), 403)  # no invitation, nothing stored
+    # without invitations only when said so
+    status, refused = call(base, "POST", "/api/admin/surveys",
+                           survey_body(make_spec().text, answers=FIELDS, requires_token=False), token=admin)
+    assert status == 422 and '"open": true' in refused["detail"]
+    s = publish(base, admin, open=True)
+    info = call(base, "GET", f"/api/surveys/{s.id}")[1]
+    assert info["open"] and "not protected against ballot stuffing" in info["note"]
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst_token(base, admin))[1]
+    assert not report["access"]["invitations"] and "ballot stuffing" in report["access"]["note"]
+
+
+def test_invitations_never_exceed_the_frame_and_the_report_counts_them(collector):
+    base, admin, _ = collector
+    s = publish(base, admin, requires_token=True, frame=5)
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["frame"] == 5
+    tokens = invitations(base, admin, s, 3)
+    status, body = call(base, "POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 3}, token=admin)
+    assert status == 409 and "frame" in body["detail"] and "2 more at the most" in body["detail"]
+    tokens += invitations(base, admin, s, 2)
+    assert_error(*call(base, "POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 1}, token=admin), 409)
+    for i, token in enumerate(tokens[:4]):  # four of five invitations used, in one cell
+        assert submit(base, s, submission(s, cell=0, token=token, answers=answers_for(i))) == STORED
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst_token(base, admin))[1]
+    assert report["access"] == {"invitations": True, "frame": 5, "issued": 5, "used": 4}
+    for frame in (0, -1, True, "5", 1.5):
+        status, body = call(base, "POST", "/api/admin/surveys",
+                            survey_body(make_spec().text, answers=FIELDS, requires_token=True, frame=frame), token=admin)
+        assert status == 422, frame
+
+
+def test_a_stuffed_cell_is_flagged_and_suppressed(collector):
+    """More responses than the frame's records in a cell is impossible; a count whose probability
+    under the design's participation model is below 1e-3 / cells is improbable: both are left out
+    like a cell below k (the tails recomputed here with scipy's binomial)."""
+    from scipy.stats import binom
+
+    base, admin, _ = collector
+    s = publish(base, admin)
+    analyst = analyst_token(base, admin)
+    pi, k = s.spec["guarantee"]["participation"]["pi"], s.spec["guarantee"]["k"]
+    counts = {0: s.sizes[0] + 1, 1: s.sizes[1], 2: k}
+    fill(base, s, counts)
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    level = 1e-3 / s.n_cells
+    tails = {c: binom.sf(n - 1, s.sizes[c], pi) for c, n in counts.items()}
+    assert tails[0] == 0.0  # impossible: more than the cell's records
+    for c, n in counts.items():
+        assert report["cells"][c]["upper_tail"] == pytest.approx(tails[c], rel=1e-9, abs=1e-300)
+        assert report["cells"][c]["implausible"] == (tails[c] < level)
+    stuffed = sorted(c for c in counts if tails[c] < level)
+    assert 0 in stuffed and report["stuffing_check"]["implausible_cells"] == stuffed
+    records = released(base, analyst, s.id, "json")[1]
+    assert not {r["cell"] for r in records} & set(stuffed)
+    assert report["suppressed_records"] == sum(counts[c] for c in stuffed)
+
+
+def test_poisson_binomial_upper_tail_against_enumeration():
+    from itertools import product
+
+    from probanon.service.export import upper_tail
+
+    pis = [0.1, 0.5, 0.9, 0.3, 0.7]
+    for count in range(0, 7):
+        exact = sum(math.prod(p if x else 1 - p for p, x in zip(pis, xs))
+                    for xs in product((0, 1), repeat=len(pis)) if sum(xs) >= count)
+        assert upper_tail(count, pis) == pytest.approx(exact, rel=1e-12, abs=1e-15)

@@ -208,6 +208,8 @@ CREATION_SCHEMA = _body_schema({
     "answers": {"type": "array", "items": {"type": "object"}},
     "opens": {"type": "string", "format": "date-time"}, "closes": {"type": "string", "format": "date-time"},
     "requires_token": {"type": "boolean"},
+    "open": {"type": "boolean"},
+    "frame": {"type": "integer", "minimum": 1},
     "release": {"type": "object", "properties": {"small_cells": {"enum": list(surveys.SMALL_CELLS)},
                                                  "interim": {"type": "array", "items": {"type": "string"},
                                                              "maxItems": surveys.MAX_INTERIM}}},
@@ -367,8 +369,10 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
 
         def issue():
             with authorised(request, "admin") as (conn, actor):
-                if not survey(conn, survey_id).requires_token:
+                target = survey(conn, survey_id)
+                if not target.requires_token:
                     raise Refused(409, "this survey takes no invitation tokens")
+                surveys.reserve_invitations(conn, target, count)
                 tokens = [security.issue(conn, "respondent", survey_id) for _ in range(count)]
                 db.log_action(conn, "admin", "invitations issued", survey_id, f"{count} tokens", actor)
             return {"tokens": tokens}

@@ -73,7 +73,7 @@ def cmd_publish(args) -> int:
     except ValueError as exc:
         raise ParameterError(f"--answers / --questions must be JSON ({exc})") from None
     out = office.publish(args.url, token, documents["spec"], answers, args.opens, args.closes, args.title,
-                         questions, args.tokens, args.small_cells, column_list(args.interim))
+                         questions, args.open, args.small_cells, column_list(args.interim), args.frame)
     print(f"survey {out['id']} published; digest {out['digest']}")
     print(f"print this digest in every invitation; respondents open {args.url.rstrip('/')}/respond/{out['id']}"
           f"?digest={out['digest']} or run 'probanon survey respond'")
@@ -169,7 +169,7 @@ def _collector_parser(sub) -> None:
 
     p = command("publish", "publish a verified specification as a new survey (admin)", cmd_publish, False,
                 "probanon collector publish https://survey.example.org --spec spec.json --answers answers.json \\",
-                "    --title \"Household finances 2027\" --opens 2027-01-01T00:00:00Z --closes 2027-03-31T23:59:59Z --tokens")
+                "    --title \"Household finances 2027\" --opens 2027-01-01T00:00:00Z --closes 2027-03-31T23:59:59Z --frame 5000")
     add_input(p, "--spec", required=True, table=False, help="the specification (probanon survey design)")
     add_input(p, "--answers", required=True, table=False, metavar="SCHEMA.json",
               help="the confidential answers: a JSON list of {name, type: number|integer|category, min, max, "
@@ -180,7 +180,13 @@ def _collector_parser(sub) -> None:
     p.add_argument("--opens", required=True, metavar="TIME", help="ISO 8601 with zone, e.g. 2027-01-01T00:00:00Z")
     p.add_argument("--closes", required=True, metavar="TIME",
                    help="when responses stop being accepted: ISO 8601 with zone, e.g. 2027-03-31T23:59:59Z")
-    p.add_argument("--tokens", action="store_true", help="one single-use invitation token per respondent")
+    p.add_argument("--frame", type=positive_int, metavar="N",
+                   help="how many people may be invited, at most (the invitations never exceed it; default: the "
+                        "design's population, the specification's records)")
+    p.add_argument("--open", action="store_true",
+                   help="no invitations: anyone may respond; the survey, its page and its release report then say "
+                        "that it is NOT protected against ballot stuffing (default: one single-use invitation per "
+                        "respondent, 'collector invite')")
     p.add_argument("--small-cells", choices=("suppress", "flag"), default="suppress",
                    help="a cell that ends with 0 < K < k responses: left out of the release (default) or released "
                         "flagged (not k-anonymous)")

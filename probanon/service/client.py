@@ -42,6 +42,7 @@ class Response:
     reply: dict  # the collector's answer, {"status": "stored" | "already stored"}
     cell: int
     digest: str
+    note: str | None = None  # an open survey: not protected against ballot stuffing (issue 40.1)
 
     @property
     def stored(self) -> bool:
@@ -187,7 +188,7 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     if token is not None:
         body["token"] = token
     status, reply = submit(url, survey_id, body, timeout)
-    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest)
+    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest, note=info.get("note"))
 
 
 def _token_text(token) -> str:

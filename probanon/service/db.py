@@ -1,4 +1,4 @@
-"""The collector's database: five tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: six tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
@@ -9,6 +9,8 @@
                  address, no user agent, no time of day, no token. On SQLite the table has no
                  rowid: rows are kept in the order of their random key hash, not of arrival. A
                  stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
+``invitation_batches``  the number of invitations each request issued (issue 40.1: never more in
+                 all than the frame declared at publication); nothing that names a token.
 ``releases``     each release as computed once (issue 40.2): a declared interim release or the final
                  one, the responses per cell it counted, its report and its records in each format
                  in one random order, served byte for byte; a trigger refuses UPDATE and DELETE.
@@ -69,6 +71,13 @@ submissions = sa.Table(
     sa.Column("answers", sa.Text, nullable=False),
     sa.Column("day", sa.Date, nullable=False),
     sqlite_with_rowid=False,
+)
+
+invitation_batches = sa.Table(
+    "invitation_batches", metadata,                                # how many invitations each request issued
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
 )
 
 releases = sa.Table(

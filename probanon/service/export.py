@@ -41,14 +41,58 @@ def responses(conn, survey: Survey) -> pd.DataFrame:
                          "answers": [r.answers for r in rows]})
 
 
+#: family-wise level of the stuffing check: a cell whose count is this improbable under the design's
+#: participation model (Bonferroni over the cells) is flagged (issue 40.1)
+STUFFING_ALPHA = 1e-3
+
+
+def upper_tail(count: int, pis) -> float:
+    """P[X >= count] for X the number of respondents among records with participation
+    probabilities ``pis`` (a Poisson-binomial; binomial when they are equal): the exact
+    distribution by the recursion P_j(x) = P_{j-1}(x) (1 - pi_j) + P_{j-1}(x - 1) pi_j."""
+    pis = np.asarray(pis, dtype=np.float64)
+    if count <= 0:
+        return 1.0
+    if count > pis.size:
+        return 0.0
+    if np.all(pis == pis[0]):
+        from scipy.stats import binom
+
+        return float(binom.sf(count - 1, pis.size, pis[0]))
+    dist = np.zeros(pis.size + 1)
+    dist[0] = 1.0
+    for j, p in enumerate(pis, start=1):
+        dist[1:j + 1] = dist[1:j + 1] * (1.0 - p) + dist[:j] * p
+        dist[0] *= 1.0 - p
+    return float(min(1.0, dist[count:].sum()))
+
+
+def implausible(survey: Survey, counts: np.ndarray) -> tuple[np.ndarray, list]:
+    """(mask of cells whose count the design makes impossible or improbable, their upper-tail
+    probabilities): more responses than the frame's records in the cell is impossible; a count whose
+    probability P[X >= count] under the design's participation model is below STUFFING_ALPHA / cells
+    is improbable (ballot stuffing: more rows than people would send)."""
+    spec = survey.spec
+    model = spec["guarantee"]["participation"]
+    tails = []
+    for c, cell in enumerate(spec["cells"]):
+        pis = cell["participation"] if model["model"] != "constant" else [model["pi"]] * int(cell["size"])
+        tails.append(upper_tail(int(counts[c]), pis))
+    tails = np.array(tails)
+    return tails < STUFFING_ALPHA / max(len(tails), 1), tails.tolist()
+
+
 def report(survey: Survey, responses: pd.DataFrame) -> dict:
-    """Participation per cell, predicted against observed failures, the achieved k."""
+    """Participation per cell, predicted against observed failures, the cells the design makes
+    implausible (ballot stuffing), the achieved k."""
     spec, k = survey.spec, survey.k
     g = spec["guarantee"]
     counts = np.bincount(responses["cell"].to_numpy(), minlength=survey.n_cells)
     sizes = np.array([c["size"] for c in spec["cells"]])
     predicted = np.array([c["failure"] for c in spec["cells"]], dtype=np.float64)
-    failed = (counts > 0) & (counts < k)
+    small = (counts > 0) & (counts < k)
+    stuffed, tails = implausible(survey, counts)
+    failed = small | stuffed
     released = ~failed if survey.description["release"]["small_cells"] == "suppress" else np.ones_like(failed)
     shown = released & (counts > 0)
     model = dict(g["participation"])
@@ -57,8 +101,9 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
     expected_pi = model.get("pi", model.get("mean_pi"))
     cells = [{"cell": c, "size": int(sizes[c]), "responses": int(counts[c]),
               "participation": float(counts[c] / sizes[c]), "predicted_failure": float(predicted[c]),
-              "failed": bool(failed[c]), "released": bool(released[c] and counts[c] > 0),
-              "more_responses_than_records": bool(counts[c] > sizes[c])} for c in range(survey.n_cells)]
+              "failed": bool(small[c]), "released": bool(released[c] and counts[c] > 0),
+              "more_responses_than_records": bool(counts[c] > sizes[c]),
+              "upper_tail": tails[c], "implausible": bool(stuffed[c])} for c in range(survey.n_cells)]
     return {
         "survey": survey.id, "title": survey.title, "digest": survey.digest, "status": survey.status(),
         "k": k, "risk": g["risk"], "participation_model": model, "records": int(g["records"]),
@@ -67,8 +112,10 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
         "failures": {
             "predicted_failing_cells": float(predicted.sum()),
             "predicted_table_failure": float(-math.expm1(np.log1p(-np.minimum(predicted, 1.0)).sum())),
-            "observed_failing_cells": int(failed.sum()),
+            "observed_failing_cells": int(small.sum()),
         },
+        "stuffing_check": {"alpha": STUFFING_ALPHA, "per_cell": STUFFING_ALPHA / max(survey.n_cells, 1),
+                           "implausible_cells": [c for c in range(survey.n_cells) if stuffed[c]]},
         "small_cells": survey.description["release"]["small_cells"],
         "released_records": int(counts[shown].sum()),
         "suppressed_records": int(counts[failed & ~released].sum()),
@@ -78,6 +125,20 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
         "guarantee": GUARANTEES["survey"].to_dict(),
         "cells": cells,
     }
+
+
+def access(conn, survey: Survey) -> dict:
+    """How submissions were admitted: invitations (declared frame, issued, used) or open to
+    anyone, with the note that an open survey is not protected against ballot stuffing."""
+    from .surveys import OPEN_NOTE, invitations_issued
+
+    if not survey.requires_token:
+        return {"invitations": False, "frame": survey.frame, "note": OPEN_NOTE}
+    t = db.tokens.c
+    unused = conn.execute(sa.select(sa.func.count()).select_from(db.tokens).where(
+        t.survey_id == survey.id, t.role == "respondent")).scalar_one()
+    issued = invitations_issued(conn, survey.id)
+    return {"invitations": True, "frame": survey.frame, "issued": issued, "used": max(0, int(issued - unused))}
 
 
 def changed_below_k(counts: np.ndarray, before: np.ndarray | None, k: int) -> np.ndarray:
@@ -119,6 +180,7 @@ def published(conn, survey: Survey, at=None):
                                "cell must change by 0 or by at least k)")
     records, rep = _records(survey, frame, counts, before if closed else None)
     rep["release"] = {"seq": len(stored), "final": closed, "at": iso(at), "interim_declared": len(survey.interim)}
+    rep["access"] = access(conn, survey)
     row = dict(survey_id=survey.id, seq=len(stored), final=closed, at=at, counts=json.dumps(counts.tolist()),
                report=json.dumps(rep, allow_nan=False).encode("utf-8"),
                **{fmt: encode(records, rep, fmt) for fmt in FORMATS})

@@ -32,13 +32,16 @@ def read_token(token_file: str | None) -> str:
 
 
 def publish(url: str, token: str, spec_text: str, answers: list, opens: str, closes: str, title: str,
-            questions: dict | None = None, requires_token: bool = False, small_cells: str = "suppress",
-            interim: list | None = None) -> dict:
+            questions: dict | None = None, open_survey: bool = False, small_cells: str = "suppress",
+            interim: list | None = None, frame: int | None = None) -> dict:
     """Publish a specification (its text, sent byte for byte) with the schema of the answers;
-    ``interim``: the times of the releases allowed before the close (none by default); returns
-    ``{"id", "digest"}``."""
+    ``interim``: the times of the releases allowed before the close (none by default);
+    ``open_survey``: no invitations (not protected against ballot stuffing); ``frame``: how many
+    people may be invited (default: the design's population); returns ``{"id", "digest"}``."""
     body = {"title": title, "spec": spec_text, "answers": answers, "opens": opens, "closes": closes,
-            "requires_token": requires_token, "release": {"small_cells": small_cells, "interim": list(interim or [])}}
+            "open": open_survey, "release": {"small_cells": small_cells, "interim": list(interim or [])}}
+    if frame is not None:
+        body["frame"] = frame
     if questions is not None:
         body["questions"] = questions
     return call(url, "POST", "/api/admin/surveys", body, token=token, attempts=1)[1]

@@ -26,7 +26,7 @@ from .answers import Field, SchemaError, parse_field, parse_questions, parse_sch
 KINDS = ("ordered-balls", "power-diagram", "decision-tree")  # what the respondent page applies
 SMALL_CELLS = ("suppress", "flag")
 RELEASE_COLUMNS = ("cell", "below_k")  # written by the release (export.release) beside the keys and the answers
-CREATE_KEYS = {"title", "spec", "answers", "opens", "closes", "requires_token", "release", "questions"}
+CREATE_KEYS = {"title", "spec", "answers", "opens", "closes", "requires_token", "open", "frame", "release", "questions"}
 
 
 class Refused(Exception):
@@ -103,15 +103,36 @@ def parse_creation(body) -> dict:
     opens, closes = _time(body["opens"], "opens"), _time(body["closes"], "closes")
     if closes <= opens:
         raise Refused(422, "'closes' must come after 'opens'")
-    requires_token = body.get("requires_token", False)
-    if not isinstance(requires_token, bool):
-        raise Refused(422, "'requires_token' must be true or false")
+    requires_token, frame = access(body, int(spec["guarantee"]["records"]))
     release = parse_release(body.get("release", {}), opens, closes)
     description = {"questions": questions, "answers": [f.to_dict() for f in answers],
-                   "release": release}
+                   "release": release, "frame": frame}
     return dict(title=title.strip(), spec_text=text.encode("utf-8"), spec_canonical=canonical_bytes(spec),
                 digest=verified.digest, description=json.dumps(description, sort_keys=True),
                 requires_token=requires_token, opens_at=opens, closes_at=closes, closed_at=None)
+
+
+OPEN_NOTE = ("this survey is open to anyone, without invitations: it is not protected against ballot stuffing "
+             "(whoever knows a person's keys can fill her cell with answers of their own)")
+
+
+def access(body: dict, records: int) -> tuple[bool, int]:
+    """(whether submissions need an invitation, the frame size) of a new survey (issue 40.1).
+    Invitations are the default; a survey without them is published with ``"open": true``
+    (``requires_token: false`` alone is refused). ``frame``: the number of people the office
+    may invite, at most (default: the design's population, the specification's ``records``);
+    invitations never exceed it."""
+    is_open = body.get("open", False)
+    requires = body.get("requires_token", not is_open)
+    if not isinstance(is_open, bool) or not isinstance(requires, bool):
+        raise Refused(422, "'open' and 'requires_token' must be true or false")
+    if requires == is_open:
+        raise Refused(422, "a survey without invitations must be published with \"open\": true (it is then not "
+                           "protected against ballot stuffing); an open survey takes no invitations")
+    frame = body.get("frame", records)
+    if isinstance(frame, bool) or not isinstance(frame, int) or not 1 <= frame <= 10**9:
+        raise Refused(422, "'frame' is the number of people the office may invite: an integer from 1")
+    return requires, frame
 
 
 #: interim releases a survey may declare at the most
@@ -185,6 +206,12 @@ class Survey:
         return np.asarray(function["centroids"], dtype=object if "encoding" in function else np.float64)
 
     @property
+    def frame(self) -> int:
+        """The frame declared at publication (surveys published before issue 40.1: the design's
+        population)."""
+        return int(self.description.get("frame", self.spec["guarantee"]["records"]))
+
+    @property
     def interim(self) -> list[dt.datetime]:
         """The declared times of the interim releases (UTC, naive)."""
         return [_time(t, "interim") for t in self.description["release"].get("interim", [])]
@@ -199,7 +226,8 @@ class Survey:
         """What anybody may read about the survey."""
         return {"id": self.id, "title": self.title, "digest": self.digest, "opens": iso(self.opens_at),
                 "closes": iso(self.closes_at if self.closed_at is None else min(self.closes_at, self.closed_at)),
-                "status": self.status(), "requires_token": self.requires_token, "k": self.k,
+                "status": self.status(), "requires_token": self.requires_token, "open": not self.requires_token,
+                **({"note": OPEN_NOTE} if not self.requires_token else {}), "k": self.k,
                 "cells": self.n_cells, **self.description}
 
 
@@ -212,3 +240,23 @@ def load(conn, survey_id: int) -> Survey:
     if row is None:
         raise Refused(404, f"no survey {survey_id}")
     return Survey.from_row(row)
+
+
+def invitations_issued(conn, survey_id: int) -> int:
+    """Invitations issued for the survey so far."""
+    t = db.invitation_batches.c
+    return int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(t.count), 0)).where(t.survey_id == survey_id))
+               .scalar_one())
+
+
+def reserve_invitations(conn, survey: Survey, count: int) -> None:
+    """Record a batch of ``count`` invitations, or :class:`Refused` 409 when the survey's frame
+    would be exceeded (inside the caller's transaction; concurrent requests are serialised: a row
+    lock on the survey on PostgreSQL, the write lock taken by the insert on SQLite)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(sa.select(db.surveys.c.id).where(db.surveys.c.id == survey.id).with_for_update())
+    conn.execute(db.invitation_batches.insert().values(survey_id=survey.id, count=count))
+    issued = invitations_issued(conn, survey.id)
+    if issued > survey.frame:
+        raise Refused(409, f"the frame declared at publication is {survey.frame} people: {issued - count} "
+                           f"invitations issued, {max(survey.frame - issued + count, 0)} more at the most")

@@ -281,6 +281,8 @@ def cmd_respond(args) -> int:
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
     print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
+    if r.note:
+        print(f"probanon: note: {r.note}", file=sys.stderr)
     return 0 if r.stored else 2
 
 

@@ -190,6 +190,11 @@
       const el = input("text", { required: true, autocomplete: "off", spellcheck: "false" });
       field($("token-field"), "token", "Invitation code (printed in your invitation)", el, null);
     }
+    if (!survey.requires_token) { // issue 40.1: an open survey says what it does not protect against
+      $("open-note").textContent = "Note: " + (survey.note ||
+        "this survey takes no invitations: it is not protected against ballot stuffing.");
+      $("open-note").hidden = false;
+    }
     const form = $("survey-form");
     form.hidden = false;
     form.addEventListener("submit", review);
