@@ -14,8 +14,10 @@ method   path                                   role       what
 =======  =====================================  =========  ==============================================
 GET      /api/surveys                           anybody    the open surveys
 GET      /api/surveys/ID                        anybody    title, digest, window, questions, answer schema
+GET      /api/surveys/ID/document               anybody    the survey document (SHA-256 = the digest)
 GET      /api/surveys/ID/spec                   anybody    the specification, byte for byte as published
-GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the digest)
+GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the document's
+                                                           specification digest)
 POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]}
 GET      /respond/ID                            anybody    the respondent page
 POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}

@@ -113,22 +113,36 @@ def parse_field(d) -> Field:
     return Field(name, kind, required, label, min=lo, max=hi)
 
 
+def bare(name: str) -> str:
+    """``name`` without case, blanks or punctuation: ``AGI``, ``agi``, ``A.G.I``, ``a g i`` and
+    ``a_g_i`` are all ``agi``."""
+    return "".join(ch for ch in name.casefold() if ch.isalnum())
+
+
+def same_as_key(name: str, quasi_identifiers) -> str | None:
+    """The quasi-identifier that ``name`` equals up to case, blanks or punctuation, if any (issue
+    40.4: a survey must not ask for a key's exact value as an answer, ``agi`` beside ``AGI``)."""
+    return next((q for q in quasi_identifiers if bare(q) == bare(name)), None)
+
+
 def parse_schema(fields, quasi_identifiers=(), release_columns=()) -> tuple[Field, ...]:
     """The answer fields. Each becomes a column of the release beside the ``quasi_identifiers`` and
     the ``release_columns`` (``cell``, ...), so a name equal to any of those or to another answer's,
-    ignoring case (SPSS, SAS and SQL do), is refused."""
+    ignoring case (SPSS, SAS and SQL do), is refused; a name equal to a quasi-identifier up to case,
+    blanks or punctuation too (it would ask for the key's value: :func:`same_as_key`)."""
     if not isinstance(fields, list) or not 1 <= len(fields) <= MAX_FIELDS:
         raise SchemaError(f"'answers' must list 1..{MAX_FIELDS} answer fields")
     parsed = tuple(parse_field(f) for f in fields)
-    qi = {q.casefold() for q in quasi_identifiers}
     written = {c.casefold() for c in release_columns}
     seen = set()
     for f in parsed:
         name = f.name.casefold()
         if name in seen:
             raise SchemaError(f"answer {f.name!r} is declared twice (names are compared ignoring case)")
-        if name in qi:
-            raise SchemaError(f"answer {f.name!r}: the name is a quasi-identifier of the function")
+        key = same_as_key(f.name, quasi_identifiers)
+        if key is not None:
+            raise SchemaError(f"answer {f.name!r}: the name is the quasi-identifier {key!r} of the function "
+                              "(names are compared ignoring case, blanks and punctuation)")
         if name in written:
             raise SchemaError(f"answer {f.name!r}: the release writes a column of that name "
                               f"({', '.join(release_columns)} are reserved)")

@@ -315,9 +315,17 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         return Response(bytes(row.spec_text), media_type="application/json")
 
     @app.get("/api/surveys/{survey_id}/spec/canonical",
-             summary="The canonical bytes of the specification: their SHA-256 is the digest")
+             summary="The canonical bytes of the specification: their SHA-256 is the survey document's specification digest")
     def canonical(survey_id: SurveyId):
         return Response(cached(survey_id).spec_canonical, media_type="application/json")
+
+    @app.get("/api/surveys/{survey_id}/document",
+             summary="The survey document, byte for byte: its SHA-256 is the survey's digest (the letters')")
+    def document(survey_id: SurveyId):
+        data = cached(survey_id).document
+        if data is None:
+            raise Refused(404, f"survey {survey_id} was published before survey documents: it has none")
+        return Response(data, media_type="application/json")
 
     @app.post("/api/surveys/{survey_id}/submissions", status_code=201, openapi_extra=SUBMISSION_SCHEMA,
               summary="Submit a cell and the answers", responses={200: {"description": "already stored"}})
@@ -348,10 +356,13 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         def store():
             try:
                 with engine.begin() as conn:
+                    if conn.execute(sa.select(db.surveys.c.id).where(
+                            db.surveys.c.spec_canonical == row["spec_canonical"]).limit(1)).first() is not None:
+                        raise sa.exc.IntegrityError("a specification is published once", None, None)
                     survey_id = conn.execute(db.surveys.insert().values(**row)).inserted_primary_key[0]
                     db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}",
                                   actor)
-            except sa.exc.IntegrityError:  # the digest is unique
+            except sa.exc.IntegrityError:  # the digest is unique, and so is the specification
                 raise Refused(409, "a survey with this specification exists: a new survey needs a new "
                                    "specification") from None
             return survey_id

@@ -2,12 +2,15 @@
 
 :func:`respond` does on the respondent's machine what the respondent page does in the browser:
 
-1. reads the survey (``GET /api/surveys/ID``: its digest and answer schema) and the published
-   specification (``GET /api/surveys/ID/spec``, the bytes as published);
-2. verifies the specification (:func:`probanon.survey.spec.verify`: digest, every cell's failure
-   recomputed by Algorithm A) against the digest the respondent received through a second channel
-   (their invitation), or else the listed one; the specification's own digest must equal the listed
-   digest in any case;
+1. reads the survey (``GET /api/surveys/ID``: its digest and answer schema), its document
+   (``GET /api/surveys/ID/document``, :mod:`probanon.service.document`: everything the respondent
+   is asked) and the published specification (``GET /api/surveys/ID/spec``, the bytes as published);
+2. checks that the document's SHA-256 is the digest the respondent received through a second
+   channel (their invitation letter), or else the listed one, and that the description says
+   nothing else than the document (title, answers, questions, window, release rule, frame, open or
+   by invitation); verifies the specification (:func:`probanon.survey.spec.verify`: digest, every
+   cell's failure recomputed by Algorithm A) against the specification digest inside the document;
+   the survey is then answered as the document says;
 3. assigns the cell from the respondent's quasi-identifiers (:func:`probanon.survey.spec.assign`);
 4. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
 
@@ -28,7 +31,8 @@ import pandas as pd
 
 from ..errors import InputError, ParameterError, SpecificationError
 from ..survey.spec import assign, load_spec, parse_digest, verify
-from .answers import SchemaError, check_answers, parse_field
+from . import document as documents
+from .answers import SchemaError, check_answers, parse_field, same_as_key
 from .http import ATTEMPTS, ServiceError, call
 _INTEGER = re.compile(r"[+-]?[0-9]+")
 
@@ -43,6 +47,7 @@ class Response:
     cell: int
     digest: str
     note: str | None = None  # an open survey: not protected against ballot stuffing (issue 40.1)
+    document: dict | None = None  # the verified survey document: what was asked (issue 40.4)
 
     @property
     def stored(self) -> bool:
@@ -63,9 +68,27 @@ def survey(url: str, survey_id: int, timeout: float = 30) -> dict:
     return info
 
 
-def verified_spec(url: str, survey_id: int, info: dict, expected_digest=None, timeout: float = 30):
-    """The survey's specification as published, verified (see the module docstring)."""
-    expected = None if expected_digest is None else parse_digest(expected_digest)
+def verified_document(url: str, survey_id: int, info: dict, expected_digest=None, timeout: float = 30) -> dict:
+    """The survey document as served, if its SHA-256 is ``expected_digest`` (the letter's; default
+    the listed digest, which proves less) and the description ``info`` agrees with it; else
+    :class:`SpecificationError` (one line)."""
+    expected = info["digest"] if expected_digest is None else parse_digest(expected_digest)
+    _, raw = call(url, "GET", f"/api/surveys/{_survey_id(survey_id)}/document", timeout=timeout, raw=True)
+    document = documents.read(raw, expected)
+    problems = documents.contradictions(info, document, expected)
+    if problems:
+        raise SpecificationError(f"survey {survey_id}: {problems[0]}: the collector describes another survey than "
+                                 "the one your letter's digest names")
+    return document
+
+
+def verified_spec(url: str, survey_id: int, info: dict, expected_digest=None, timeout: float = 30,
+                  document: dict | None = None):
+    """The survey's specification as published, verified against the specification digest of its
+    verified document (see the module docstring)."""
+    if document is None:
+        document = verified_document(url, survey_id, info, expected_digest, timeout)
+    expected = document["specification"]["digest"]
     _, raw = call(url, "GET", f"/api/surveys/{_survey_id(survey_id)}/spec", timeout=timeout, raw=True)
     try:
         text = raw.decode("utf-8")
@@ -73,11 +96,7 @@ def verified_spec(url: str, survey_id: int, info: dict, expected_digest=None, ti
         raise SpecificationError("the published specification is not UTF-8 text") from None
     if not text.lstrip().startswith("{"):  # load_spec would read anything else as a file name
         raise SpecificationError("the published specification is not a JSON object")
-    v = verify(load_spec(text), expected_digest=expected or info["digest"])
-    if v.digest != info["digest"]:  # only when an expected digest was given: it matched the spec
-        raise SpecificationError(f"survey {survey_id} is listed with digest {info['digest']}, its specification "
-                                 f"has {v.digest}: the collector serves another specification than it lists")
-    return v
+    return verify(load_spec(text), expected_digest=expected)
 
 
 def cell_of(verified, values: dict) -> int:
@@ -126,7 +145,7 @@ def typed_answers(info: dict, answers: dict, columns) -> dict:
     except SchemaError as exc:
         raise ServiceError(f"the collector's answer schema is malformed ({exc})") from None
     fields = {f.name: f for f in schema}
-    asked = [name for name in fields if name in columns]
+    asked = [name for name in fields if same_as_key(name, columns) is not None]
     if asked:  # the specification's quasi-identifiers never leave this machine, whatever the collector asks
         raise ServiceError(f"the collector asks for the quasi-identifier {asked[0]!r} as an answer: not sent")
     typed = {}
@@ -158,7 +177,7 @@ def submit(url: str, survey_id: int, body: dict, timeout: float = 30, attempts: 
 
 
 def respond(url: str, survey_id: int, values, answers: dict, token=None, expected_digest=None,
-            timeout: float = 30) -> Response:
+            timeout: float = 30, show=None) -> Response:
     """Answer survey ``survey_id`` at ``url``: verify its specification, compute the cell from the
     quasi-identifier ``values`` locally and send only the cell and the ``answers`` (see the module
     docstring). ``expected_digest``: the digest of the invitation (``sha256:HEX``); ``token``: the
@@ -166,7 +185,9 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
 
     ``values`` may be a function ``(columns, questions) -> values`` and ``token`` a function
     ``() -> token`` (prompts, say): they are called once the specification is verified, the token's
-    only when the survey takes invitations."""
+    only when the survey takes invitations. ``show(document, specification)`` is called with the
+    verified survey document before anything is asked or sent (``survey respond`` prints
+    :func:`probanon.service.document.summary`)."""
     survey_id = _survey_id(survey_id)
     if expected_digest is not None:
         expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
@@ -177,18 +198,24 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
         raise ParameterError(f"survey {survey_id} takes no invitation token")
     if token is not None and not callable(token):
         token = _token_text(token)
-    v = verified_spec(url, survey_id, info, expected_digest, timeout)
+    document = verified_document(url, survey_id, info, expected_digest, timeout)
+    v = verified_spec(url, survey_id, info, timeout=timeout, document=document)
+    info = {**info, **{k: document[k] for k in documents.AGREED}}  # answered as the document says
+    if show is not None:
+        show(document, v.spec)
     if callable(values):
         values = values(list(v.function.columns or []), info.get("questions") or {})
     cell = cell_of(v, values)
     typed = typed_answers(info, answers, v.function.columns)
     if callable(token):
         token = _token_text(token()) if info.get("requires_token") else None
-    body = {"digest": v.digest, "cell": cell, "answers": typed, "idempotency_key": secrets.token_urlsafe(32)}
+    digest = expected_digest or info["digest"]  # the document's, as checked by verified_document
+    body = {"digest": digest, "cell": cell, "answers": typed, "idempotency_key": secrets.token_urlsafe(32)}
     if token is not None:
         body["token"] = token
     status, reply = submit(url, survey_id, body, timeout)
-    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest, note=info.get("note"))
+    return Response(sent=body, status=status, reply=reply, cell=cell, digest=digest, note=info.get("note"),
+                    document=document)
 
 
 def _token_text(token) -> str:

@@ -4,8 +4,11 @@ answers, an open/close window and a release rule.
 The specification must pass :func:`probanon.survey.spec.verify` (digest intact, every cell's
 failure recomputed by Algorithm A <= the stated risk) and use a function the respondent page can
 apply (ordered balls or a power diagram). Its bytes are stored as uploaded and served byte for
-byte; so is its canonical form, whose SHA-256 is the digest. A new specification is a new survey:
-a digest can be published once.
+byte; so is its canonical form, whose SHA-256 is the specification's digest. Everything the
+respondent is asked (that digest, the answer schema, the title, the window, the release rule, the
+frame, open or by invitation, the page's files) makes the survey document
+(:mod:`probanon.service.document`), stored in the ``description`` column as its canonical bytes;
+the document's SHA-256 is THE digest of the survey. A specification is published once.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import sqlalchemy as sa
 
 from ..errors import SpecificationError
 from ..survey.spec import GuaranteeError, canonical_bytes, verify
-from . import db
+from . import db, document as documents
 from .answers import Field, SchemaError, parse_field, parse_questions, parse_schema
 
 KINDS = ("ordered-balls", "power-diagram", "decision-tree")  # what the respondent page applies
@@ -64,8 +67,10 @@ def iso(t: dt.datetime | None) -> str | None:
     return None if t is None else t.replace(microsecond=0).isoformat() + "Z"
 
 
-def parse_creation(body) -> dict:
-    """The row of a new survey from the administrator's request, or :class:`Refused`."""
+def parse_creation(body, issuer: dict | None = None, receipt_key=None) -> dict:
+    """The row of a new survey from the administrator's request, or :class:`Refused`. The row's
+    ``description`` is the survey document's canonical text and its ``digest`` the document's
+    (``issuer``, ``receipt_key``: the public forms of the survey's keys, written into it)."""
     if not isinstance(body, dict):
         raise Refused(422, "the request must be a JSON object")
     unknown = set(body) - CREATE_KEYS
@@ -100,15 +105,17 @@ def parse_creation(body) -> dict:
         questions = parse_questions(body.get("questions"), columns)
     except SchemaError as exc:
         raise Refused(422, str(exc)) from None
-    opens, closes = _time(body["opens"], "opens"), _time(body["closes"], "closes")
+    opens, closes = (_time(body[k], k).replace(microsecond=0) for k in ("opens", "closes"))  # as the document says
     if closes <= opens:
         raise Refused(422, "'closes' must come after 'opens'")
     requires_token, frame = access(body, int(spec["guarantee"]["records"]))
     release = parse_release(body.get("release", {}), opens, closes)
-    description = {"questions": questions, "answers": [f.to_dict() for f in answers],
-                   "release": release, "frame": frame}
+    document = documents.build(title=title.strip(), spec_digest=verified.digest, answers=[f.to_dict() for f in answers],
+                               questions=questions, opens=iso(opens), closes=iso(closes), release=release,
+                               frame=frame, open_survey=not requires_token, issuer=issuer, receipt_key=receipt_key)
+    data = documents.canonical(document)
     return dict(title=title.strip(), spec_text=text.encode("utf-8"), spec_canonical=canonical_bytes(spec),
-                digest=verified.digest, description=json.dumps(description, sort_keys=True),
+                digest=documents.digest_of(data), description=data.decode("ascii"),
                 requires_token=requires_token, opens_at=opens, closes_at=closes, closed_at=None)
 
 
@@ -173,12 +180,15 @@ class Survey:
     opens_at: dt.datetime
     closes_at: dt.datetime
     closed_at: dt.datetime | None
+    document: bytes | None = None  # the survey document, byte for byte (None: published before issue 40.4)
 
     @classmethod
     def from_row(cls, row) -> "Survey":
+        description = json.loads(row.description)
+        document = row.description.encode("ascii") if documents.KEY in description else None
         return cls(id=row.id, title=row.title, digest=row.digest, spec_canonical=bytes(row.spec_canonical),
-                   description=json.loads(row.description), requires_token=row.requires_token,
-                   opens_at=row.opens_at, closes_at=row.closes_at, closed_at=row.closed_at)
+                   description=description, requires_token=row.requires_token,
+                   opens_at=row.opens_at, closes_at=row.closes_at, closed_at=row.closed_at, document=document)
 
     @cached_property
     def spec(self) -> dict:
@@ -228,7 +238,8 @@ class Survey:
                 "closes": iso(self.closes_at if self.closed_at is None else min(self.closes_at, self.closed_at)),
                 "status": self.status(), "requires_token": self.requires_token, "open": not self.requires_token,
                 **({"note": OPEN_NOTE} if not self.requires_token else {}), "k": self.k,
-                "cells": self.n_cells, **self.description}
+                "cells": self.n_cells,
+                **{k: self.description[k] for k in ("questions", "answers", "release", "frame") if k in self.description}}
 
 
 _COLUMNS = [db.surveys.c[name] for name in ("id", "title", "digest", "spec_canonical", "description",

@@ -277,13 +277,22 @@ def cmd_respond(args) -> int:
         values = _ask_values
     token = _ask_token if args.token_file is None else _first_line(_read_secret(args.token_file, "--token-file"))
     answers = parse_pairs(args.answers, "answers")
-    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest)
+    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest, show=_show_document)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
     print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
     if r.note:
         print(f"probanon: note: {r.note}", file=sys.stderr)
     return 0 if r.stored else 2
+
+
+def _show_document(document: dict, spec: dict) -> None:
+    """What the verified survey document says (issue 40.4), on standard error, before anything is
+    asked or sent."""
+    from ..service.document import summary
+
+    for line in summary(document, spec):
+        print(f"probanon: {line}", file=sys.stderr)
 
 
 def _read_secret(path: str, option: str) -> str:
@@ -466,8 +475,8 @@ def add_parser(sub) -> None:
                    help="refused: the process list and the shell history would keep the token; use --token-file "
                         "or the prompt")
     r.add_argument("--digest", metavar="sha256:HEX",
-                   help="the digest of your invitation letter: the specification must have exactly this digest "
-                        "(default: the digest the collector lists, which proves less)")
+                   help="the digest of your invitation letter: the survey document (everything you are asked) "
+                        "must have exactly this digest (default: the digest the collector lists, which proves less)")
     r.set_defaults(func=cmd_respond)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(
