@@ -99,7 +99,9 @@ def publish(base, admin, text=None, **changes) -> SimpleNamespace:
                         token=admin)
     assert status == 201, body
     spec = made.spec
-    assert body["digest"] == digest_of(spec)
+    status, document = call(base, "GET", f"/api/surveys/{body['id']}/document")
+    assert status == 200 and body["digest"] == "sha256:" + hashlib.sha256(json.dumps(document, sort_keys=True, separators=(
+        ",", ":")).encode()).hexdigest() and document["specification"]["digest"] == digest_of(spec)
     return SimpleNamespace(id=body["id"], digest=body["digest"], spec=spec, text=made.text, frame=made.frame,
                            design=made.design, n_cells=len(spec["cells"]), sizes=[c["size"] for c in spec["cells"]],
                            centroids=spec["function"]["centroids"], columns=spec["function"]["columns"])
@@ -758,14 +760,119 @@ def test_the_spec_is_served_byte_for_byte_and_its_canonical_form_hashes_to_the_d
     assert headers["content-type"].startswith("application/json")
     status, _, served = fetch(base, "GET", f"/api/surveys/{s.id}/spec/canonical")
     assert (status, served) == (200, canonical(spec))
-    assert "sha256:" + hashlib.sha256(served).hexdigest() == spec["digest"] == s.digest
-    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["digest"] == spec["digest"]
+    assert "sha256:" + hashlib.sha256(served).hexdigest() == spec["digest"]
+    status, _, document = fetch(base, "GET", f"/api/surveys/{s.id}/document")  # the survey document names it
+    assert status == 200 and json.loads(document)["specification"] == {"digest": spec["digest"]}
+    assert "sha256:" + hashlib.sha256(document).hexdigest() == s.digest == call(base, "GET", f"/api/surveys/{s.id}")[1]["digest"]
     before = dump(engine)
     for again in (text, json.dumps(spec), json.dumps(spec, indent=2, sort_keys=True)):
         status, body = call(base, "POST", "/api/admin/surveys", survey_body(again, answers=FIELDS, title="Again"),
                             token=admin)
         assert_error(status, body, 409)
     assert dump(engine) == before
+
+
+# ---------------------------------------------------------------- 5b. the survey document (issue 40.4)
+
+def test_the_letter_digest_is_the_survey_documents_and_covers_everything_asked(collector):
+    """The digest printed on the letters (the description's, the submissions') is the SHA-256 of
+    one document served byte for byte: the title, the specification's digest, the answers with
+    their labels, the questions, the window, the release rule with its interim times, the frame,
+    open or by invitation, the issuer and receipt keys (none yet) and the page's file hashes."""
+    from probanon.service.document import STATIC
+
+    base, admin, _ = collector
+    made = make_spec()
+    interim = ["2030-01-01T00:00:00Z"]
+    s = publish(base, admin, text=made.text, frame=77, requires_token=True,
+                release={"small_cells": "flag", "interim": interim})
+    status, headers, data = fetch(base, "GET", f"/api/surveys/{s.id}/document")
+    assert status == 200 and headers["content-type"].startswith("application/json")
+    assert fetch(base, "GET", f"/api/surveys/{s.id}/document")[2] == data  # byte for byte, every time
+    assert "sha256:" + hashlib.sha256(data).hexdigest() == s.digest
+    document = json.loads(data)
+    assert data == json.dumps(document, sort_keys=True, separators=(",", ":")).encode("ascii")  # canonical
+    page = {p.name: "sha256:" + hashlib.sha256(p.read_bytes()).hexdigest() for p in STATIC.iterdir() if p.is_file()}
+    assert {"respond.html", "respond.js", "survey.js"} <= set(page)
+    expected_answers = [{"name": f["name"], "type": f["type"], "min": f.get("min"), "max": f.get("max"),
+                         "categories": f.get("categories"), "required": f.get("required", True),
+                         "label": f.get("label", f["name"])} for f in FIELDS]
+    assert document == {
+        "probanon_survey_document": 1, "title": "Household survey",
+        "specification": {"digest": digest_of(made.spec)}, "answers": expected_answers,
+        "questions": {"age": {"label": "Your age", "unit": "years"}, "income": {"label": "Monthly income", "unit": "EUR"}},
+        "opens": "2020-01-01T00:00:00Z", "closes": "2099-01-01T00:00:00Z",
+        "release": {"small_cells": "flag", "interim": interim}, "frame": 77, "open": False,
+        "issuer": None, "receipt_key": None, "page": page}
+    info = call(base, "GET", f"/api/surveys/{s.id}")[1]
+    assert info["digest"] == s.digest and all(info[k] == document[k] for k in
+                                              ("title", "answers", "questions", "opens", "closes", "release", "frame"))
+    assert submit(base, s, submission(s, digest=digest_of(made.spec)))[0] == 422  # the specification's is not it
+
+
+def test_any_change_of_the_survey_document_changes_the_digest():
+    """Whatever a collector changes in what the respondent is asked (a label, a category, a bound,
+    the window, an interim release, the frame, open or not, a key, a page file) gives another digest."""
+    from probanon.service import document as documents
+
+    base = dict(title="Household survey", spec_digest="sha256:" + "a" * 64,
+                answers=[{"name": "happy", "type": "integer", "min": 0, "max": 10, "categories": None,
+                          "required": True, "label": "How happy are you?"},
+                         {"name": "region", "type": "category", "min": None, "max": None,
+                          "categories": ["north", "south"], "required": True, "label": "Region"}],
+                questions={"AGI": {"label": "Adjusted gross income", "unit": "USD"}},
+                opens="2027-01-01T00:00:00Z", closes="2027-03-31T23:59:59Z",
+                release={"small_cells": "suppress", "interim": []}, frame=5000, open_survey=False,
+                issuer=None, receipt_key=None, page={"respond.js": "sha256:" + "b" * 64})
+
+    def digest(**changes):
+        return documents.digest_of(documents.canonical(documents.build(**copy.deepcopy({**base, **changes}))))
+
+    def edited(key, edit):
+        value = copy.deepcopy(base[key])
+        edit(value)
+        return {key: value}
+
+    reference = digest()
+    assert digest() == reference  # deterministic
+    changes = [dict(title="Household survey 2"), dict(spec_digest="sha256:" + "c" * 64),
+               edited("answers", lambda a: a[0].update(label="Your adjusted gross income, exactly")),
+               edited("answers", lambda a: a[0].update(name="agi")), edited("answers", lambda a: a[0].update(max=11)),
+               edited("answers", lambda a: a[0].update(required=False)),
+               edited("answers", lambda a: a[1]["categories"].append("west")),
+               edited("answers", lambda a: a.pop()),
+               edited("questions", lambda q: q["AGI"].update(unit="EUR")),
+               dict(opens="2026-12-31T00:00:00Z"), dict(closes="2027-04-01T00:00:00Z"),
+               dict(release={"small_cells": "flag", "interim": []}),
+               dict(release={"small_cells": "suppress", "interim": ["2027-02-01T00:00:00Z"]}),
+               dict(frame=5001), dict(open_survey=True),
+               dict(issuer={"algorithm": "RSABSSA-SHA384-PSS-Deterministic", "public_key": "AA", "key_id": "00"}),
+               dict(receipt_key="AA"), dict(page={"respond.js": "sha256:" + "d" * 64}),
+               dict(page={"respond.js": "sha256:" + "b" * 64, "extra.js": "sha256:" + "e" * 64})]
+    digests = [digest(**c) for c in changes]
+    assert reference not in digests and len(set(digests)) == len(changes)
+
+
+@pytest.mark.parametrize("key, name", [("AGI", "agi"), ("AGI", "a_g_i"), ("AGI", "Agi_"), ("A.G.I", "agi"),
+                                       ("a g i", "AGI"), ("A-G-I", "a_G_i")])
+def test_an_answer_named_like_a_key_up_to_case_blanks_or_punctuation_is_refused(collector, engine, key, name):
+    """The substituted-answers attack: a survey asking "your adjusted gross income, exactly" as the
+    answer `agi` beside the key `AGI` would have the respondent send her exact quasi-identifier. It
+    is refused at publication (422, one line), and nothing is stored."""
+    base, admin, _ = collector
+    frame = population(40, seed=next(_seeds)).rename(columns={"income": key})
+    _, text = design_spec(frame, k=3)
+    before = dump(engine)
+    answers = FIELDS + [{"name": name, "type": "number", "label": "Your adjusted gross income, exactly"}]
+    status, body = call(base, "POST", "/api/admin/surveys", survey_body(text, answers=answers, questions={}),
+                        token=admin)
+    assert_error(status, body, 422)
+    assert f"answer {name!r}" in body["detail"] and f"quasi-identifier {key!r}" in body["detail"]
+    assert dump(engine) == before
+    # a name that only resembles a key is an ordinary answer
+    answers[-1] = {"name": "agi_band", "type": "category", "categories": ["low", "high"]}
+    assert call(base, "POST", "/api/admin/surveys", survey_body(text, answers=answers, questions={}),
+                token=admin)[0] == 201
 
 
 # ---------------------------------------------------------------- 6. releases

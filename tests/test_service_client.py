@@ -15,7 +15,7 @@ from probanon.cli import main
 from probanon.errors import InputError, ParameterError, SpecificationError
 from probanon.service import client, db
 from probanon.service import http as service_http
-from probanon.survey.spec import GuaranteeError, assign, digest, verify
+from probanon.survey.spec import assign, digest, verify
 from service_support import call, design_spec, population, survey_body
 
 ANSWERS = {"happy": 7, "spending": 12.5, "region": "north"}
@@ -26,6 +26,11 @@ def _publish(base, admin, frame, **changes):
     status, created = call(base, "POST", "/api/admin/surveys", survey_body(text, **changes), token=admin)
     assert status == 201, created
     return d, json.loads(text), created["id"]
+
+
+def _letter(base, sid) -> str:
+    """The digest printed in the survey's letters (the survey document's, as listed)."""
+    return call(base, "GET", f"/api/surveys/{sid}")[1]["digest"]
 
 
 def _rows(database, survey_id):
@@ -62,7 +67,7 @@ def test_respond_stores_the_locally_computed_cell_and_no_quasi_identifier(collec
         r = client.respond(base, sid, values, ANSWERS)
         # the cell: the published function applied to the values, and the design's own label of the record
         assert r.cell == int(assign(spec, [[values["age"], values["income"]]])[0][0]) == d.labels[i]
-        assert (r.status, r.reply, r.digest) == (201, {"status": "stored"}, spec["digest"])
+        assert (r.status, r.reply, r.digest) == (201, {"status": "stored"}, _letter(base, sid))
         assert set(r.sent) == {"digest", "cell", "answers", "idempotency_key"}
         assert r.sent["answers"] == ANSWERS
         assert set(r.sent["answers"]) == set(ANSWERS)  # no quasi-identifier name, and no value either:
@@ -112,16 +117,17 @@ def test_a_wrong_digest_is_refused_before_anything_is_sent(collector, posts, mon
     _, spec, sid = _publish(base, admin, frame)
     values = {"age": 50.0, "income": 3000.0}
     other = "sha256:" + "0" * 64
-    with pytest.raises(GuaranteeError, match="differs from the expected"):
+    with pytest.raises(SpecificationError, match="not the survey of your letter"):
         client.respond(base, sid, values, ANSWERS, expected_digest=other)
     with pytest.raises(ParameterError, match="64 hexadecimal"):
         client.respond(base, sid, values, ANSWERS, expected_digest="sha256:abc")
     assert "POST" not in [m for m, _, _ in posts] and _rows(database, sid) == []
     # the invitation's digest in another case is the same digest
-    r = client.respond(base, sid, values, ANSWERS, expected_digest=spec["digest"].upper().replace("SHA256:", ""))
+    letter = _letter(base, sid)
+    r = client.respond(base, sid, values, ANSWERS, expected_digest=letter.upper().replace("SHA256:", ""))
     assert r.status == 201 and len(_rows(database, sid)) == 1
 
-    # a collector that lists another digest than its specification's (here: the real one is the
+    # a collector that lists another digest than its document's (here: the real one is the
     # respondent's, the listed one another survey's) is refused too
     real = client.call
 
@@ -132,9 +138,9 @@ def test_a_wrong_digest_is_refused_before_anything_is_sent(collector, posts, mon
         return status, payload
 
     monkeypatch.setattr(client, "call", lying)
-    with pytest.raises(SpecificationError, match="serves another specification than it lists"):
-        client.respond(base, sid, values, ANSWERS, expected_digest=spec["digest"])
-    with pytest.raises(GuaranteeError, match="differs from the expected"):  # without the invitation's digest
+    with pytest.raises(SpecificationError, match="is listed with digest"):
+        client.respond(base, sid, values, ANSWERS, expected_digest=letter)
+    with pytest.raises(SpecificationError, match="not the survey of your letter"):  # without the letter's digest
         client.respond(base, sid, values, ANSWERS)
     assert len(_rows(database, sid)) == 1
 
@@ -234,14 +240,20 @@ def test_cli_respond_end_to_end(collector, capsys, tmp_path):
     token_file = tmp_path / "invitation.txt"
     token_file.write_text(token + "\n")
     args = ["survey", "respond", base, "--survey", str(sid), "--values", "age=45, income=3100.25",
-            "--answers", "happy=3,region=south,spending=0.5", "--digest", spec["digest"]]
+            "--answers", "happy=3,region=south,spending=0.5", "--digest", _letter(base, sid)]
     assert main(args + ["--token-file", str(token_file)]) == 0
     out = capsys.readouterr().out
     assert token not in out
-    lines = out.strip().splitlines()
+    shown = [line for line in out.strip().splitlines() if line.startswith("document: ")]
+    lines = out.strip().splitlines()[len(shown):]
+    # what the letter's digest covers, shown before anything is sent (issue 40.4)
+    assert shown[0] == "document: survey: Household survey" and "document: window: 2020-01-01T00:00:00Z to " \
+        "2099-01-01T00:00:00Z" in shown and any("How happy are you (0-10)? [happy: integer in [0, 10]]" in x
+                                               for x in shown)
+    assert any("one single-use invitation per respondent" in x for x in shown)
     assert lines[0].startswith("sent: ") and lines[1] == 'collector: HTTP 201 {"status": "stored"}'
     sent = json.loads(lines[0][len("sent: "):])
-    assert sent["token"] == "(given)" and sent["digest"] == spec["digest"]
+    assert sent["token"] == "(given)" and sent["digest"] == _letter(base, sid)
     assert sent["cell"] == int(assign(spec, [[45.0, 3100.25]])[0][0])
     assert sent["answers"] == {"happy": 3, "region": "south", "spending": 0.5}
     assert set(sent) == {"digest", "cell", "answers", "idempotency_key", "token"} and "3100.25" not in out
@@ -259,7 +271,6 @@ def test_cli_respond_end_to_end(collector, capsys, tmp_path):
         err = capsys.readouterr().err.strip()
         assert err.startswith("probanon: error:") and len(err.splitlines()) == 1, err
     assert len(_rows(database, sid)) == 1
-    assert verify(spec).digest == spec["digest"]
 
 
 class Terminal:
@@ -291,7 +302,7 @@ def test_cli_respond_never_takes_the_token_on_the_command_line(collector, capsys
     _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 4}, token=admin)
     tokens = issued["tokens"]
     head = ["survey", "respond", base, "--survey", str(sid), "--answers", "happy=3,region=south",
-            "--digest", spec["digest"]]
+            "--digest", _letter(base, sid)]
     values = ["--values", "age=45,income=3100.25"]
     cell = int(assign(spec, [[45.0, 3100.25]])[0][0])
     for refused in (["--token", tokens[0]], [f"--token={tokens[0]}"], ["--token"]):
@@ -372,7 +383,8 @@ def test_demo_survey_part(tmp_path):
     rep = Report("t")
     report = demo_survey(tmp_path, rep, n, seed)
     spec = json.loads((tmp_path / "survey_spec.json").read_text())
-    assert verify(spec).digest == report["digest"]
+    verify(spec)  # the report's digest is the survey document's, which names this specification's
+    assert report["digest"].startswith("sha256:") and report["digest"] != spec["digest"]
     assert json.loads((tmp_path / "survey_release_report.json").read_text()) == report
     release = pd.read_csv(tmp_path / "survey_release.csv")
     k, pi, qi = SURVEY_DEMO["k"], SURVEY_DEMO["participation"], SURVEY_DEMO["columns"]

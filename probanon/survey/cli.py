@@ -287,12 +287,12 @@ def cmd_respond(args) -> int:
 
 
 def _show_document(document: dict, spec: dict) -> None:
-    """What the verified survey document says (issue 40.4), on standard error, before anything is
-    asked or sent."""
+    """What the verified survey document says (issue 40.4), ``document: ...`` lines on standard
+    output, before anything is asked or sent."""
     from ..service.document import summary
 
     for line in summary(document, spec):
-        print(f"probanon: {line}", file=sys.stderr)
+        print(f"document: {line}", flush=True)
 
 
 def _read_secret(path: str, option: str) -> str:
