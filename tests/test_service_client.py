@@ -434,3 +434,59 @@ def test_office_cli_issues_and_revokes_an_analyst_token(collector, monkeypatch, 
         in capsys.readouterr().out
     monkeypatch.setenv("PROBANON_TOKEN", token)
     assert main(["collector", "audit", base]) == 2  # the revoked token opens nothing
+
+
+def test_a_document_or_description_the_letter_does_not_cover_is_refused_before_anything_is_sent(collector, posts,
+                                                                                                   monkeypatch):
+    """Issue 40.4: survey respond checks the survey document against the letter's digest and the
+    description against the document. A collector that serves another document (a label turned into
+    "your income, exactly", an answer renamed) or describes the survey otherwise than its document
+    (title, answers, window, release rule, frame, open) gets nothing; the survey is answered as the
+    document says."""
+    base, admin, database = collector
+    _, spec, sid = _publish(base, admin, population(200, seed=9))
+    letter = _letter(base, sid)
+    values = {"age": 50.0, "income": 3000.0}
+    real = client.call
+
+    def lying(path_suffix, change):
+        def call(url, method, path, body=None, **kw):
+            status, payload = real(url, method, path, body, **kw)
+            if method == "GET" and path == f"/api/surveys/{sid}{path_suffix}":
+                payload = change(payload)
+            return status, payload
+        return call
+
+    def document_edit(edit):
+        def change(raw):
+            document = json.loads(raw)
+            edit(document)
+            return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+        return change
+
+    def answers_relabelled(d):
+        d["answers"] = [dict(a, label="Your monthly income, exactly") if a["name"] == "spending" else a
+                        for a in d["answers"]]
+        return d
+
+    documents = [document_edit(answers_relabelled), document_edit(lambda d: d.update(frame=d["frame"] + 1)),
+                 document_edit(lambda d: d["release"].update(interim=["2050-01-01T00:00:00Z"])),
+                 lambda raw: raw + b" "]
+    descriptions = [answers_relabelled, lambda d: dict(d, title="Another survey"),
+                    lambda d: dict(d, answers=d["answers"] + [{"name": "salary", "type": "number"}]),
+                    lambda d: dict(d, opens="2019-01-01T00:00:00Z"), lambda d: dict(d, closes="2199-01-01T00:00:00Z"),
+                    lambda d: dict(d, frame=d["frame"] * 2), lambda d: dict(d, open=not d["open"]),
+                    lambda d: dict(d, release={"small_cells": "flag", "interim": []}),
+                    lambda d: dict(d, questions={**d["questions"], "age": {"label": "Age in days", "unit": None}})]
+    for suffix, changes, says in (("/document", documents, "not the survey of your letter"),
+                                  ("", descriptions, "describes another survey")):
+        for change in changes:
+            monkeypatch.setattr(client, "call", lying(suffix, change))
+            for expected in (letter, None):
+                with pytest.raises(SpecificationError, match=says if expected else "letter|describes"):
+                    client.respond(base, sid, values, ANSWERS, expected_digest=expected)
+    monkeypatch.setattr(client, "call", real)
+    assert "POST" not in [m for m, _, _ in posts] and _rows(database, sid) == []
+    # the collector as it is: stored
+    r = client.respond(base, sid, values, ANSWERS, expected_digest=letter)
+    assert r.status == 201 and r.document["specification"]["digest"] == spec["digest"]
