@@ -100,7 +100,10 @@ def posted(driver) -> list[str]:
     return bodies
 
 
-def open_survey(driver, base, survey_id, query=""):
+def open_survey(driver, base, survey_id, query=None):
+    """The page of the survey; ``query`` None: the address of the letter (with ``?digest=``)."""
+    if query is None:
+        query = "?digest=" + call(base, "GET", f"/api/surveys/{survey_id}")[1]["digest"]
     driver.get(f"{base}/respond/{survey_id}{query}")
     WebDriverWait(driver, TIMEOUT).until(lambda d: d.find_element(By.ID, "survey-form").is_displayed()
                                          or d.find_element(By.ID, "error").is_displayed())
@@ -230,12 +233,13 @@ def test_digest_in_the_link_must_match(collector, page, published):
     base, _, database_url = collector
     _, text, spec = published
     survey = publish(collector, text)
-    assert survey["digest"] == digest(spec)  # computed here from the specification
+    status, document = call(base, "GET", f"/api/surveys/{survey['id']}/document")
+    assert document["specification"]["digest"] == digest(spec)  # computed here from the specification
     other = survey["digest"][:-1] + ("0" if survey["digest"][-1] != "0" else "1")
     open_survey(page, base, survey["id"], f"?digest={other}")
     error = page.find_element(By.ID, "error")
     assert error.is_displayed() and not page.find_element(By.ID, "survey-form").is_displayed()
-    assert not page.find_elements(By.CSS_SELECTOR, "input, select")  # no form was built
+    assert not page.find_elements(By.CSS_SELECTOR, "#survey-form input, #survey-form select")  # no form was built
     assert f"the digest in your invitation link, {other}, differs from this survey's {survey['digest']}" in error.text
     assert page.find_element(By.ID, "digest").text == survey["digest"]
     assert page.find_element(By.ID, "status").text == "Do not answer this survey."
@@ -243,7 +247,8 @@ def test_digest_in_the_link_must_match(collector, page, published):
 
     open_survey(page, base, survey["id"], "?digest=" + survey["digest"][7:].upper())  # the hex alone
     assert page.find_element(By.ID, "survey-form").is_displayed()
-    assert "and the digest in your invitation link" in page.find_element(By.ID, "verified").text
+    assert "Checked against your letter" in page.find_element(By.ID, "letter-status").text
+    assert not page.find_element(By.ID, "letter").is_displayed() and page.find_element(By.ID, "review").is_enabled()
 
 
 def test_no_external_resource_and_no_console_error(collector, page, published):
@@ -258,10 +263,11 @@ def test_no_external_resource_and_no_console_error(collector, page, published):
     requested = [e["request"]["url"] for e in requests]
     assert all(url.startswith(base + "/") for url in requested), requested
     sid = survey["id"]
-    assert {url[len(base):] for url in requested} >= {
+    assert {url[len(base):].split("?")[0] for url in requested} >= {
         f"/respond/{sid}", "/static/respond.css", "/static/survey.js", "/static/respond.js",
-        f"/api/surveys/{sid}", f"/api/surveys/{sid}/spec/canonical", f"/api/surveys/{sid}/submissions"}
-    [document] = [r for r in responses if r["url"] == f"{base}/respond/{sid}"]
+        f"/api/surveys/{sid}", f"/api/surveys/{sid}/document", f"/api/surveys/{sid}/spec/canonical",
+        f"/api/surveys/{sid}/submissions"}
+    [document] = [r for r in responses if r["url"].split("?")[0] == f"{base}/respond/{sid}"]
     assert {k.lower(): v for k, v in document["headers"].items()}["content-security-policy"] == CSP
     log = page.get_log("browser")
     assert [e for e in log if e["level"] in ("SEVERE", "WARNING") or "Content Security Policy" in e["message"]] == []
@@ -270,3 +276,145 @@ def test_no_external_resource_and_no_console_error(collector, page, published):
                         " document.body.append(s);")
     assert page.execute_script("return window.x") is None
     assert any("Content Security Policy" in e["message"] for e in page.get_log("browser"))
+
+
+# ---------------------------------------------------------------- the letter's digest (issues 40.4, 40.5)
+
+def check_letter(driver, text):
+    type_in(driver, "Digest printed in your letter", text, replace=True)
+    driver.find_element(By.ID, "letter-check").click()
+
+
+def test_without_the_digest_in_the_address_the_page_asks_for_the_letters(collector, page, published):
+    """Issue 40.5: an address without ?digest= is not checked against the letter, and the page says
+    so; nothing can be reviewed or sent until the letter's digest is typed and matches (a wrong one
+    is refused), or the respondent says she has no letter (then the page keeps saying it is not
+    checked). The form is built from the survey document, and the page shows what it says."""
+    base, _, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text, release={"small_cells": "suppress", "interim": ["2090-01-01T00:00:00Z"]})
+    sid, letter = survey["id"], survey["digest"]
+    qi_texts, answers = respondents(frame, spec)[2]
+
+    open_survey(page, base, sid, "")
+    assert page.find_element(By.ID, "survey-form").is_displayed()
+    assert page.find_element(By.ID, "letter").is_displayed()
+    status = page.find_element(By.ID, "letter-status").text
+    assert status.startswith("Not checked against your letter") and "type the digest printed in your letter" in status
+    assert page.find_element(By.ID, "status").text.startswith("Not checked against your letter")
+    assert not page.find_element(By.ID, "review").is_enabled()
+    assert "letter" not in page.find_element(By.ID, "verified").text  # it claims nothing about the letter
+    summary = page.find_element(By.ID, "document-summary").text
+    for said in ("Household survey", "2020-01-01T00:00:00Z to 2099-01-01T00:00:00Z", "1 interim release(s) before the "
+                 "close (2090-01-01T00:00:00Z)", "How happy are you (0-10)? (integer from 0 to 10)",
+                 "Your age (years)", "Monthly income (EUR)", digest(spec)):
+        assert said in summary, said
+    fill(page, qi_texts, answers)
+    labelled(page, QI_LABELS[0]).send_keys(Keys.ENTER)  # the form's Enter: nothing happens (Review is disabled)
+    assert not page.find_element(By.ID, "review-section").is_displayed()
+
+    check_letter(page, "sha256:12")  # not a digest: said, nothing else changes
+    assert page.find_element(By.ID, "letter-status").text.startswith("Not a digest")
+    assert page.find_element(By.ID, "survey-form").is_displayed()
+    other = letter[:-1] + ("0" if letter[-1] != "0" else "1")
+    check_letter(page, other)  # another survey's digest: refused
+    error = page.find_element(By.ID, "error")
+    assert error.is_displayed() and "This is not the survey of your letter." in error.text
+    assert f"the digest in your letter, {other}, differs from this survey's {letter}" in error.text
+    assert not page.find_element(By.ID, "survey-form").is_displayed()
+    assert page.find_element(By.ID, "status").text == "Do not answer this survey."
+    assert posted(page) == [] and stored(database_url, sid) == {}
+
+    open_survey(page, base, sid, "")  # the right digest typed in (the hex alone, upper case)
+    check_letter(page, letter[7:].upper())
+    assert page.find_element(By.ID, "letter-status").text == "Checked against your letter: its digest is this survey's."
+    assert not page.find_element(By.ID, "letter").is_displayed()
+    assert page.find_element(By.ID, "status").text.startswith("Verified.")
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    [body] = [json.loads(b) for b in posted(page)]
+    assert body["digest"] == letter and len(stored(database_url, sid)) == 1
+
+    open_survey(page, base, sid, "")  # no letter: the respondent may go on, and the page says it is not checked
+    page.find_element(By.ID, "letter-skip").click()
+    assert page.find_element(By.ID, "letter-status").text == ("Not checked against your letter: you chose to answer "
+                                                              "without it.")
+    assert page.find_element(By.ID, "status").text.startswith("Not checked against your letter")
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    assert len(stored(database_url, sid)) == 2
+
+
+class Lying:
+    """A proxy in front of the collector (127.0.0.1) that rewrites the survey's description or
+    document as ``edit(path, bytes) -> bytes`` says: a collector that describes one survey and
+    serves another."""
+
+    def __init__(self, base, edit):
+        import http.server
+        import threading
+        import urllib.request
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                with urllib.request.urlopen(base + self.path, timeout=30) as resp:
+                    data, ctype = resp.read(), resp.headers.get("content-type", "")
+                data = edit(self.path.split("?")[0], data)
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)
+
+
+def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(collector, page, published):
+    """Issue 40.4: the page recomputes the document's digest and compares the description with the
+    document. A collector that relabels an answer in the description (the form would ask "your
+    income, exactly"), or serves an altered document, is refused before any form is built, with or
+    without the letter's digest in the address."""
+    base, _, database_url = collector
+    _, text, _ = published
+    survey = publish(collector, text)
+    sid, letter = survey["id"], survey["digest"]
+
+    def relabel(info):
+        info["answers"][1]["label"] = "Your monthly income, exactly"
+        return info
+
+    edits = {f"/api/surveys/{sid}": [relabel, lambda d: dict(d, title="Another survey"),
+                                     lambda d: dict(d, frame=d["frame"] + 1),
+                                     lambda d: dict(d, closes="2199-01-01T00:00:00Z")],
+             f"/api/surveys/{sid}/document": [relabel, lambda d: dict(d, frame=d["frame"] + 1)]}
+    for path, changes in edits.items():
+        for change in changes:
+            def edit(p, data, path=path, change=change):
+                if p != path:
+                    return data
+                changed = change(json.loads(data))
+                return json.dumps(changed, sort_keys=True, separators=(",", ":")).encode()
+
+            proxy = Lying(base, edit)
+            try:
+                for query in (f"?digest={letter}", ""):
+                    open_survey(page, proxy.url, sid, query)
+                    error = page.find_element(By.ID, "error")
+                    assert error.is_displayed() and not page.find_elements(By.CSS_SELECTOR, "#survey-form input"), path
+                    assert ("differs from this survey's" in error.text if path.endswith("document") and query else
+                            "its document" in error.text), error.text
+                    assert page.find_element(By.ID, "status").text == "Do not answer this survey."
+            finally:
+                proxy.close()
+    assert posted(page) == [] and stored(database_url, sid) == {}

@@ -82,10 +82,14 @@ def cmd_publish(args) -> int:
 
 def cmd_invite(args) -> int:
     office, token = _office(args)
-    tokens = office.invite(args.url, token, args.survey, args.count)
-    args.outputs.write({args.output: "".join(t + "\n" for t in tokens)})
-    print(f"{len(tokens)} single-use invitation tokens written to {args.output} (one per line; each invitation "
-          "carries one; the collector keeps only their hashes)")
+    head = office.letterhead(args.url, args.survey, args.digest)  # checked before any invitation is issued
+    codes = office.invite(args.url, token, args.survey, args.count)
+    letters = office.letters(args.url, head, codes)  # shuffled: never the order of issue
+    text = office.letters_csv(letters) if args.format == "csv" else office.letters_text(args.url, letters)
+    args.outputs.write({args.output: text})
+    print(f"{len(letters)} invitation letters written to {args.output} in a random order, each with the survey's "
+          f"title, its single-use invitation code, the digest {letters[0]['digest'] if letters else ''} and the "
+          "page's address with ?digest= (the collector keeps only the codes' hashes)")
     return 0
 
 
@@ -195,10 +199,20 @@ def _collector_parser(sub) -> None:
                         "none, nothing is released before the close); each is refused unless every cell changed by "
                         "0 or by at least k responses since the release before it")
 
-    p = command("invite", "issue single-use invitation tokens (admin)", cmd_invite, True,
-                "probanon collector invite https://survey.example.org --survey 1 --count 100 -o invitations.txt")
-    p.add_argument("--count", type=positive_int, required=True, help="how many tokens (one per invitation letter)")
-    add_output(p, "-o", "--output", required=True, metavar="TOKENS.txt", help="the tokens, one per line")
+    p = command("invite", "issue single-use invitations and write the letters, in a random order (admin)",
+                cmd_invite, True,
+                "probanon collector invite https://survey.example.org --survey 1 --count 100 -o letters.txt \\",
+                "    --digest sha256:<the digest 'collector publish' printed>")
+    p.add_argument("--count", type=positive_int, required=True, help="how many invitations (one per letter)")
+    add_output(p, "-o", "--output", required=True, metavar="LETTERS.txt",
+               help="the letters, in a random order (never the order of issue): each with the survey's title, its "
+                    "invitation code, the digest and the page's address with ?digest=")
+    p.add_argument("--format", choices=("text", "csv"), default="text",
+                   help="text: letters to print, each starting with a line of '=' (default); csv: one row per "
+                        "letter (survey, title, code, digest, address) for a mail merge")
+    p.add_argument("--digest", metavar="sha256:HEX",
+                   help="the digest 'collector publish' printed: the letters are written only if the survey's "
+                        "document still has it")
 
     p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
                 "probanon collector analyst https://survey.example.org --survey 1 --note \"release team\" > analyst.token")

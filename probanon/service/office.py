@@ -7,7 +7,12 @@ the command line, where process lists and shell histories would keep them.
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
+import json
 import os
+import secrets
 from pathlib import Path
 
 from ..errors import ParameterError
@@ -49,6 +54,64 @@ def publish(url: str, token: str, spec_text: str, answers: list, opens: str, clo
 
 def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
     return call(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token, attempts=1)[1]["tokens"]
+
+
+def letterhead(url: str, survey_id: int, expected_digest: str | None = None) -> dict:
+    """``{"survey", "title", "digest"}`` of the letters, from the survey document, checked: its
+    SHA-256 must be the listed digest (and ``expected_digest``, the one ``collector publish``
+    printed, when given); else :class:`ParameterError` (before any invitation is issued)."""
+    from ..survey.spec import parse_digest
+
+    _, info = call(url, "GET", f"/api/surveys/{survey_id}")
+    _, data = call(url, "GET", f"/api/surveys/{survey_id}/document", raw=True)
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    if digest != info.get("digest") or (expected_digest is not None and digest != parse_digest(expected_digest)):
+        raise ParameterError(f"survey {survey_id}: its document's digest is {digest}, the collector lists "
+                             f"{info.get('digest')}" + ("" if expected_digest is None else f" and you published "
+                                                        f"{parse_digest(expected_digest)}") + ": no letters written")
+    return {"survey": survey_id, "title": json.loads(data)["title"], "digest": digest}
+
+
+def letters(url: str, head: dict, codes: list[str]) -> list[dict]:
+    """One complete letter per invitation code, ``{"survey", "title", "code", "digest", "address"}``
+    (``head``: :func:`letterhead`; ``address``: the respondent page with ``?digest=``), in a random
+    order (``secrets.SystemRandom``): never the order the collector issued the codes in (issue 40.5)."""
+    address = f"{url.rstrip('/')}/respond/{head['survey']}?digest={head['digest']}"
+    out = [{"survey": head["survey"], "title": head["title"], "code": code, "digest": head["digest"],
+            "address": address} for code in codes]
+    secrets.SystemRandom().shuffle(out)
+    return out
+
+
+def letters_text(url: str, letters: list[dict]) -> str:
+    """The letters as text to print and mail, each starting with a line of ``=`` that numbers it;
+    each letter's ``Invitation code:``, ``Digest:`` and ``Address:`` lines hold one value each."""
+    n = len(letters)
+    parts = [f"probanon invitation letters: {n}, in a random order (not the order the collector issued the codes "
+             "in); print each on its own page, keep no record of which letter went to whom\n"]
+    for i, letter in enumerate(letters, 1):
+        parts.append(
+            f"{'=' * 60} letter {i} of {n}\n"
+            f"Survey: {letter['title']}\n"
+            f"Invitation code: {letter['code']}\n"
+            f"Digest: {letter['digest']}\n"
+            f"Address: {letter['address']}\n"
+            "\n"
+            "Open the address in your browser: the page checks on your device that the survey is the one this "
+            "digest names\n(everything it asks and promises) and asks for your invitation code. If it says the "
+            "survey is not the one\nof your letter, do not answer. Or, from a command line, with the code in a "
+            "file CODE.txt:\n"
+            f"  probanon survey respond {url.rstrip('/')} --survey {letter['survey']} --digest {letter['digest']} "
+            "--token-file CODE.txt\n")
+    return "\n".join(parts)
+
+
+def letters_csv(letters: list[dict]) -> str:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=["survey", "title", "code", "digest", "address"], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(letters)
+    return out.getvalue()
 
 
 def analyst(url: str, token: str, note: str | None = None, survey_id: int | None = None) -> dict:

@@ -19,7 +19,7 @@ from ..cliargs import (
     summary_lines,
 )
 from ..data import read_table
-from ..errors import ParameterError
+from ..errors import ParameterError, SpecificationError
 from ..labelled import labels_of
 from .anonymity import required_anonymity, table_failure, table_sizes
 
@@ -286,6 +286,23 @@ def cmd_respond(args) -> int:
     return 0 if r.stored else 2
 
 
+def cmd_check_page(args) -> int:
+    """Exit 0: every file the page loads and every file the survey document lists is served as the
+    document says; 2: a file differs, is missing or is not listed (one line per file on stdout)."""
+    from ..service.pagecheck import check_page
+
+    findings = check_page(args.url, args.survey, expected_digest=args.digest)
+    for finding in findings:
+        print(finding.line())
+    bad = [f for f in findings if not f.ok]
+    if bad:
+        raise SpecificationError(f"{len(bad)} of {len(findings)} files of the page of survey {args.survey} are not "
+                                 f"the ones its document lists ({bad[0].path} first): the page does not run what "
+                                 "was published")
+    print(f"the page of survey {args.survey} runs the {len(findings)} files its document lists")
+    return 0
+
+
 def _show_document(document: dict, spec: dict) -> None:
     """What the verified survey document says (issue 40.4), ``document: ...`` lines on standard
     output, before anything is asked or sent."""
@@ -478,6 +495,18 @@ def add_parser(sub) -> None:
                    help="the digest of your invitation letter: the survey document (everything you are asked) "
                         "must have exactly this digest (default: the digest the collector lists, which proves less)")
     r.set_defaults(func=cmd_respond)
+
+    c = ss.add_parser("check-page", help="anybody: check that the respondent page runs the files its survey "
+                                         "document lists", epilog=example(
+        "# downloads /respond/ID, every file it loads and every file the document lists; exit 2 on a difference",
+        "probanon survey check-page https://survey.example.org --survey 1 --digest sha256:"
+        "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
+    c.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
+    c.add_argument("--survey", type=positive_int, required=True, metavar="ID", help="the survey's number")
+    c.add_argument("--digest", metavar="sha256:HEX",
+                   help="the digest of the invitation letters: the survey document must have exactly this digest "
+                        "(default: the digest the collector lists, which proves less)")
+    c.set_defaults(func=cmd_check_page)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(
         "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))

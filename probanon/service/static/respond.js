@@ -1,13 +1,15 @@
-// The respondent page (/respond/{id}): verify the published specification on this device,
-// compute the respondent's cell locally (her quasi-identifiers never leave the browser),
-// show the exact message, and send it (contract: POST /api/surveys/{id}/submissions).
+// The respondent page (/respond/{id}): verify the survey document (everything the survey asks,
+// issue 40.4) against the digest of the respondent's letter and the published specification on
+// this device, compute the respondent's cell locally (her quasi-identifiers never leave the
+// browser), show the exact message, and send it (contract: POST /api/surveys/{id}/submissions).
 (function () {
   "use strict";
   const S = globalThis.ProbanonSurvey;
   const $ = (id) => document.getElementById(id);
   const idPart = (name) => String(name).replace(/\s/g, "_"); // element ids have no blanks
 
-  let survey = null; // GET /api/surveys/{id}
+  let survey = null; // GET /api/surveys/{id}, then what its verified document says (the form is built from the document)
+  let letter = { digest: null, checked: false, skipped: false }; // the letter's digest (issue 40.5): given, matched, or skipped
   let spec = null; // the verified specification
   let columns = []; // quasi-identifier columns, in the function's order
   let tree = null; // a decision-tree survey: {answers (true: yes), cell (null until a leaf is reached)}
@@ -57,32 +59,38 @@
   async function start() {
     const id = surveyId();
     if (id === null) return refuse("This address does not name a survey (expected /respond/<number>).");
-    let response;
+    let response, documentBytes;
     try {
       response = await fetch("/api/surveys/" + id, { headers: { Accept: "application/json" }, cache: "no-store" });
       if (!response.ok) return refuse("The survey could not be loaded: " + (await detail(response)));
       survey = await response.json();
       document.title = survey.title;
       $("title").textContent = survey.title;
-      setStatus("Checking the survey specification on this device…");
+      setStatus("Checking the survey document and its specification on this device…");
+      response = await fetch("/api/surveys/" + id + "/document", { cache: "no-store" });
+      if (!response.ok) return refuse("The survey document could not be loaded: " + (await detail(response)));
+      documentBytes = await response.arrayBuffer();
       response = await fetch("/api/surveys/" + id + "/spec/canonical", { cache: "no-store" });
       if (!response.ok) return refuse("The survey specification could not be loaded: " + (await detail(response)));
     } catch (e) {
       return refuse("The server could not be reached: " + e.message);
     }
-    const result = await S.verifySpec(await response.arrayBuffer(), survey.digest);
-    $("digest").textContent = result.digest;
+    const checked = await checkDocument(documentBytes);
+    $("digest").textContent = checked.digest;
     $("verification").hidden = false;
-
-    const problems = result.problems.slice();
+    const problems = checked.problems.slice();
+    let result = null;
+    if (checked.document !== null) {
+      result = await S.verifySpec(await response.arrayBuffer(), checked.document.specification.digest);
+      problems.push(...result.problems);
+    }
     const fromLink = new URLSearchParams(location.search).get("digest");
-    let linkChecked = false;
     if (fromLink !== null) {
       try {
-        const expected = S.parseDigest(fromLink);
-        if (expected !== result.digest) {
-          problems.unshift("the digest in your invitation link, " + expected + ", differs from this survey's " + result.digest);
-        } else linkChecked = true;
+        letter.digest = S.parseDigest(fromLink);
+        if (letter.digest !== checked.digest) {
+          problems.unshift("the digest in your invitation link, " + letter.digest + ", differs from this survey's " + checked.digest);
+        } else letter.checked = true;
       } catch (e) {
         problems.unshift("the digest in your invitation link is not readable: " + e.message);
       }
@@ -90,24 +98,133 @@
     if (problems.length) return refuse("This survey failed verification on your device.", problems);
 
     spec = result.spec;
+    adoptDocument(checked.document);
+    showDocument(checked.document);
     const g = spec.guarantee;
     $("verified").className = "ok";
-    $("verified").textContent = "Verified on this device: the specification matches this digest" +
-      (linkChecked ? " and the digest in your invitation link" : "") + ". Each of its " + spec.cells.length +
-      " cells keeps at least k = " + g.k + " respondents, or none, with probability at least 1 − " + g.risk + ".";
+    $("verified").textContent = "Verified on this device: the survey document has this digest, its specification " +
+      "matches the document. Each of its " + spec.cells.length + " cells keeps at least k = " + g.k +
+      " respondents, or none, with probability at least 1 − " + g.risk + ".";
+    setupLetter(checked.digest);
 
     if (survey.status !== "open") {
       const when = survey.status === "scheduled" ? "It opens on " + survey.opens + "." : "It closed on " + survey.closes + ".";
       return setStatus("This survey is not open. " + when);
     }
     const qi = spec.function.columns || [];
-    const asked = (survey.answers || []).find((a) => qi.includes(a.name));
+    const asked = (survey.answers || []).find((a) => S.sameAsKey(a.name, qi) !== null);
     if (asked) {  // the quasi-identifiers never leave this device, whatever the collector's form asks
-      return refuse("The collector asks for " + asked.name + ", a value that must stay on your device, as an " +
-        "answer. Do not answer this survey.");
+      return refuse("The collector asks for " + asked.name + ", a value that must stay on your device (the key " +
+        S.sameAsKey(asked.name, qi) + "), as an answer. Do not answer this survey.");
     }
     buildForm();
-    if (!tree) setStatus("Verified. Please fill in the form, then choose Review.");
+    letterGate();
+  }
+
+  // ------------------------------------------------------------------ the survey document and the letter (issues 40.4, 40.5)
+
+  // The document served, read and compared with the survey's description: {digest, document, problems}.
+  async function checkDocument(bytes) {
+    const read = await S.readDocument(bytes);
+    if (read.document === null) return read;
+    const contradictions = S.documentContradictions(survey, read.document, read.digest);
+    return { digest: read.digest, document: read.document, problems: read.problems.concat(contradictions) };
+  }
+
+  // From here on the survey is asked as its document says (the description agreed with it).
+  function adoptDocument(doc) {
+    survey = Object.assign({}, survey, { title: doc.title, answers: doc.answers, questions: doc.questions,
+      opens: doc.opens, release: doc.release, frame: doc.frame, requires_token: !doc.open, open: doc.open });
+  }
+
+  // What the document says, shown before anything is asked.
+  function showDocument(doc) {
+    const rows = [
+      ["Title", doc.title],
+      ["Open", doc.opens + " to " + doc.closes],
+      ["Who may answer", doc.open ? "anyone: no invitation is needed (not protected against ballot stuffing)" :
+        "one answer per invitation letter; at most " + doc.frame + " people are invited"],
+      ["Release", (doc.release.interim && doc.release.interim.length ?
+        doc.release.interim.length + " interim release(s) before the close (" + doc.release.interim.join(", ") + ")" :
+        "nothing is released before the close") + "; a group with fewer than k answers is " +
+        (doc.release.small_cells === "flag" ? "released flagged" : "left out")],
+    ];
+    for (const column of Object.keys(doc.questions)) {
+      const q = doc.questions[column] || {};
+      rows.push(["Kept on this device", (q.label || column) + (q.unit ? " (" + q.unit + ")" : "")]);
+    }
+    for (const a of doc.answers) {
+      const kind = a.type === "category" ? "one of " + (a.categories || []).join(", ") :
+        a.type + (a.min !== null || a.max !== null ? " from " + (a.min ?? "−∞") + " to " + (a.max ?? "∞") : "");
+      rows.push(["Asked and sent", (a.label || a.name) + " (" + kind + (a.required === false ? ", optional" : "") + ")"]);
+    }
+    rows.push(["Specification", doc.specification.digest]);
+    rows.push(["Page files", Object.keys(doc.page).sort().map((name) => name + " " + doc.page[name].slice(7, 19)).join(", ")]);
+    $("document-summary").replaceChildren(...rows.flatMap(([term, text]) => {
+      const dt = document.createElement("dt");
+      dt.textContent = term;
+      const dd = document.createElement("dd");
+      dd.textContent = text;
+      return [dt, dd];
+    }));
+  }
+
+  // Without ?digest= in the address, ask for the letter's digest: nothing can be reviewed or sent
+  // until it is given and matches, or the respondent says she has no letter (then the page says so).
+  function setupLetter(digest) {
+    if (letter.checked) {
+      $("letter-status").className = "ok";
+      $("letter-status").textContent = "Checked against your letter: the digest in your invitation link is this survey's.";
+      return;
+    }
+    $("letter").hidden = false;
+    $("letter-check").addEventListener("click", () => {
+      let given;
+      try {
+        given = S.parseDigest($("letter-digest").value);
+      } catch (e) {
+        $("letter-status").className = "error";
+        $("letter-status").textContent = "Not a digest: " + e.message;
+        return;
+      }
+      letter.digest = given;
+      if (given !== digest) {
+        return refuse("This is not the survey of your letter.", ["the digest in your letter, " + given +
+          ", differs from this survey's " + digest + " (if you mistyped it, reload the page and type it again)"]);
+      }
+      letter.checked = true;
+      $("letter").hidden = true;
+      letterGate();
+    });
+    $("letter-skip").addEventListener("change", () => {
+      letter.skipped = $("letter-skip").checked;
+      if (!letter.skipped) invalidate();
+      letterGate();
+    });
+  }
+
+  // The letter's state, said plainly, and the Review button enabled only once the letter is checked or skipped.
+  function letterGate() {
+    const status = $("letter-status");
+    if (letter.checked) {
+      status.className = "ok";
+      status.textContent = "Checked against your letter: its digest is this survey's.";
+    } else {
+      status.className = "warning";
+      status.textContent = letter.skipped ?
+        "Not checked against your letter: you chose to answer without it." :
+        "Not checked against your letter: type the digest printed in your letter above and choose Check (or say you have no letter).";
+    }
+    if ($("review")) $("review").disabled = !(letter.checked || letter.skipped);
+    if (!tree && survey.status === "open" && !$("survey-form").hidden) {
+      setStatus(letter.checked ? "Verified. Please fill in the form, then choose Review." :
+        "Not checked against your letter. " + (letter.skipped ? "Please fill in the form, then choose Review." :
+          "Give your letter's digest above before you answer."));
+    }
+  }
+
+  function letterAllows() {
+    return letter.checked || letter.skipped;
   }
 
   // ------------------------------------------------------------------ the form
@@ -269,7 +386,7 @@
     $("token-field").hidden = !done;
     $("review").hidden = !done;
     const status = done ? "Your cell is found. Please answer the questions below, then choose Review." :
-      "Verified. Please answer the questions about you, one at a time.";
+      (letter.checked ? "Verified." : "Not checked against your letter.") + " Please answer the questions about you, one at a time.";
     if ($("status").textContent !== status) setStatus(status);
   }
 
@@ -290,6 +407,7 @@
 
   function review(event) {
     event.preventDefault();
+    if (!letterAllows()) return; // the letter's digest first (issue 40.5)
     const form = $("survey-form");
     if (!form.reportValidity()) return;
     let cell;

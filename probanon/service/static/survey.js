@@ -577,7 +577,82 @@
     return { ok: problems.length === 0, problems: problems, spec: spec, digest: digest };
   }
 
+  // ------------------------------------------------------------------ the survey document (issue 40.4)
+  // Everything the respondent is asked, in one canonical JSON document whose SHA-256 is the digest
+  // printed in the invitation letters (probanon/service/document.py).
+
+  const DOCUMENT_VERSION = 1; // document.py VERSION
+  const AGREED = ["title", "answers", "questions", "opens", "release", "frame", "open"]; // document.py AGREED
+
+  // JSON values equal as Python compares them after json.loads: objects by their keys, in any order.
+  function sameJSON(a, b) {
+    if (a === b) return true;
+    if (a === null || b === null || typeof a !== "object" || typeof b !== "object") return false;
+    if (Array.isArray(a) !== Array.isArray(b)) return false;
+    if (Array.isArray(a)) return a.length === b.length && a.every((x, i) => sameJSON(x, b[i]));
+    const ka = Object.keys(a), kb = Object.keys(b);
+    return ka.length === kb.length && ka.every((k) => Object.prototype.hasOwnProperty.call(b, k) && sameJSON(a[k], b[k]));
+  }
+
+  // The survey document from the bytes served (/api/surveys/ID/document): {digest, document,
+  // problems}; document is null when the bytes are not a well-formed document (document.py read).
+  async function readDocument(data) {
+    const bytes = new Uint8Array(data);
+    const digest = await sha256(bytes);
+    let document = null;
+    try {
+      document = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    } catch (e) {
+      return { digest: digest, document: null, problems: ["the survey document is not JSON text"] };
+    }
+    const kinds = { title: "string", specification: "object", answers: "array", questions: "object", opens: "string",
+      closes: "string", release: "object", frame: "number", open: "boolean", page: "object" };
+    const problems = [];
+    if (document === null || typeof document !== "object" || document.probanon_survey_document !== DOCUMENT_VERSION) {
+      problems.push("not a probanon survey document of version " + DOCUMENT_VERSION);
+    } else {
+      for (const [key, kind] of Object.entries(kinds)) {
+        const v = document[key];
+        const ok = kind === "array" ? Array.isArray(v) : kind === "object" ? v !== null && typeof v === "object" && !Array.isArray(v) : typeof v === kind;
+        if (!ok) problems.push("the survey document's '" + key + "' is missing or malformed");
+      }
+      if (!problems.length && typeof document.specification.digest !== "string") problems.push("the survey document names no specification digest");
+    }
+    return { digest: digest, document: problems.length ? null : document, problems: problems };
+  }
+
+  // What the survey's description (GET /api/surveys/ID) says otherwise than its document, whose
+  // digest is `digest` (document.py contradictions); empty when they agree. A survey closed early
+  // lists an earlier 'closes' than its document's, never a later one.
+  function documentContradictions(description, document, digest) {
+    const found = [];
+    if (description.digest !== digest) {
+      found.push("the survey is listed with digest " + description.digest + ", its document has " + digest);
+    }
+    for (const key of AGREED) {
+      if (!sameJSON(description[key], document[key])) found.push("the survey's description gives another '" + key + "' than its document");
+    }
+    const closes = description.closes;
+    if (typeof closes !== "string" || !(closes === document.closes || (description.status === "closed" && closes < document.closes))) {
+      found.push("the survey's description gives another 'closes' than its document");
+    }
+    return found;
+  }
+
+  // A name without case, blanks or punctuation (answers.py bare): AGI, agi, A.G.I and a_g_i are one.
+  function bareName(name) {
+    return String(name).toLowerCase().replace(/[^\p{L}\p{N}]+/gu, "");
+  }
+
+  // The key (quasi-identifier) that `name` equals up to case, blanks or punctuation, or null.
+  function sameAsKey(name, keys) {
+    return (keys || []).find((key) => bareName(key) === bareName(name)) ?? null;
+  }
+
   root.ProbanonSurvey = Object.freeze({
+    readDocument: readDocument,
+    documentContradictions: documentContradictions,
+    sameAsKey: sameAsKey,
     cellFailure: cellFailure,
     nMin: nMin,
     assignCell: assignCell,
