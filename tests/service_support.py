@@ -110,3 +110,41 @@ def chromium(logging_prefs: dict | None = None):
             drv.quit()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+class RewritingProxy:
+    """A proxy on 127.0.0.1 in front of the collector at ``base`` that answers GET requests with the
+    collector's bytes as ``edit(path, bytes) -> bytes`` rewrites them (a collector that describes
+    one survey and serves another, or serves a changed page); ``url`` is its address, ``close()``
+    stops it."""
+
+    def __init__(self, base: str, edit):
+        import http.server
+        import threading
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                try:
+                    with urllib.request.urlopen(base + self.path, timeout=30) as resp:
+                        status, data, ctype = resp.status, resp.read(), resp.headers.get("content-type", "")
+                except urllib.error.HTTPError as err:
+                    status, data, ctype = err.code, err.read(), err.headers.get("content-type", "")
+                data = edit(self.path.split("?")[0], data)
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=10)

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from service_support import (
     ANSWERS,
+    RewritingProxy,
     call,
     chromium,
     design_spec,
@@ -345,41 +346,6 @@ def test_without_the_digest_in_the_address_the_page_asks_for_the_letters(collect
     assert len(stored(database_url, sid)) == 2
 
 
-class Lying:
-    """A proxy in front of the collector (127.0.0.1) that rewrites the survey's description or
-    document as ``edit(path, bytes) -> bytes`` says: a collector that describes one survey and
-    serves another."""
-
-    def __init__(self, base, edit):
-        import http.server
-        import threading
-        import urllib.request
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                with urllib.request.urlopen(base + self.path, timeout=30) as resp:
-                    data, ctype = resp.read(), resp.headers.get("content-type", "")
-                data = edit(self.path.split("?")[0], data)
-                self.send_response(200)
-                self.send_header("Content-Type", ctype)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=10)
-
-
 def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(collector, page, published):
     """Issue 40.4: the page recomputes the document's digest and compares the description with the
     document. A collector that relabels an answer in the description (the form would ask "your
@@ -406,7 +372,7 @@ def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(co
                 changed = change(json.loads(data))
                 return json.dumps(changed, sort_keys=True, separators=(",", ":")).encode()
 
-            proxy = Lying(base, edit)
+            proxy = RewritingProxy(base, edit)
             try:
                 for query in (f"?digest={letter}", ""):
                     open_survey(page, proxy.url, sid, query)

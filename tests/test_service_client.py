@@ -3,9 +3,12 @@ collector: the cell is computed locally (equal to the published function's assig
 cell and the answers travel, a wrong digest stops everything before a request is posted, invitation
 tokens, and retries that keep the idempotency key."""
 
+import csv
 import hashlib
 import http.server
+import io
 import json
+import re
 import threading
 
 import pytest
@@ -16,7 +19,7 @@ from probanon.errors import InputError, ParameterError, SpecificationError
 from probanon.service import client, db
 from probanon.service import http as service_http
 from probanon.survey.spec import assign, digest, verify
-from service_support import call, design_spec, population, survey_body
+from service_support import RewritingProxy, call, design_spec, population, survey_body
 
 ANSWERS = {"happy": 7, "spending": 12.5, "region": "north"}
 
@@ -490,3 +493,101 @@ def test_a_document_or_description_the_letter_does_not_cover_is_refused_before_a
     # the collector as it is: stored
     r = client.respond(base, sid, values, ANSWERS, expected_digest=letter)
     assert r.status == 201 and r.document["specification"]["digest"] == spec["digest"]
+
+
+# ---------------------------------------------------------------- letters and the page's files (issue 40.5)
+
+def _spearman(order) -> float:
+    """Spearman's rank correlation between positions 0..n-1 and ``order`` (a permutation of them)."""
+    n = len(order)
+    return 1 - 6 * sum((i - r) ** 2 for i, r in enumerate(order)) / (n * (n * n - 1))
+
+
+def test_collector_invite_writes_complete_letters_in_a_random_order(collector, monkeypatch, tmp_path, capsys):
+    """Issue 40.5: `collector invite` writes one complete letter per invitation (the survey's title,
+    the code, the digest, the page's address with ?digest=), never in the order the collector issued
+    the codes: 200 letters against the issue order the office client received. Under a uniformly
+    random order Spearman's rho has mean 0 and standard deviation 1/sqrt(199) = 0.071, so |rho| >= 0.4
+    (5.6 standard deviations) has probability about 2e-8 < 1e-6; the order of issue has rho = 1."""
+    from probanon.service import office
+
+    base, admin, _ = collector
+    _, _, sid = _publish(base, admin, population(300, seed=10), requires_token=True)
+    letter = _letter(base, sid)
+    issued, real = [], office.invite
+
+    def recording(*args, **kw):
+        codes = real(*args, **kw)
+        issued.append(list(codes))
+        return codes
+
+    monkeypatch.setattr(office, "invite", recording)
+    monkeypatch.setenv("PROBANON_TOKEN", admin)
+    out = tmp_path / "letters.txt"
+    assert main(["collector", "invite", base, "--survey", str(sid), "--count", "200", "-o", str(out),
+                 "--digest", letter]) == 0
+    assert "200 invitation letters written" in capsys.readouterr().out
+    text = out.read_text()
+    letters = re.split(r"^=+ letter \d+ of 200$", text, flags=re.M)
+    assert "random order" in letters[0] and len(letters) == 201
+    fields = []
+    for body in letters[1:]:
+        found = dict(re.findall(r"^(Survey|Invitation code|Digest|Address): (.*)$", body, flags=re.M))
+        assert found["Survey"] == "Household survey" and found["Digest"] == letter
+        assert found["Address"] == f"{base}/respond/{sid}?digest={letter}"
+        assert f"--survey {sid} --digest {letter}" in body
+        fields.append(found)
+    [order] = issued
+    codes = [f["Invitation code"] for f in fields]
+    assert sorted(codes) == sorted(order) and len(set(codes)) == 200
+    rho = _spearman([order.index(c) for c in codes])
+    assert abs(rho) < 0.4, rho
+    assert _spearman(list(range(200))) == 1  # the order of issue would fail
+
+    # CSV for a mail merge; a digest other than the published one writes nothing and issues nothing
+    assert main(["collector", "invite", base, "--survey", str(sid), "--count", "5", "-o", str(tmp_path / "l.csv"),
+                 "--format", "csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "l.csv").read_text())))
+    assert [set(r) for r in rows] == [{"survey", "title", "code", "digest", "address"}] * 5
+    assert sorted(r["code"] for r in rows) == sorted(issued[1]) and {r["digest"] for r in rows} == {letter}
+    capsys.readouterr()
+    other = letter[:-1] + ("0" if letter[-1] != "0" else "1")
+    assert main(["collector", "invite", base, "--survey", str(sid), "--count", "5", "-o", str(tmp_path / "x.txt"),
+                 "--digest", other]) == 2
+    assert "no letters written" in capsys.readouterr().err
+    assert len(issued) == 2 and not (tmp_path / "x.txt").exists()
+
+
+def test_check_page_detects_a_changed_static_file(collector, capsys):
+    """Issue 40.5: the survey document lists the SHA-256 of every file of the page; `survey
+    check-page` downloads the page, every file it loads and every file listed, and exits 2 when one
+    differs (here a collector serving a changed respond.js, or a page loading a file not listed)."""
+    base, admin, _ = collector
+    _, _, sid = _publish(base, admin, population(200, seed=11))
+    letter = _letter(base, sid)
+    args = ["survey", "check-page", base, "--survey", str(sid), "--digest", letter]
+    assert main(args) == 0
+    out = capsys.readouterr().out.splitlines()
+    checked = {line.split()[1] for line in out if line.startswith("ok ")}
+    assert {f"/respond/{sid}", "/static/respond.js", "/static/survey.js", "/static/respond.css",
+            "/static/favicon.svg", "/static/respond.html"} <= checked
+    assert out[-1].startswith(f"the page of survey {sid} runs the")
+
+    def changed_js(path, data):
+        return data + b"\n;fetch('/exfiltrate');" if path == "/static/respond.js" else data
+
+    def extra_script(path, data):
+        return data.replace(b"</head>", b'<script src="/static/extra.js"></script></head>') \
+            if path == f"/respond/{sid}" else data
+
+    for edit, says in ((changed_js, "DIFFERS   /static/respond.js"), (extra_script, "UNLISTED  /static/extra.js")):
+        proxy = RewritingProxy(base, edit)
+        try:
+            assert main(["survey", "check-page", proxy.url, "--survey", str(sid), "--digest", letter]) == 2
+        finally:
+            proxy.close()
+        out, err = capsys.readouterr()
+        assert any(line.startswith(says) for line in out.splitlines()), out
+        assert err.startswith("probanon: error:") and len(err.strip().splitlines()) == 1
+    other = letter[:-1] + ("0" if letter[-1] != "0" else "1")  # not the survey of the letter: nothing compared
+    assert main(args[:-1] + [other]) == 2 and "not the survey of your letter" in capsys.readouterr().err

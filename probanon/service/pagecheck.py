@@ -35,7 +35,8 @@ class Finding:
         if self.ok:
             return f"ok        {self.path}  {self.actual}"
         if self.expected is None:
-            return f"UNLISTED  {self.path}  {self.actual}: the page loads it, the survey document does not list it"
+            return f"UNLISTED  {self.path}  {self.actual or '(not served)'}: the page loads it, the survey document " \
+                   "does not list it"
         if self.actual is None:
             return f"MISSING   {self.path}: the survey document lists {self.name} ({self.expected}), the collector " \
                    "does not serve it"
