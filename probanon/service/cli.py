@@ -75,8 +75,9 @@ def cmd_publish(args) -> int:
     out = office.publish(args.url, token, documents["spec"], answers, args.opens, args.closes, args.title,
                          questions, args.open, args.small_cells, column_list(args.interim), args.frame)
     print(f"survey {out['id']} published; digest {out['digest']}")
-    print(f"print this digest in every invitation; respondents open {args.url.rstrip('/')}/respond/{out['id']}"
-          f"?digest={out['digest']} or run 'probanon survey respond'")
+    print(f"the digest of the survey document (everything respondents are asked: GET /api/surveys/{out['id']}/document); "
+          f"'collector invite --digest {out['digest']}' prints it in every letter with the address "
+          f"{args.url.rstrip('/')}/respond/{out['id']}?digest={out['digest']} (or 'probanon survey respond --digest')")
     return 0
 
 
@@ -154,7 +155,7 @@ def cmd_audit(args) -> int:
 def _collector_parser(sub) -> None:
     c = sub.add_parser("collector", help="the office's side of the collector: publish, invite, close, release",
                        epilog=example(
-        "probanon collector invite https://survey.example.org --survey 1 --count 100 -o invitations.txt",
+        "probanon collector invite https://survey.example.org --survey 1 --count 100 -o letters.txt",
         "probanon collector close https://survey.example.org --survey 1",
         "probanon collector release https://survey.example.org --survey 1 -o release.csv"))
     cc = c.add_subparsers(dest="collector_command", required=True)
