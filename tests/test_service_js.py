@@ -334,3 +334,49 @@ def test_verify_refuses_malformed_specs(driver, constant_spec):
     assert not r["ok"] and "digest" in r["problems"][0]
     r = js_verify(driver, b"not json", "sha256:" + hashlib.sha256(b"not json").hexdigest())
     assert not r["ok"] and "JSON" in r["problems"][0]
+
+
+# ----------------------------------------------------------------------------- the survey document (issue 40.4)
+
+
+def test_the_document_checks_agree_with_python(driver):
+    """survey.js readDocument / documentContradictions / sameAsKey against document.py and
+    answers.py: the same digest, the same contradictions found, the same names taken for a key."""
+    from probanon.service import document as documents
+    from probanon.service.answers import same_as_key
+
+    doc = documents.build(title="Household survey", spec_digest="sha256:" + "a" * 64,
+                          answers=[{"name": "happy", "type": "integer", "min": 0, "max": 10, "categories": None,
+                                    "required": True, "label": "How happy?"}],
+                          questions={"AGI": {"label": "Income", "unit": "USD"}}, opens="2027-01-01T00:00:00Z",
+                          closes="2027-03-31T23:59:59Z", release={"small_cells": "suppress", "interim": []},
+                          frame=10, open_survey=False)
+    data = documents.canonical(doc)
+    digest_ = documents.digest_of(data)
+    read = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        ProbanonSurvey.readDocument(new TextEncoder().encode(arguments[0])).then(done, (e) => done(String(e)));""",
+                                       data.decode())
+    assert read["digest"] == digest_ and read["problems"] == [] and read["document"] == doc
+    bad = driver.execute_async_script("""
+        const done = arguments[arguments.length - 1];
+        ProbanonSurvey.readDocument(new TextEncoder().encode(arguments[0])).then(done, (e) => done(String(e)));""",
+                                      json.dumps({**doc, "frame": "10"}))
+    assert bad["document"] is None and "'frame'" in bad["problems"][0]
+    description = {"digest": digest_, "status": "open", **{k: doc[k] for k in documents.AGREED + ("closes",)}}
+    variants = [description, {**description, "title": "Other"}, {**description, "digest": "sha256:" + "b" * 64},
+                {**description, "answers": [{**doc["answers"][0], "label": "Your income, exactly"}]},
+                {**description, "closes": "2027-03-01T00:00:00Z"},
+                {**description, "closes": "2027-03-01T00:00:00Z", "status": "closed"},  # closed early: agrees
+                {**description, "closes": "2028-01-01T00:00:00Z", "status": "closed"},
+                {**description, "frame": 11}, {**description, "open": True},
+                {**{k: v for k, v in description.items() if k != "questions"}}]
+    found = driver.execute_script(
+        "return arguments[0].map((d) => ProbanonSurvey.documentContradictions(d, arguments[1], arguments[2]));",
+        variants, doc, digest_)
+    expected = [documents.contradictions(d, doc, digest_) for d in variants]
+    assert found == expected and [len(f) for f in found] == [0, 1, 1, 1, 1, 0, 1, 1, 1, 1]
+    keys = ["AGI", "A.G.I", "a g i", "age", "x1"]
+    names = ["agi", "a_g_i", "Agi_", "AGE", "ag", "agi2", "x_1", "X1", "happy"]
+    js = driver.execute_script("return arguments[0].map((n) => ProbanonSurvey.sameAsKey(n, arguments[1]));", names, keys)
+    assert js == [same_as_key(n, keys) for n in names] == ["AGI", "AGI", "AGI", "age", None, None, "x1", "x1", None]
