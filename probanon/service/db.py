@@ -46,9 +46,9 @@ surveys = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("title", sa.String(200), nullable=False),
     sa.Column("spec_text", sa.LargeBinary, nullable=False),       # as uploaded, served byte for byte
-    sa.Column("spec_canonical", sa.LargeBinary, nullable=False),  # SHA-256 of these bytes is the digest
-    sa.Column("digest", sa.String(71), nullable=False, unique=True),
-    sa.Column("description", sa.Text, nullable=False),            # JSON: questions, answers, release rule
+    sa.Column("spec_canonical", sa.LargeBinary, nullable=False),  # SHA-256 of these bytes: the specification's digest
+    sa.Column("digest", sa.String(71), nullable=False, unique=True),  # the survey document's (the letters')
+    sa.Column("description", sa.Text, nullable=False),            # the survey document, canonical JSON (ASCII)
     sa.Column("requires_token", sa.Boolean, nullable=False),
     sa.Column("opens_at", sa.DateTime, nullable=False),           # UTC
     sa.Column("closes_at", sa.DateTime, nullable=False),
