@@ -7,6 +7,7 @@ import base64
 import functools
 import hashlib
 import http.server
+import json
 import re
 import threading
 from pathlib import Path
@@ -273,3 +274,57 @@ def test_base64url(driver):
         return args[0].map((s) => { try { B.b64urlDecode(s); return null; } catch (e) { return e.message; } });""",
                   ["a", "ab+c", "ab/c", "abc=", "a b"])
     assert all(m and m.startswith("not base64url text") for m in refused)
+
+
+def test_the_transcribed_vector_agrees_with_the_collectors_copy(vector):
+    """tests/data/rfc9474_a3.txt (from the RFC's text) and the collector's copy of the same vector
+    (tests/data/rfc9474_pss_deterministic.json, from another source) hold the same values."""
+    other = Path(__file__).resolve().parent / "data" / "rfc9474_pss_deterministic.json"
+    if not other.exists():
+        pytest.skip("the collector's copy of the vector is not in this tree")
+    theirs = json.loads(other.read_text())
+    for name in ("p", "q", "n", "e", "msg", "salt", "encoded_msg", "inv", "blinded_msg", "blind_sig", "sig"):
+        assert int(theirs[name], 16) == int.from_bytes(vector[name], "big"), name
+
+
+def test_the_browser_and_the_python_reference_agree(driver, issuer_key):
+    """blindrsa.js against probanon/service/tokens.py (the collector's and `survey respond`'s
+    Python): the same nonce, salt and blind give the same blinded message; the collector's
+    BlindSign of a browser-blinded message finalizes in the browser to a token the collector accepts;
+    a Python-blinded message finalizes to the same signature in both."""
+    tokens = pytest.importorskip("probanon.service.tokens")
+    issuer = tokens.public_form(issuer_key)
+    public = tokens.load_public_form(issuer)
+    n = public.public_numbers().n
+    nonce, salt = bytes(range(1, 33)), bytes(range(100, 148))
+    r = int.from_bytes(hashlib.sha512(b"a blind").digest() * 4, "big") % n
+    ours = run(driver, """
+        const pk = await B.importIssuer(args[0]);
+        const req = await B.request(pk, args[1], {nonce: h(args[2]), salt: h(args[3]), r: BigInt("0x" + args[4])});
+        window.crossed = req;
+        return x(req.blindedMsg);""", issuer, DIGEST, nonce.hex(), salt.hex(), format(r, "x"))
+    state = tokens.blind(public, tokens.token_input(nonce, DIGEST, public), salt=salt, r=r)
+    assert ours == state.blinded_msg.hex()
+
+    requested = run(driver, """
+        const pk = await B.importIssuer(args[0]);
+        window.crossed = await B.request(pk, args[1]);
+        return B.b64urlEncode(window.crossed.blindedMsg);""", issuer, DIGEST)
+    blind_sig = tokens.blind_sign(issuer_key, tokens.unb64url(requested, 256))
+    token = run(driver, """
+        const pk = await B.importIssuer(args[0]);
+        return await B.token(pk, args[1], window.crossed.nonce, B.b64urlDecode(args[2]), window.crossed.inv);""",
+                issuer, DIGEST, tokens.b64url(blind_sig))
+    assert "error" not in token, token
+    assert tokens.check_token(public, DIGEST, token) == tokens.unb64url(token["nonce"], 32)
+    with pytest.raises(tokens.TokenError):
+        tokens.check_token(public, "sha256:" + "cd" * 32, token)
+
+    state, nonce = tokens.mint(public, DIGEST)
+    blind_sig = tokens.blind_sign(issuer_key, state.blinded_msg)
+    theirs = tokens.finalize(public, state, blind_sig)
+    ours = run(driver, """
+        const pk = await B.importIssuer(args[0]);
+        return x(await B.finalize(pk, await B.tokenInput(h(args[1]), args[2], pk.keyId), h(args[3]), BigInt("0x" + args[4])));""",
+               issuer, nonce.hex(), DIGEST, blind_sig.hex(), format(state.inv, "x"))
+    assert ours == theirs.hex()
