@@ -318,8 +318,9 @@ def test_blind_token(collector, page, published):
 
 def test_blind_token_survives_a_lost_answer_and_a_reload(collector, page, published):
     """The collector cannot be reached: the request is kept, and after a reload the same blinded
-    message is sent again for the same code; once the token is finalized a reload reuses it (no new
-    issuance), and the submission carries it."""
+    message is sent again for the same code; the collector redeems it but its answer is lost: the
+    same message again gets the same blind signature; once the token is finalized a reload reuses it
+    (no new issuance), and the submission carries it."""
     base, admin, database_url = collector
     frame, text, spec = published
     survey = publish(collector, text, requires_token=True)
@@ -343,10 +344,23 @@ def test_blind_token_survives_a_lost_answer_and_a_reload(collector, page, publis
 
     open_survey(page, base, sid)  # a reload: the code is filled in, the same request is sent again
     assert labelled(page, TOKEN_LABEL).get_attribute("value") == code
+    # ... and this time the collector redeems the code but its answer is lost on the way back
+    page.execute_script("""
+        const real = window.fetch;
+        window.fetch = async (url, init) => {
+          const response = await real(url, init);
+          if (String(url).endsWith("/issuance") && !window.dropped) { window.dropped = true; throw new TypeError("lost"); }
+          return response;
+        };""")
     page.find_element(By.ID, "redeem").send_keys(Keys.ENTER)
+    result = page.find_element(By.ID, "invitation-result")
+    WebDriverWait(page, TIMEOUT).until(lambda d: result.text.startswith("The collector could not be reached"))
+    assert page.execute_script("return window.dropped") is True
+    assert not page.find_element(By.ID, "survey-form").is_displayed()
+    page.find_element(By.ID, "redeem").send_keys(Keys.ENTER)  # the same blinded message: the same blind signature
     WebDriverWait(page, TIMEOUT).until(lambda d: d.find_element(By.ID, "survey-form").is_displayed())
-    [request] = [json.loads(b) for b in posted(page)]
-    assert request == {"code": code, "blinded_msg": kept["blinded_msg"]}
+    requests = [json.loads(b) for b in posted(page)]
+    assert requests == [{"code": code, "blinded_msg": kept["blinded_msg"]}] * 2
     saved = json.loads(page.execute_script(f"return sessionStorage.getItem('probanon/token/{sid}')"))
     assert set(saved) == {"digest", "key_id", "nonce", "signature", "idempotency_key"}  # the code is forgotten
     assert saved["nonce"] == kept["nonce"]
