@@ -78,6 +78,23 @@ def call(base: str, method: str, path: str, body=None, token: str | None = None,
     return status, (json.loads(payload) if ctype.startswith("application/json") else payload)
 
 
+def redeem(base: str, survey_id: int, code: str) -> dict:
+    """A blind token for survey ``survey_id`` (issue 40.3): blind a fresh token input, redeem the
+    invitation ``code`` for its signature (``POST .../issuance``), unblind; the submission's
+    ``"token"`` ({"nonce", "signature"})."""
+    from probanon.service import tokens
+
+    status, info = call(base, "GET", f"/api/surveys/{survey_id}")
+    assert status == 200, info
+    key = tokens.load_public_form(info["issuer"])
+    state, nonce = tokens.mint(key, info["digest"])
+    status, body = call(base, "POST", f"/api/surveys/{survey_id}/issuance",
+                        {"code": code, "blinded_msg": tokens.b64url(state.blinded_msg)})
+    assert status == 200, body
+    signature = tokens.finalize(key, state, tokens.unb64url(body["blind_sig"], tokens.MODULUS_BYTES))
+    return {"nonce": tokens.b64url(nonce), "signature": tokens.b64url(signature)}
+
+
 def chromium(logging_prefs: dict | None = None):
     """Headless Chromium (/usr/bin/chromium) driven by Selenium in a throwaway profile, for a fixture
     (``yield from chromium(...)``): yields the driver, quits it afterwards.

@@ -36,6 +36,7 @@ from service_support import (
     fresh_database,
     new_key,
     population,
+    redeem,
     survey_body,
 )
 
@@ -289,8 +290,10 @@ def padded(ctx) -> bytes:
 
 
 def fresh_token(survey):
+    """A blind token of the survey, redeemed from a new invitation code and not spent."""
     def make(ctx):
-        return invitations(ctx.base, ctx.admin, getattr(ctx, survey), 1)[0]
+        s = getattr(ctx, survey)
+        return redeem(ctx.base, s.id, invitations(ctx.base, ctx.admin, s, 1)[0])
     return make
 
 
@@ -515,7 +518,7 @@ def test_the_valid_request_behind_the_bad_cases_is_stored(shared):
     """The control: the submission every bad case alters is itself accepted (one more row)."""
     before = count(shared.engine, "submissions")
     assert submit(shared.base, shared.A, submission(shared.A, answers={"children": 2**53 - 1})) == STORED  # the largest exact integer
-    token = invitations(shared.base, shared.admin, shared.B, 1)[0]
+    token = redeem(shared.base, shared.B.id, invitations(shared.base, shared.admin, shared.B, 1)[0])
     assert submit(shared.base, shared.B, {**submission(shared.B), "token": token}) == STORED
     assert count(shared.engine, "submissions") == before + 2
 
@@ -580,12 +583,12 @@ def test_a_retry_with_the_same_invitation_is_already_stored(collector, engine):
     """A respondent whose answer was stored but who did not hear it retries: 200, not 403."""
     base, admin, _ = collector
     s = publish(base, admin, requires_token=True)
-    token = invitations(base, admin, s, 1)[0]
+    token = redeem(base, s.id, invitations(base, admin, s, 1)[0])
     body = {**submission(s), "token": token}
     assert submit(base, s, body) == STORED
     assert submit(base, s, body) == REPLAYED
     assert count(engine, "submissions") == 1
-    assert_error(*submit(base, s, {**submission(s), "token": token}), 403)  # the invitation is used
+    assert_error(*submit(base, s, {**submission(s), "token": token}), 403)  # the token is spent
     assert count(engine, "submissions") == 1
 
 
@@ -594,7 +597,7 @@ def test_concurrent_retries_store_one_row_and_an_invitation_serves_once(collecto
     row; one invitation under eight different keys stores one row."""
     base, admin, _ = collector
     s = publish(base, admin, requires_token=True)
-    token, other = invitations(base, admin, s, 2)
+    token, other = (redeem(base, s.id, code) for code in invitations(base, admin, s, 2))
     same = {**submission(s), "token": token}
     different = [{**submission(s, cell=1), "token": other} for _ in range(8)]
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
@@ -686,7 +689,7 @@ def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
         assert re.fullmatch(r"[A-Za-z0-9_-]{22,}", token)
         assert len(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))) * 8 >= 128
     key = new_key()
-    assert submit(base, s, {**submission(s, idempotency_key=key), "token": respondents[0]}) == STORED
+    assert submit(base, s, {**submission(s, idempotency_key=key), "token": redeem(base, s.id, respondents[0])}) == STORED
     with engine.connect() as conn:
         hashes = [r.hash for r in conn.execute(sa.select(db.tokens.c.hash))]
     assert all(re.fullmatch(r"[0-9a-f]{64}", h) for h in hashes)
@@ -715,7 +718,8 @@ def test_init_admin_again_revokes_the_old_admin_token(collector, capsys):
 def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector, engine):
     base, admin, _ = collector
     s = publish(base, admin, requires_token=True)
-    token = invitations(base, admin, s, 1)[0]
+    code = invitations(base, admin, s, 1)[0]
+    token = redeem(base, s.id, code)  # the code is redeemed (deleted) in its own transaction, before
     with engine.connect() as conn:
         columns = sa.inspect(conn).get_columns("submissions")
     assert [c["name"] for c in columns] == ["survey_id", "key_hash", "cell", "answers", "day"]
@@ -727,14 +731,16 @@ def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector
     assert submit(base, s, {**submission(s, cell=2, idempotency_key=key), "token": token}) == STORED
     after_day = dt.datetime.now(dt.UTC).date()
     after = dump(engine)
-    # what changed: one submission row, and the invitation deleted (nothing else, no time anywhere)
-    assert {t for t in after if after[t] != before[t]} == {"submissions", "tokens"}
+    # what changed: one submission row and its token's spent nonce (nothing else, no time anywhere)
+    assert {t for t in after if after[t] != before[t]} == {"submissions", "spent_tokens"}
     assert len(after["submissions"]) == len(before["submissions"]) + 1
+    nonce = base64.urlsafe_b64decode(token["nonce"] + "=" * (-len(token["nonce"]) % 4))
+    assert after["spent_tokens"] == [repr((s.id, hashlib.sha256(nonce).hexdigest()))]
     with engine.connect() as conn:
         (row,) = conn.execute(sa.text("SELECT * FROM submissions")).mappings().all()
         raw_day = conn.execute(sa.text("SELECT day FROM submissions")).scalar_one()
         left = conn.execute(sa.select(db.tokens.c.hash).where(
-            db.tokens.c.hash == hashlib.sha256(token.encode()).hexdigest())).first()
+            db.tokens.c.hash == hashlib.sha256(code.encode()).hexdigest())).first()
     assert set(row) == {"survey_id", "key_hash", "cell", "answers", "day"}
     assert (row["survey_id"], row["cell"], json.loads(row["answers"])) == (s.id, 2, VALID)
     assert row["key_hash"] == hashlib.sha256(key.encode()).hexdigest()
@@ -744,7 +750,7 @@ def test_a_submission_stores_only_survey_key_hash_cell_answers_and_day(collector
     assert type(raw_day) is dt.date and raw_day in (today, after_day)
     assert left is None  # a used invitation leaves no row to match with the submission
     text = json.dumps(after)
-    assert key not in text and token not in text
+    assert key not in text and code not in text and token["nonce"] not in text and token["signature"] not in text
     assert len(audit(base, admin)) == len(before["audit"])  # a submission is not logged
 
 
@@ -1204,7 +1210,7 @@ def test_an_invitation_used_or_not_is_an_unknown_token_to_admin_and_analyst_endp
     base, admin, _ = collector
     s = publish(base, admin, requires_token=True)
     unused, used = invitations(base, admin, s, 2)
-    assert submit(base, s, {**submission(s), "token": used}) == STORED
+    assert submit(base, s, {**submission(s), "token": redeem(base, s.id, used)}) == STORED
     requests = [("GET", "/api/admin/audit", None), ("POST", "/api/admin/analysts", {}),
                 ("POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 1}),
                 ("POST", f"/api/admin/surveys/{s.id}/close", {}),
@@ -1216,7 +1222,7 @@ def test_an_invitation_used_or_not_is_an_unknown_token_to_admin_and_analyst_endp
         assert answers[0] == answers[1] == answers[2], (path, answers)
         assert_error(*answers[0], 401)
     assert dump(engine) == before
-    assert submit(base, s, {**submission(s), "token": unused}) == STORED  # still unused until now
+    assert submit(base, s, {**submission(s), "token": redeem(base, s.id, unused)}) == STORED  # still unused until now
 
 
 def test_an_analyst_token_for_one_survey_reads_that_survey_only(collector, monkeypatch, capsys):
@@ -1516,7 +1522,7 @@ def test_invitations_never_exceed_the_frame_and_the_report_counts_them(collector
     tokens += invitations(base, admin, s, 2)
     assert_error(*call(base, "POST", f"/api/admin/surveys/{s.id}/tokens", {"count": 1}, token=admin), 409)
     for i, token in enumerate(tokens[:4]):  # four of five invitations used, in one cell
-        assert submit(base, s, submission(s, cell=0, token=token, answers=answers_for(i))) == STORED
+        assert submit(base, s, submission(s, cell=0, token=redeem(base, s.id, token), answers=answers_for(i))) == STORED
     assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
     report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst_token(base, admin))[1]
     assert report["access"] == {"invitations": True, "frame": 5, "issued": 5, "used": 4}

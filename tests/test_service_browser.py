@@ -1,9 +1,10 @@
 """The respondent page (/respond/ID) in headless Chromium against a running collector: a respondent
 types her values, reviews and sends; what the browser POSTs (read from Chrome's network log, not
-from the page) holds only the cell, and the stored row has Python's cell; invitation tokens; a
-digest mismatch in the invitation link; no external resource and no console error under the
+from the page) holds only the cell, and the stored row has Python's cell; invitations redeemed for
+blind tokens on the page (issue 40.3); a digest mismatch in the invitation link; no external resource and no console error under the
 server's Content-Security-Policy."""
 
+import base64
 import hashlib
 import json
 import re
@@ -107,7 +108,8 @@ def open_survey(driver, base, survey_id, query=None):
         query = "?digest=" + call(base, "GET", f"/api/surveys/{survey_id}")[1]["digest"]
     driver.get(f"{base}/respond/{survey_id}{query}")
     WebDriverWait(driver, TIMEOUT).until(lambda d: d.find_element(By.ID, "survey-form").is_displayed()
-                                         or d.find_element(By.ID, "error").is_displayed())
+                                         or d.find_element(By.ID, "error").is_displayed()
+                                         or d.find_element(By.ID, "invitation").is_displayed())
 
 
 def labelled(driver, label_text):
@@ -124,14 +126,12 @@ def type_in(driver, label_text, text, replace=False):
     el.send_keys(text)  # a <select>: typing the option's text chooses it
 
 
-def fill(driver, qi_texts, answers, token=None):
+def fill(driver, qi_texts, answers):
     for label, text in zip(QI_LABELS, qi_texts):
         type_in(driver, label, text)
     for name, label in ANSWER_LABELS.items():
         if name in answers:
             type_in(driver, label, str(answers[name]))
-    if token is not None:
-        type_in(driver, TOKEN_LABEL, token)
 
 
 def review_and_send(driver) -> tuple[str, str]:
@@ -193,41 +193,194 @@ def test_respondents_send_only_their_cell(collector, page, published):
     assert sorted(c for c, _ in rows.values()) == sorted(int(c) for c in cells)
 
 
-def test_invitation_token(collector, page, published):
+def use_code(driver, code) -> str:
+    """The invitation step: type the code, choose "Use my invitation code"; the step's message."""
+    type_in(driver, TOKEN_LABEL, code, replace=True)
+    driver.find_element(By.ID, "redeem").send_keys(Keys.ENTER)
+    result = driver.find_element(By.ID, "invitation-result")
+    WebDriverWait(driver, TIMEOUT).until(lambda d: result.text not in ("", "Exchanging your invitation code…"))
+    return result.text
+
+
+def issuance(base, survey_id, code, blinded_msg: str):
+    return call(base, "POST", f"/api/surveys/{survey_id}/issuance", {"code": code, "blinded_msg": blinded_msg})
+
+
+def verify_token(description, token) -> bytes:
+    """The nonce of a submission's token whose signature verifies over the survey's token input
+    (RFC 9578 §5.1, the contract's layout), checked with ``cryptography`` alone."""
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import padding
+
+    issuer = description["issuer"]
+    assert issuer["algorithm"] == "RSABSSA-SHA384-PSS-Deterministic"
+    der = unb64url(issuer["public_key"])
+    assert hashlib.sha256(der).hexdigest() == issuer["key_id"]
+    nonce, signature = unb64url(token["nonce"]), unb64url(token["signature"])
+    assert len(nonce) == 32 and len(signature) == 256
+    message = (b"\x00\x02" + nonce + hashlib.sha256(("probanon/1 " + description["digest"]).encode()).digest()
+               + hashlib.sha256(der).digest())
+    serialization.load_der_public_key(der).verify(
+        signature, message, padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48), hashes.SHA384())
+    return nonce
+
+
+def unb64url(text: str) -> bytes:
+    assert re.fullmatch(r"[A-Za-z0-9_-]*", text)
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def stored_with_submissions(database_url) -> str:
+    """Every value of the submissions and of the spent tokens, as text (for what must not be in them)."""
+    engine = db.connect(database_url)
+    try:
+        with engine.connect() as conn:
+            tables = [t for t in db.metadata.sorted_tables if t.name == "submissions" or "spent" in t.name]
+            assert len(tables) == 2, [t.name for t in tables]
+            return repr([conn.execute(sa.select(t)).all() for t in tables])
+    finally:
+        engine.dispose()
+
+
+def test_blind_token(collector, page, published):
+    """Issue 40.3 in the browser: the page redeems the invitation code first (a blinded message for
+    a blind signature), finalizes the token on the device, and the submission carries only
+    {"nonce", "signature"}; the collector cannot match it to the code, which cannot be redeemed again."""
     base, admin, database_url = collector
     frame, text, spec = published
     survey = publish(collector, text, requires_token=True)
-    status, body = call(base, "POST", f"/api/admin/surveys/{survey['id']}/tokens", {"count": 1}, token=admin)
+    sid = survey["id"]
+    status, description = call(base, "GET", f"/api/surveys/{sid}")
+    assert status == 200 and description["requires_token"] and description["issuer"]
+    status, body = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 2}, token=admin)
     assert status == 200
-    [token] = body["tokens"]
+    code, other_code = body["tokens"]
     qi_texts, answers = respondents(frame, spec)[4]
     [cell], _ = assign(spec, [[float(t) for t in qi_texts]])
-    submissions = f"/api/surveys/{survey['id']}/submissions"
 
-    def refusal(tok):
-        status, body = call(base, "POST", submissions, {"digest": survey["digest"], "cell": int(cell),
-                                                        "answers": answers, "idempotency_key": secrets.token_urlsafe(24),
-                                                        "token": tok})
-        assert status == 403
-        return "Not stored: " + body["detail"]
+    open_survey(page, base, sid)
+    assert page.find_element(By.ID, "invitation").is_displayed()
+    assert not page.find_element(By.ID, "survey-form").is_displayed()  # no question before the code
+    assert page.find_element(By.ID, "status").text == "Verified. Please enter the invitation code printed in your invitation."
+    wrong = "wrong-" + secrets.token_urlsafe(16)
+    message = use_code(page, wrong)
+    assert message.startswith("This invitation code is unknown or has already been used")
+    assert not page.find_element(By.ID, "survey-form").is_displayed()
+    [refused] = [json.loads(b) for b in posted(page)]
+    assert set(refused) == {"code", "blinded_msg"} and refused["code"] == wrong
 
-    open_survey(page, base, survey["id"])
-    fill(page, qi_texts, answers, token="wrong-" + secrets.token_urlsafe(16))
-    assert review_and_send(page)[1] == refusal("wrong-" + secrets.token_urlsafe(16))
-    assert stored(database_url, survey["id"]) == {}
+    assert use_code(page, code) == ("Your invitation code was exchanged on this device for an anonymous token. "
+                                  "The collector cannot tell which invitation your answers come from.")
+    assert page.find_element(By.ID, "survey-form").is_displayed()
+    assert not page.find_element(By.ID, "invitation-form").is_displayed()
+    [request] = [json.loads(b) for b in posted(page)]
+    assert set(request) == {"code", "blinded_msg"} and request["code"] == code
+    assert len(unb64url(request["blinded_msg"])) == 256 and request["blinded_msg"] != refused["blinded_msg"]
+    fill(page, qi_texts, answers)
+    shown, result = review_and_send(page)
+    assert result == "Thank you: your answers were stored."
+    [raw] = posted(page)
+    assert raw == shown
+    sent = json.loads(raw)
+    assert set(sent) == KEYS | {"token"} and set(sent["token"]) == {"nonce", "signature"}
+    assert sent["cell"] == int(cell) and sent["answers"] == answers
+    nonce = verify_token(description, sent["token"])  # an ordinary RSA-PSS signature over the token input
+    assert code not in raw and request["blinded_msg"] not in raw  # nothing the collector saw at issuance
+    rows = stored(database_url, sid)
+    assert rows == {hashlib.sha256(sent["idempotency_key"].encode()).hexdigest(): (int(cell), answers)}
+    everything = stored_with_submissions(database_url)
+    assert hashlib.sha256(nonce).hexdigest() in everything  # the spent nonce, hashed
+    for secret in (code, hashlib.sha256(code.encode()).hexdigest(), request["blinded_msg"], sent["token"]["signature"],
+                   sent["token"]["nonce"]):
+        assert secret not in everything
+    assert page.execute_script("return sessionStorage.length") == 0  # the spent token is forgotten
 
-    type_in(page, TOKEN_LABEL, token, replace=True)  # an edited form is reviewed again
-    assert not page.find_element(By.ID, "review-section").is_displayed()
+    # the code is redeemed: the same blinded message gets the same blind signature again (a lost
+    # answer is retried), another one is refused, in the page as through the API
+    status, first = issuance(base, sid, code, request["blinded_msg"])
+    assert status == 200 and set(first) == {"blind_sig"}
+    assert issuance(base, sid, code, request["blinded_msg"]) == (200, first)
+    status, body = issuance(base, sid, code, refused["blinded_msg"])
+    assert status == 403
+    open_survey(page, base, sid)
+    message = use_code(page, code)
+    assert message == ("This invitation code is unknown or has already been used: check the code printed in your "
+                       f"invitation (the collector said: {body['detail']}).")
+    assert not page.find_element(By.ID, "survey-form").is_displayed()
+    assert stored(database_url, sid) == rows
+
+    # the other respondent's token works once: a second submission with the same token is refused
+    assert use_code(page, other_code).startswith("Your invitation code was exchanged")
+    fill(page, *respondents(frame, spec)[2])
     assert review_and_send(page)[1] == "Thank you: your answers were stored."
-    wrong, right = (json.loads(b) for b in posted(page))
-    assert set(right) == set(wrong) == KEYS | {"token"} and right["token"] == token and wrong["token"] != token
-    rows = stored(database_url, survey["id"])
-    assert rows == {hashlib.sha256(right["idempotency_key"].encode()).hexdigest(): (int(cell), answers)}
+    second = json.loads(posted(page)[-1])
+    again = dict(second, idempotency_key=secrets.token_urlsafe(24))
+    status, body = call(base, "POST", f"/api/surveys/{sid}/submissions", again)
+    assert status == 403
+    assert len(stored(database_url, sid)) == 2
 
-    open_survey(page, base, survey["id"])  # the same invitation again
-    fill(page, qi_texts, answers, token=token)
-    assert review_and_send(page)[1] == refusal(token)
-    assert stored(database_url, survey["id"]) == rows
+
+def test_blind_token_survives_a_lost_answer_and_a_reload(collector, page, published):
+    """The collector cannot be reached: the request is kept, and after a reload the same blinded
+    message is sent again for the same code; the collector redeems it but its answer is lost: the
+    same message again gets the same blind signature; once the token is finalized a reload reuses it
+    (no new issuance), and the submission carries it."""
+    base, admin, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text, requires_token=True)
+    sid = survey["id"]
+    status, description = call(base, "GET", f"/api/surveys/{sid}")
+    status, body = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
+    [code] = body["tokens"]
+    open_survey(page, base, sid)
+    page.execute_cdp_cmd("Network.enable", {})
+    page.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
+                                                               "downloadThroughput": -1, "uploadThroughput": -1})
+    try:
+        message = use_code(page, code)
+    finally:
+        page.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
+                                                                   "downloadThroughput": -1, "uploadThroughput": -1})
+    assert message.startswith("The collector could not be reached. Your code is kept on this device")
+    kept = json.loads(page.execute_script(f"return sessionStorage.getItem('probanon/token/{sid}')"))
+    assert kept["code"] == code
+    network(page)
+
+    open_survey(page, base, sid)  # a reload: the code is filled in, the same request is sent again
+    assert labelled(page, TOKEN_LABEL).get_attribute("value") == code
+    # ... and this time the collector redeems the code but its answer is lost on the way back
+    page.execute_script("""
+        const real = window.fetch;
+        window.fetch = async (url, init) => {
+          const response = await real(url, init);
+          if (String(url).endsWith("/issuance") && !window.dropped) { window.dropped = true; throw new TypeError("lost"); }
+          return response;
+        };""")
+    page.find_element(By.ID, "redeem").send_keys(Keys.ENTER)
+    result = page.find_element(By.ID, "invitation-result")
+    WebDriverWait(page, TIMEOUT).until(lambda d: result.text.startswith("The collector could not be reached"))
+    assert page.execute_script("return window.dropped") is True
+    assert not page.find_element(By.ID, "survey-form").is_displayed()
+    page.find_element(By.ID, "redeem").send_keys(Keys.ENTER)  # the same blinded message: the same blind signature
+    WebDriverWait(page, TIMEOUT).until(lambda d: d.find_element(By.ID, "survey-form").is_displayed())
+    requests = [json.loads(b) for b in posted(page)]
+    assert requests == [{"code": code, "blinded_msg": kept["blinded_msg"]}] * 2
+    saved = json.loads(page.execute_script(f"return sessionStorage.getItem('probanon/token/{sid}')"))
+    assert set(saved) == {"digest", "key_id", "nonce", "signature", "idempotency_key"}  # the code is forgotten
+    assert saved["nonce"] == kept["nonce"]
+
+    open_survey(page, base, sid)  # another reload: the token is reused, no issuance
+    assert page.find_element(By.ID, "invitation-result").text.startswith(
+        "Your invitation code was already exchanged on this device for an anonymous token.")
+    qi_texts, answers = respondents(frame, spec)[1]
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    [raw] = posted(page)
+    sent = json.loads(raw)
+    assert sent["token"] == {"nonce": saved["nonce"], "signature": saved["signature"]}
+    assert sent["idempotency_key"] == saved["idempotency_key"]
+    verify_token(description, sent["token"])
+    assert len(stored(database_url, sid)) == 1
 
 
 def test_digest_in_the_link_must_match(collector, page, published):

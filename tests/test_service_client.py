@@ -1,7 +1,7 @@
 """The respondent client (probanon.service.client) and ``probanon survey respond`` against a running
 collector: the cell is computed locally (equal to the published function's assignment), only the
 cell and the answers travel, a wrong digest stops everything before a request is posted, invitation
-tokens, and retries that keep the idempotency key."""
+codes redeemed for blind tokens, and retries that keep the idempotency key and the token."""
 
 import csv
 import hashlib
@@ -156,23 +156,65 @@ def test_invitation_tokens(collector, posts):
     assert status == 200
     first, second = issued["tokens"]
     values = {"age": 33.0, "income": 2500.0}
-    with pytest.raises(ParameterError, match="invitation token"):
+    with pytest.raises(ParameterError, match="invitation code"):
         client.respond(base, sid, values, ANSWERS)
     assert "POST" not in [m for m, _, _ in posts]
     r = client.respond(base, sid, values, ANSWERS, token=first)
-    assert r.status == 201 and r.sent["token"] == first
-    with pytest.raises(client.ServiceError, match=r"HTTP 403") as used:  # a used invitation
+    # the code went to the issuance only, blinded message beside it; the submission carries the
+    # unblinded token, which the collector never saw and which holds nothing of the code
+    (issuance, submission) = [(p, b) for m, p, b in posts if m == "POST"]
+    assert issuance[0] == f"/api/surveys/{sid}/issuance" and issuance[1]["code"] == first
+    assert submission == (f"/api/surveys/{sid}/submissions", r.sent)
+    assert r.status == 201 and set(r.sent["token"]) == {"nonce", "signature"}
+    assert first not in json.dumps(r.sent) and issuance[1]["blinded_msg"] not in json.dumps(r.sent)
+    with pytest.raises(client.ServiceError, match=r"HTTP 403") as used:  # a redeemed code
         client.respond(base, sid, values, ANSWERS, token=first)
     assert used.value.status == 403 and "\n" not in str(used.value)
     rows = _rows(database, sid)
     assert len(rows) == 1 and first not in json.dumps(rows, default=str)
     assert client.respond(base, sid, values, ANSWERS, token=second).status == 201
-    # a survey without invitations refuses a token before anything is sent
+    # a survey without invitations refuses a code before anything is sent
     _, _, open_id = _publish(base, admin, population(200, seed=5))
     n_posts = [m for m, _, _ in posts].count("POST")
-    with pytest.raises(ParameterError, match="takes no invitation token"):
+    with pytest.raises(ParameterError, match="takes no invitation code"):
         client.respond(base, open_id, values, ANSWERS, token=second)
     assert [m for m, _, _ in posts].count("POST") == n_posts
+
+
+def test_lost_answers_are_asked_again_with_the_same_blinded_message_and_token(collector, monkeypatch):
+    """The collector handles the issuance and the submission but their answers are lost: the client
+    asks again with the same blinded message (the same blind signature comes back: the code is not
+    spent twice) and submits again with the same idempotency key and token ("already stored")."""
+    import urllib.parse
+    import urllib.request
+
+    monkeypatch.setattr(service_http, "BACKOFF", 0.01)
+    base, admin, database = collector
+    _, _, sid = _publish(base, admin, population(200, seed=6), requires_token=True)
+    _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
+    real, seen, lost = urllib.request.urlopen, [], set()
+
+    def losing(req, timeout=None):
+        path = urllib.parse.urlsplit(req.full_url).path
+        answer = real(req, timeout=timeout)
+        if req.get_method() == "POST":
+            body = answer.read()
+            seen.append((path, json.loads(req.data), answer.status, json.loads(body)))
+            if path not in lost:  # handled, then the connection drops before the answer arrives
+                lost.add(path)
+                answer.close()
+                raise ConnectionResetError("connection reset by peer")
+            answer.read = lambda *a: body
+        return answer
+
+    monkeypatch.setattr(urllib.request, "urlopen", losing)
+    r = client.respond(base, sid, {"age": 40.0, "income": 2000.0}, ANSWERS, token=issued["tokens"][0])
+    assert (r.status, r.reply) == (200, {"status": "already stored"})
+    assert [(p.rsplit("/", 1)[1], status) for p, _, status, _ in seen] == \
+        [("issuance", 200), ("issuance", 200), ("submissions", 201), ("submissions", 200)]
+    assert seen[0][1] == seen[1][1] and seen[0][3] == seen[1][3]  # same blinded message, same blind signature
+    assert seen[2][1] == seen[3][1] == r.sent  # same key, same token
+    assert len(_rows(database, sid)) == 1
 
 
 def test_the_same_body_twice_is_stored_once(collector):
@@ -326,7 +368,7 @@ def test_cli_respond_never_takes_the_token_on_the_command_line(collector, capsys
     monkeypatch.setattr(getpass, "getpass", lambda prompt="": asked.append(prompt) or tokens[1])
     monkeypatch.setattr("sys.stdin", Terminal())
     assert main(head + values) == 0
-    assert len(asked) == 1 and "token" in asked[0] and sent_cells() == [cell] * 2
+    assert len(asked) == 1 and "invitation code" in asked[0] and sent_cells() == [cell] * 2
     # no terminal and no --token-file: refused, nothing sent
     monkeypatch.setattr("sys.stdin", Terminal(tty=False))
     assert main(head + values) == 2

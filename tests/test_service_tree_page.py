@@ -326,7 +326,8 @@ def test_respondents_answer_the_trees_questions(collector, page):
     requests, _ = network(page)
     sid = survey["id"]
     assert {e["request"]["url"][len(base):].split("?")[0] for e in requests} <= {
-        f"/respond/{sid}", "/static/respond.css", "/static/survey.js", "/static/respond.js", "/static/favicon.svg",
+        f"/respond/{sid}", "/static/respond.css", "/static/survey.js", "/static/blindrsa.js", "/static/respond.js",
+        "/static/favicon.svg",
         f"/api/surveys/{sid}", f"/api/surveys/{sid}/document", f"/api/surveys/{sid}/spec/canonical",
         f"/api/surveys/{sid}/submissions"}
     assert sorted(c for c, _ in stored(database_url, sid).values()) == sorted(int(c) for c in cells[:3])

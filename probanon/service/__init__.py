@@ -18,10 +18,11 @@ GET      /api/surveys/ID/document               anybody    the survey document (
 GET      /api/surveys/ID/spec                   anybody    the specification, byte for byte as published
 GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the document's
                                                            specification digest)
+POST     /api/surveys/ID/issuance               respondent {code, blinded_msg}: a blind signature (RFC 9474)
 POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]}
 GET      /respond/ID                            anybody    the respondent page
 POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}
-POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitations
+POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitation codes
 POST     /api/admin/surveys/ID/close            admin      close now
 POST     /api/admin/analysts                    admin      {note, survey}: an analyst token (of one survey)
 GET      /api/admin/audit                       admin      the append-only audit log

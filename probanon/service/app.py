@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 import logging
 import re
@@ -29,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from ..errors import ParameterError
-from . import db, export, security, submissions, surveys
+from . import db, export, security, submissions, surveys, tokens
 from .surveys import DuplicateKey, Refused, unique_keys
 
 STATIC = Path(__file__).with_name("static")
@@ -200,8 +201,17 @@ SUBMISSION_SCHEMA = _body_schema({
     "cell": {"type": "integer", "minimum": 0},
     "answers": {"type": "object"},
     "idempotency_key": {"type": "string", "pattern": "^[A-Za-z0-9_-]{22,64}$"},
-    "token": {"type": "string"},
+    "token": {"type": "object", "description": "a blind token (surveys with invitations): RFC 9474 signature by "
+                                               "the survey's issuer over the RFC 9578 token input of the nonce",
+              "properties": {"nonce": {"type": "string", "description": "base64url, 32 bytes"},
+                             "signature": {"type": "string", "description": "base64url, 256 bytes"}},
+              "required": ["nonce", "signature"], "additionalProperties": False},
 }, ["digest", "cell", "answers", "idempotency_key"])
+
+ISSUANCE_SCHEMA = _body_schema({
+    "code": {"type": "string", "description": "the invitation code printed in the letter"},
+    "blinded_msg": {"type": "string", "description": "base64url of the 256-byte blinded token input (RFC 9474 Blind)"},
+}, ["code", "blinded_msg"])
 
 CREATION_SCHEMA = _body_schema({
     "title": {"type": "string"}, "spec": {"type": "string", "description": "the exact text of the specification"},
@@ -225,6 +235,7 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         raise ParameterError("the collector needs at least one allowed host")
     engine = db.connect(database_url)
     cache: dict[int, surveys.Survey] = {}
+    signing_keys: dict[int, object] = {}  # survey id -> its issuer's private key (read from issuer_keys once)
     state = {}
 
     async def lifespan(app):
@@ -341,6 +352,41 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             raise Refused(503, "the database did not answer in time; send the same submission again") from None
         return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
 
+    @app.post("/api/surveys/{survey_id}/issuance", openapi_extra=ISSUANCE_SCHEMA,
+              summary="Redeem an invitation code for a blind signature (RFC 9474)")
+    async def issuance(survey_id: SurveyId, request: Request):
+        s = cache.get(survey_id) or await run_in_threadpool(cached, survey_id)
+        if not s.requires_token:
+            raise Refused(409, "this survey takes no invitations: it has no token issuer")
+        status = s.status()
+        if status != "open":
+            raise Refused(409, f"the survey is {status}")
+        body = await read_json(request, MAX_SUBMISSION_BYTES)
+        if not isinstance(body, dict) or set(body) != {"code", "blinded_msg"}:
+            raise Refused(422, 'send {"code": "<invitation code>", "blinded_msg": "<base64url, 256 bytes>"}')
+        code = body["code"]
+        if not isinstance(code, str) or not 0 < len(code.strip()) <= security.MAX_TOKEN_LENGTH:
+            raise Refused(422, f"'code' is the invitation code: 1..{security.MAX_TOKEN_LENGTH} characters")
+        try:
+            blinded = tokens.unb64url(body["blinded_msg"], tokens.MODULUS_BYTES, "'blinded_msg'")
+        except tokens.TokenError as exc:
+            raise Refused(422, str(exc)) from None
+
+        def redeem():
+            with engine.begin() as conn:
+                if survey_id not in signing_keys:
+                    der = conn.execute(sa.select(db.issuer_keys.c.private_key)
+                                       .where(db.issuer_keys.c.survey_id == survey_id)).scalar_one()
+                    signing_keys[survey_id] = tokens.load_private(der)
+                key = signing_keys[survey_id]
+                if tokens.os2ip(blinded) >= key.private_numbers().public_numbers.n:
+                    raise Refused(422, "'blinded_msg' is not below the survey key's modulus")
+                if not security.redeem_code(conn, code.strip(), survey_id, hashlib.sha256(blinded).hexdigest()):
+                    raise Refused(403, "unknown invitation code, or one already redeemed")
+            return tokens.blind_sign(key, blinded)
+
+        return {"blind_sig": tokens.b64url(await run_in_threadpool(redeem))}
+
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):
         return FileResponse(STATIC / "respond.html", media_type="text/html")
@@ -352,6 +398,11 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     async def create(request: Request):
         actor = await require(request, "admin")
         row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES))
+        # a survey with invitations gets its blind-signing key (issue 40.3): its public form is part
+        # of the description; the private key stays in issuer_keys
+        key = await run_in_threadpool(tokens.new_private_key) if row["requires_token"] else None
+        row["description"] = json.dumps({**json.loads(row["description"]),
+                                         "issuer": None if key is None else tokens.public_form(key)}, sort_keys=True)
 
         def store():
             try:
@@ -360,6 +411,10 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
                             db.surveys.c.spec_canonical == row["spec_canonical"]).limit(1)).first() is not None:
                         raise sa.exc.IntegrityError("a specification is published once", None, None)
                     survey_id = conn.execute(db.surveys.insert().values(**row)).inserted_primary_key[0]
+                    if key is not None:
+                        conn.execute(db.issuer_keys.insert().values(survey_id=survey_id,
+                                                                    private_key=tokens.private_der(key),
+                                                                    public_key=tokens.spki(key)))
                     db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}",
                                   actor)
             except sa.exc.IntegrityError:  # the digest is unique, and so is the specification

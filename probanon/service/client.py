@@ -12,11 +12,18 @@
    cell's failure recomputed by Algorithm A) against the specification digest inside the document;
    the survey is then answered as the document says;
 3. assigns the cell from the respondent's quasi-identifiers (:func:`probanon.survey.spec.assign`);
-4. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
+4. for a survey with invitations, turns the invitation code into a blind token (issue 40.3,
+   :func:`blind_token`): draws a nonce, blinds the token input with the survey's published issuer
+   key, redeems the code for the blind signature (``POST /api/surveys/ID/issuance``), unblinds it
+   and checks it; the collector never sees the token it signed, so it cannot tie the submission
+   to the code;
+5. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
 
-A post that fails on the way (no connection, a timeout, a 5xx) is sent again with the same
-idempotency key, so the collector stores it once; a 4xx is a :class:`ServiceError` with the
-collector's one-line reason.
+A request that fails on the way (no connection, a timeout, a 5xx) is sent again: the issuance with
+the same blinded message (the collector answers it again for the same code), the submission with
+the same idempotency key and token, so the collector stores it once; a 4xx is a
+:class:`ServiceError` with the collector's one-line reason. The blind token needs the
+``cryptography`` package (the ``service`` extra).
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ _INTEGER = re.compile(r"[+-]?[0-9]+")
 class Response:
     """What :func:`respond` sent and what the collector answered."""
 
-    sent: dict  # the body posted (with the token, when one was given)
+    sent: dict  # the body posted (with the blind token, for a survey with invitations)
     status: int  # 201 stored, 200 already stored (the same key and content were stored before)
     reply: dict  # the collector's answer, {"status": "stored" | "already stored"}
     cell: int
@@ -181,10 +188,11 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     """Answer survey ``survey_id`` at ``url``: verify its specification, compute the cell from the
     quasi-identifier ``values`` locally and send only the cell and the ``answers`` (see the module
     docstring). ``expected_digest``: the digest of the invitation (``sha256:HEX``); ``token``: the
-    invitation token of a survey that requires one.
+    invitation code of a survey that requires one (redeemed for a blind token, never sent with
+    the answers).
 
     ``values`` may be a function ``(columns, questions) -> values`` and ``token`` a function
-    ``() -> token`` (prompts, say): they are called once the specification is verified, the token's
+    ``() -> code`` (prompts, say): they are called once the specification is verified, the code's
     only when the survey takes invitations. ``show(document, specification)`` is called with the
     verified survey document before anything is asked or sent (``survey respond`` prints
     :func:`probanon.service.document.summary`)."""
@@ -193,9 +201,9 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
         expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
     info = survey(url, survey_id, timeout)
     if info.get("requires_token") and token is None:
-        raise ParameterError(f"survey {survey_id} takes one invitation token per respondent: give yours")
+        raise ParameterError(f"survey {survey_id} takes one invitation code per respondent: give yours")
     if token is not None and not info.get("requires_token") and not callable(token):
-        raise ParameterError(f"survey {survey_id} takes no invitation token")
+        raise ParameterError(f"survey {survey_id} takes no invitation code")
     if token is not None and not callable(token):
         token = _token_text(token)
     document = verified_document(url, survey_id, info, expected_digest, timeout)
@@ -212,7 +220,7 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     digest = expected_digest or info["digest"]  # the document's, as checked by verified_document
     body = {"digest": digest, "cell": cell, "answers": typed, "idempotency_key": secrets.token_urlsafe(32)}
     if token is not None:
-        body["token"] = token
+        body["token"] = blind_token(url, survey_id, info, token, timeout)
     status, reply = submit(url, survey_id, body, timeout)
     return Response(sent=body, status=status, reply=reply, cell=cell, digest=digest, note=info.get("note"),
                     document=document)
@@ -220,8 +228,33 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
 
 def _token_text(token) -> str:
     if not isinstance(token, str) or not token.strip():
-        raise ParameterError("the invitation token is empty")
+        raise ParameterError("the invitation code is empty")
     return token.strip()
+
+
+def blind_token(url: str, survey_id: int, info: dict, code: str, timeout: float = 30) -> dict:
+    """The submission's ``"token"`` ({"nonce", "signature"}, base64url) for the invitation ``code``
+    (RFC 9474 blind signature over the RFC 9578 token input; see the module docstring): the code is
+    redeemed here, once; the collector signs without seeing the token."""
+    try:
+        from . import tokens
+    except ImportError:  # cryptography is missing
+        raise ParameterError("answering a survey with invitations needs the cryptography package: "
+                             "pip install 'probanon[service]'") from None
+    try:
+        key = tokens.load_public_form(info.get("issuer"))
+    except tokens.TokenError as exc:
+        raise ServiceError(f"the collector's token issuer for survey {survey_id} is malformed ({exc})") from None
+    state, nonce = tokens.mint(key, info["digest"])
+    _, reply = call(url, "POST", f"/api/surveys/{_survey_id(survey_id)}/issuance", timeout=timeout,
+                    body={"code": code, "blinded_msg": tokens.b64url(state.blinded_msg)})
+    try:
+        blind_sig = tokens.unb64url(reply.get("blind_sig") if isinstance(reply, dict) else None,
+                                    tokens.MODULUS_BYTES, "the blind signature")
+        signature = tokens.finalize(key, state, blind_sig)
+    except tokens.TokenError as exc:
+        raise ServiceError(f"the collector's blind signature is not valid ({exc})") from None
+    return {"nonce": tokens.b64url(nonce), "signature": tokens.b64url(signature)}
 
 
 def parse_pairs(text: str, what: str = "values", lines: bool = False) -> dict:

@@ -1,10 +1,16 @@
-"""The collector's database: six tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: nine tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
                  ``closed_at`` may be set, once, by an administrator closing the survey early).
-``tokens``       SHA-256 of every token (admin, analyst, respondent invitation); never the token.
-                 An invitation is deleted when it is used (no "used" flag to match with rows).
+``tokens``       SHA-256 of every token (admin, analyst, respondent invitation code); never the
+                 token. An invitation code is deleted when it is redeemed for a blind signature.
+``issuer_keys``  each survey's RSA blind-signing key (issue 40.3; the private key never leaves it).
+``redemptions``  (survey, SHA-256 of a redeemed code, SHA-256 of the blinded message it was signed
+                 for): a lost answer can be asked again; the blinded message is unlinkable to the
+                 token it becomes (RFC 9474 blindness).
+``spent_tokens`` (survey, SHA-256 of a token's nonce): each token is spent once; written in the
+                 transaction that stores its submission. Nothing in it derives from the code.
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
                  rowid: rows are kept in the order of their random key hash, not of arrival. A
@@ -22,10 +28,12 @@ see it). The triggers bind whoever writes through SQL, the collector included; t
 can still drop them, as they can drop the tables: what they add is that no bug of the collector and
 no SQL injection can rewrite the record, and that rewriting it takes a deliberate act of the owner.
 
-Whoever can read the database files or the server's transaction metadata (PostgreSQL's
-transaction ids, SQLite's WAL before a checkpoint) may still tie an invitation's deletion to the
-row inserted in the same transaction: an office that must not know who answered what keeps no
-record of which invitation token went to whom.
+A submission's transaction writes its row and its token's spent nonce; an invitation code is
+redeemed in an earlier, separate transaction, and nothing it writes can be computed from the token
+(RFC 9474 blindness). Whoever reads the database files or the server's transaction metadata
+(PostgreSQL's transaction ids, SQLite's WAL before a checkpoint) sees only the order and time of
+the two: when one respondent's redemption and submission are consecutive commits, that order still
+pairs them (the close-time rewrite destroys the working files).
 
 SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk when it returns.
 """
@@ -70,6 +78,28 @@ submissions = sa.Table(
     sa.Column("cell", sa.Integer, nullable=False),
     sa.Column("answers", sa.Text, nullable=False),
     sa.Column("day", sa.Date, nullable=False),
+    sqlite_with_rowid=False,
+)
+
+issuer_keys = sa.Table(
+    "issuer_keys", metadata,                                       # issue 40.3: one blind-signing key per survey
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("private_key", sa.LargeBinary, nullable=False),      # PKCS #8 DER; never served
+    sa.Column("public_key", sa.LargeBinary, nullable=False),       # SubjectPublicKeyInfo DER (served in the description)
+)
+
+redemptions = sa.Table(
+    "redemptions", metadata,                                       # invitation codes redeemed at issuance
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("code_hash", sa.String(64), primary_key=True),       # SHA-256 of the code
+    sa.Column("blinded_hash", sa.String(64), nullable=False),      # SHA-256 of the blinded message it was signed for
+    sqlite_with_rowid=False,
+)
+
+spent_tokens = sa.Table(
+    "spent_tokens", metadata,                                      # SHA-256 of each spent token nonce
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("nonce_hash", sa.String(64), primary_key=True),
     sqlite_with_rowid=False,
 )
 

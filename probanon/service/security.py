@@ -6,8 +6,9 @@ token is hashed, looked up by its hash and the stored hash compared with ``hmac.
 
 Roles are separate: an ``admin`` token publishes surveys, issues invitations and analyst tokens and
 reads the audit log; an ``analyst`` token reads releases (of every survey, or of the one survey it
-was issued for); a ``respondent`` token is one invitation to one survey, used once. No token serves
-two roles, and a respondent token is never looked up as an admin or analyst token.
+was issued for); a ``respondent`` token is one invitation code to one survey, redeemed once for a
+blind signature (:mod:`probanon.service.tokens`). No token serves two roles, and a respondent
+token is never looked up as an admin or analyst token.
 """
 
 from __future__ import annotations
@@ -84,13 +85,23 @@ def check(conn, token: str, role: str, survey_id: int | None = None) -> str:
     return wanted[:ID_LENGTH]
 
 
-def consume_invitation(conn, token: str, survey_id: int) -> bool:
-    """Delete the respondent token of ``survey_id`` (inside the caller's transaction): used once,
-    it leaves no row behind; False when it is unknown, of another survey, revoked or already used."""
+def redeem_code(conn, code: str, survey_id: int, blinded_hash: str) -> bool:
+    """Redeem the invitation code of ``survey_id`` for the blinded message whose SHA-256 is
+    ``blinded_hash`` (inside the caller's transaction; issue 40.3). The first time, the code is
+    deleted and (its hash, ``blinded_hash``) recorded; the same code with the same blinded message
+    again is accepted (a lost answer asked again: the signature is deterministic); False when the
+    code is unknown, of another survey, revoked, or redeemed for another blinded message (one
+    answer for all: it tells nothing more)."""
+    wanted = token_hash(code)
     t = db.tokens.c
-    done = conn.execute(db.tokens.delete().where(t.hash == token_hash(token), t.role == "respondent",
+    done = conn.execute(db.tokens.delete().where(t.hash == wanted, t.role == "respondent",
                                                  t.survey_id == survey_id, t.revoked.is_(False)))
-    return done.rowcount == 1
+    if done.rowcount == 1:
+        conn.execute(db.redemptions.insert().values(survey_id=survey_id, code_hash=wanted, blinded_hash=blinded_hash))
+        return True
+    r = db.redemptions.c
+    row = conn.execute(sa.select(r.blinded_hash).where(r.survey_id == survey_id, r.code_hash == wanted)).first()
+    return row is not None and hmac.compare_digest(row.blinded_hash, blinded_hash)
 
 
 def revoke(conn, ident: str) -> str:

@@ -2,8 +2,12 @@
 
 A submission is ``{"digest", "cell", "answers", "idempotency_key"}`` (+ ``"token"`` when the survey
 takes invitations) and nothing else. What is stored: the survey, the SHA-256 of the idempotency
-key, the cell, the answers and the day. The token only marks its invitation used, in the same
-transaction, without any link to the row.
+key, the cell, the answers and the day. The token is a blind token (issue 40.3,
+:mod:`probanon.service.tokens`): ``{"nonce", "signature"}``, an RSA-PSS signature by the survey's
+key over the token input of that nonce, which the collector signed blindly when the respondent
+redeemed her invitation code and so cannot tie to the code. Its signature is checked here; the
+SHA-256 of its nonce is stored in ``spent_tokens`` in the transaction that stores the row, so
+each token is spent once, and nothing about the invitation is written with the submission.
 
 :class:`Writer` is one thread that owns the writes: requests queue their rows, the thread commits
 every row waiting in ONE transaction (SQLite: one fsync of the WAL for the whole batch) and only
@@ -24,8 +28,8 @@ import sqlalchemy as sa
 
 from . import db
 from .answers import SchemaError, check_answers, undeclared
-from .security import MAX_TOKEN_LENGTH, consume_invitation
 from .surveys import Refused, Survey
+from .tokens import TokenError, check_token, load_public_form
 
 KEYS = {"digest", "cell", "answers", "idempotency_key", "token"}
 IDEMPOTENCY = re.compile(r"[A-Za-z0-9_-]{22,64}")
@@ -38,7 +42,7 @@ class Submission:
     key_hash: str
     cell: int
     answers: str  # canonical JSON
-    token: str | None
+    nonce_hash: str | None  # SHA-256 of the blind token's nonce (a survey with invitations)
 
 
 def parse(survey: Survey, body) -> Submission:
@@ -60,10 +64,16 @@ def parse(survey: Survey, body) -> Submission:
     key = body["idempotency_key"]
     if not isinstance(key, str) or not IDEMPOTENCY.fullmatch(key):
         raise Refused(422, "'idempotency_key' must be 22..64 characters of A-Z a-z 0-9 _ -")
-    token = body.get("token")
+    token, nonce_hash = body.get("token"), None
     if survey.requires_token:
-        if not isinstance(token, str) or not 0 < len(token) <= MAX_TOKEN_LENGTH:
-            raise Refused(403, "this survey takes one invitation token per respondent: 'token' is missing or malformed")
+        if token is None:
+            raise Refused(403, "this survey takes one token per respondent (redeem your invitation code at "
+                               "/api/surveys/ID/issuance): 'token' is missing")
+        try:
+            nonce = check_token(issuer_key(survey), survey.digest, token)
+        except TokenError as exc:
+            raise Refused(403, f"invalid token: {exc}") from None
+        nonce_hash = hashlib.sha256(nonce).hexdigest()
     elif token is not None:
         raise Refused(422, "this survey takes no invitation token")
     try:
@@ -71,23 +81,45 @@ def parse(survey: Survey, body) -> Submission:
     except SchemaError as exc:
         raise Refused(422, str(exc)) from None
     return Submission(survey.id, hashlib.sha256(key.encode()).hexdigest(), cell,
-                      json.dumps(answers, sort_keys=True, allow_nan=False), token)
+                      json.dumps(answers, sort_keys=True, allow_nan=False), nonce_hash)
+
+
+_ISSUERS: dict = {}  # key id -> the public key (parsed once)
+
+
+def issuer_key(survey: Survey):
+    """The public key of the survey's issuer (its description's ``"issuer"``)."""
+    form = survey.description.get("issuer")
+    if not isinstance(form, dict):
+        raise Refused(409, "this survey has no token issuer")
+    key_id = form.get("key_id")
+    if key_id not in _ISSUERS:
+        try:
+            _ISSUERS[key_id] = load_public_form(form)
+        except TokenError as exc:  # the collector's own description: a fault
+            raise RuntimeError(f"survey {survey.id}'s issuer is malformed ({exc})") from None
+    return _ISSUERS[key_id]
 
 
 STORED, REPLAYED = "stored", "already stored"
 _INSERT = db.submissions.insert()
+_SPEND = db.spent_tokens.insert()
 
 
 def _write(conn, batch: list[Submission]) -> list:
     """Store a batch inside one transaction: per submission its status, or the :class:`Refused`
-    to answer. Keys already stored are read in one query and the new rows inserted in one
-    statement; a refused submission writes nothing (its token update matched no row)."""
+    to answer. Keys already stored and tokens already spent are read in one query each, the new
+    rows and spent nonces inserted in one statement each; a refused submission writes nothing."""
     t = db.submissions.c
     closed = _closed(conn, {s.survey_id for s in batch})
     stored = {(r.survey_id, r.key_hash): (r.cell, r.answers) for r in conn.execute(  # through the primary key
         sa.select(t.survey_id, t.key_hash, t.cell, t.answers).where(
             t.survey_id.in_({s.survey_id for s in batch}), t.key_hash.in_({s.key_hash for s in batch})))}
-    day, rows, results = db.now().date(), [], []
+    nonces = {s.nonce_hash for s in batch if s.nonce_hash is not None}
+    n = db.spent_tokens.c
+    spent = {(r.survey_id, r.nonce_hash) for r in conn.execute(sa.select(n.survey_id, n.nonce_hash).where(
+        n.survey_id.in_({s.survey_id for s in batch}), n.nonce_hash.in_(nonces)))} if nonces else set()
+    day, rows, results, spending = db.now().date(), [], [], []
     for s in batch:
         old = stored.get((s.survey_id, s.key_hash))
         if s.survey_id in closed:
@@ -95,15 +127,20 @@ def _write(conn, batch: list[Submission]) -> list:
         elif old is not None:
             results.append(REPLAYED if old == (s.cell, s.answers) else
                            Refused(409, "this idempotency key was used for another submission"))
-        elif s.token is not None and not consume_invitation(conn, s.token, s.survey_id):
-            results.append(Refused(403, "unknown, revoked or already used invitation token"))
+        elif s.nonce_hash is not None and (s.survey_id, s.nonce_hash) in spent:
+            results.append(Refused(403, "this token was already spent (one submission per invitation)"))
         else:
+            if s.nonce_hash is not None:
+                spent.add((s.survey_id, s.nonce_hash))
+                spending.append({"survey_id": s.survey_id, "nonce_hash": s.nonce_hash})
             stored[(s.survey_id, s.key_hash)] = (s.cell, s.answers)
             rows.append({"survey_id": s.survey_id, "key_hash": s.key_hash, "cell": s.cell, "answers": s.answers,
                          "day": day})
             results.append(STORED)
     if rows:
         conn.execute(_INSERT, rows)
+    if spending:
+        conn.execute(_SPEND, spending)
     return results
 
 

@@ -333,11 +333,11 @@ def _terminal(what: str, options: str) -> None:
 
 
 def _ask_token() -> str:
-    """The invitation token, typed at a hidden prompt (the survey takes one, none was given)."""
+    """The invitation code, typed at a hidden prompt (the survey takes one, none was given)."""
     import getpass
 
-    _terminal("this survey takes your invitation token", "--token-file FILE, or --token-file - to read standard input")
-    return getpass.getpass("your invitation token (not shown): ")
+    _terminal("this survey takes your invitation code", "--token-file FILE, or --token-file - to read standard input")
+    return getpass.getpass("your invitation code (not shown): ")
 
 
 def _ask_values(columns: list, questions: dict) -> dict:
@@ -362,7 +362,7 @@ class _RefuseToken(argparse.Action):
     shell keeps it in its history); the value is never echoed."""
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.error("--token: an invitation token is never given on the command line (the process list and "
+        parser.error("--token: an invitation code is never given on the command line (the process list and "
                      "the shell history keep it): use --token-file FILE, --token-file - (standard input) or "
                      "type it when asked")
 
@@ -470,7 +470,7 @@ def add_parser(sub) -> None:
     r = ss.add_parser("respond", help="respondent side: verify a collector's survey, compute your cell here and "
                                         "send only the cell and your answers", epilog=example(
         "# --digest: the digest printed in your invitation letter; your AGI and FEDTAX never leave this machine;",
-        "# without --values or --values-file the command asks for them, and for the token (hidden) without --token-file",
+        "# without --values or --values-file the command asks for them, and for the invitation code (hidden) without --token-file",
         "probanon survey respond https://survey.example.org --survey 1 --values-file my_values.txt \\",
         "    --answers satisfaction=7,tenure=owner --token-file invitation.txt --digest sha256:"
         "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
@@ -486,10 +486,12 @@ def add_parser(sub) -> None:
                         "the process list, and the shell history keeps them: prefer --values-file or the prompt)")
     r.add_argument("--answers", required=True, metavar="NAME=V,...", help="your answers (sent)")
     r.add_argument("--token-file", metavar="FILE",
-                   help="your invitation token, for a survey that requires one: the first line of FILE; - reads "
-                        "standard input. Without it the command asks for it (hidden)")
+                   help="your invitation code, for a survey that requires one: the first line of FILE; - reads "
+                        "standard input. Without it the command asks for it (hidden). It is redeemed for a blind "
+                        "token, which is what is sent with your answers: the collector cannot tell which code it "
+                        "came from")
     r.add_argument("--token", nargs="?", action=_RefuseToken, metavar="TOKEN",
-                   help="refused: the process list and the shell history would keep the token; use --token-file "
+                   help="refused: the process list and the shell history would keep the code; use --token-file "
                         "or the prompt")
     r.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest of your invitation letter: the survey document (everything you are asked) "

@@ -14,6 +14,8 @@
   let columns = []; // quasi-identifier columns, in the function's order
   let tree = null; // a decision-tree survey: {answers (true: yes), cell (null until a leaf is reached)}
   let payloadText = null; // the reviewed body, sent byte for byte
+  let issuer = null; // the survey's token key (blindrsa.js importIssuer), when it takes invitations
+  let credential = null; // the unblinded token: {digest, key_id, nonce, signature, idempotency_key}
 
   function surveyId() {
     const m = /\/respond\/(\d+)\/?$/.exec(location.pathname);
@@ -117,6 +119,11 @@
       return refuse("The collector asks for " + asked.name + ", a value that must stay on your device (the key " +
         S.sameAsKey(asked.name, qi) + "), as an answer. Do not answer this survey.");
     }
+    if (survey.requires_token) return invitationStep(); // issue 40.3: the code is redeemed first
+    showQuestions();
+  }
+
+  function showQuestions() {
     buildForm();
     letterGate();
   }
@@ -227,6 +234,138 @@
     return letter.checked || letter.skipped;
   }
 
+  // ------------------------------------------------------------------ the invitation (issue 40.3)
+  // The letter's code is redeemed on this device for a blindly signed token (RFC 9474
+  // RSABSSA-SHA384-PSS-Deterministic, RFC 9578 token input; blindrsa.js) BEFORE the questions:
+  // POST /api/surveys/{id}/issuance {"code", "blinded_msg"} -> {"blind_sig"}. The collector sees the
+  // code and a blinded message; the submission carries the unblinded {"nonce", "signature"}, which
+  // it cannot match to the code. The request (while pending) and then the token are kept in this
+  // tab's sessionStorage, so a lost answer or a reload sends the same blinded message again (the
+  // collector answers the same blind signature for the same code and message) and a token is
+  // never drawn twice.
+
+  const B = () => globalThis.ProbanonBlindRSA;
+
+  function storageKey() {
+    return "probanon/token/" + survey.id;
+  }
+
+  // What this tab keeps for the survey: a pending request {code, nonce, blinded_msg, inv} or a
+  // token {nonce, signature, idempotency_key}; both carry the digest and key id they belong to.
+  function loadSaved() {
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(storageKey()));
+      if (saved && saved.digest === survey.digest && saved.key_id === survey.issuer.key_id) return saved;
+    } catch (e) { /* no storage, or not ours */ }
+    return null;
+  }
+
+  function save(value) {
+    try {
+      if (value === null) sessionStorage.removeItem(storageKey());
+      else sessionStorage.setItem(storageKey(), JSON.stringify(value));
+    } catch (e) { /* storage refused: the page still works, without surviving a reload */ }
+  }
+
+  function invitationMessage(text, ok) {
+    $("invitation-result").className = ok ? "ok" : "error";
+    $("invitation-result").textContent = text;
+  }
+
+  async function invitationStep() {
+    if (!B()) return refuse("This page could not load its token code (blindrsa.js).");
+    try {
+      issuer = await B().importIssuer(survey.issuer);
+    } catch (e) {
+      return refuse("This survey's invitation key cannot be used: " + e.message + ".");
+    }
+    const code = input("text", { required: true, autocomplete: "off", spellcheck: "false" });
+    field($("invitation-fields"), "invitation-code", "Invitation code (printed in your invitation)", code, null);
+    $("invitation").hidden = false;
+    const saved = loadSaved();
+    if (saved && saved.signature) return useCredential(saved, "Your invitation code was already exchanged on this device for an anonymous token.");
+    if (saved && saved.code) $("invitation-code").value = saved.code; // a request left pending
+    $("invitation-form").addEventListener("submit", redeem);
+    setStatus("Verified. Please enter the invitation code printed in your invitation.");
+  }
+
+  // The pending request for this code: the saved one (same code), else a new nonce, blinded.
+  async function pendingRequest(code) {
+    const saved = loadSaved();
+    if (saved && !saved.signature && saved.code === code) return saved;
+    const r = await B().request(issuer, survey.digest);
+    const pending = { digest: survey.digest, key_id: survey.issuer.key_id, code: code,
+      nonce: B().b64urlEncode(r.nonce), blinded_msg: B().b64urlEncode(r.blindedMsg), inv: r.inv.toString(16) };
+    save(pending);
+    return pending;
+  }
+
+  async function redeem(event) {
+    event.preventDefault();
+    const code = $("invitation-code").value.trim();
+    if (code === "") return invitationMessage("Enter the invitation code printed in your invitation.", false);
+    $("redeem").disabled = true;
+    try {
+      await redeemCode(code);
+    } catch (e) {
+      invitationMessage("Your invitation code could not be used: " + e.message, false);
+    } finally {
+      if (credential === null) $("redeem").disabled = false;
+    }
+  }
+
+  async function redeemCode(code) {
+    const pending = await pendingRequest(code);
+    invitationMessage("Exchanging your invitation code…", true);
+    let response;
+    try {
+      response = await fetch("/api/surveys/" + survey.id + "/issuance", {
+        method: "POST", headers: { "Content-Type": "application/json", Accept: "application/json" },
+        body: JSON.stringify({ code: code, blinded_msg: pending.blinded_msg }), cache: "no-store",
+      });
+    } catch (e) {
+      return invitationMessage("The collector could not be reached. Your code is kept on this device: choose " +
+        "\u201cUse my invitation code\u201d to try again (the same request is sent again).", false);
+    }
+    if (response.status === 403) {
+      save(null); // the next code gets a fresh request
+      return invitationMessage("This invitation code is unknown or has already been used: check the code printed " +
+        "in your invitation (the collector said: " + (await detail(response)) + ").", false);
+    }
+    if (response.status === 409) {
+      return invitationMessage("This survey does not take answers now: " + (await detail(response)) + ".", false);
+    }
+    if (!response.ok) {
+      return invitationMessage("Your invitation code could not be used: " + (await detail(response)) + ".", false);
+    }
+    let blindSig;
+    try {
+      blindSig = B().b64urlDecode((await response.json()).blind_sig);
+    } catch (e) {
+      return invitationMessage("The collector's answer is not readable; choose \u201cUse my invitation code\u201d " +
+        "to try again.", false);
+    }
+    let token;
+    try { // RFC 9474 Finalize: refused unless the signature verifies with the survey's published key
+      token = await B().token(issuer, survey.digest, B().b64urlDecode(pending.nonce), blindSig, BigInt("0x" + pending.inv));
+    } catch (e) {
+      return invitationMessage("The collector's answer does not verify with this survey's published key (" +
+        e.message + "): answers sent with it would not count. Do not answer this survey.", false);
+    }
+    const value = { digest: survey.digest, key_id: survey.issuer.key_id, nonce: token.nonce,
+      signature: token.signature, idempotency_key: idempotencyKey() };
+    save(value); // the code, the blinded message and the blind are forgotten
+    useCredential(value, "Your invitation code was exchanged on this device for an anonymous token.");
+  }
+
+  function useCredential(value, text) {
+    credential = value;
+    for (const el of $("invitation-form").elements) el.disabled = true;
+    $("invitation-form").hidden = true;
+    invitationMessage(text + " The collector cannot tell which invitation your answers come from.", true);
+    showQuestions();
+  }
+
   // ------------------------------------------------------------------ the form
 
   function field(container, id, labelText, control, unit) {
@@ -303,10 +442,6 @@
       field($("answer-fields"), "answer-" + idPart(a.name), a.label || a.name, el, null);
     }
     if (!(survey.answers || []).length) $("answer-fields").hidden = true;
-    if (survey.requires_token) {
-      const el = input("text", { required: true, autocomplete: "off", spellcheck: "false" });
-      field($("token-field"), "token", "Invitation code (printed in your invitation)", el, null);
-    }
     if (!survey.requires_token) { // issue 40.1: an open survey says what it does not protect against
       $("open-note").textContent = "Note: " + (survey.note ||
         "this survey takes no invitations: it is not protected against ballot stuffing.");
@@ -424,8 +559,9 @@
       if (el.value === "") continue; // an optional question left blank
       answers[a.name] = a.type === "category" ? el.value : Number(el.value);
     }
-    const payload = { digest: survey.digest, cell: cell, answers: answers, idempotency_key: idempotencyKey() };
-    if (survey.requires_token) payload.token = $("token").value.trim();
+    const payload = { digest: survey.digest, cell: cell, answers: answers,
+      idempotency_key: credential ? credential.idempotency_key : idempotencyKey() };
+    if (survey.requires_token) payload.token = { nonce: credential.nonce, signature: credential.signature };
     payloadText = JSON.stringify(payload, null, 2);
 
     const centroid = spec.function.centroids[cell];
@@ -465,6 +601,7 @@
       $("result").textContent = response.status === 201 ? "Thank you: your answers were stored." :
         "Thank you: your answers had already been stored.";
       for (const el of $("survey-form").elements) el.disabled = true;
+      if (credential) save(null); // the token is spent
       setStatus("Done.");
       return;
     }
