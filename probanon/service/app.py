@@ -29,7 +29,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from ..errors import ParameterError
-from . import db, export, security, submissions, surveys
+from . import closing, db, export, receipts, security, submissions, surveys
 from .surveys import DuplicateKey, Refused, unique_keys
 
 STATIC = Path(__file__).with_name("static")
@@ -223,15 +223,17 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     hosts = host_names(LOOPBACK_HOSTS if hosts is None else hosts)
     if not hosts:
         raise ParameterError("the collector needs at least one allowed host")
-    engine = db.connect(database_url)
+    engine = closing.GatedEngine(db.connect(database_url))  # held while the storage is rewritten at a close
     cache: dict[int, surveys.Survey] = {}
     state = {}
 
     async def lifespan(app):
         state["writer"] = submissions.Writer(engine)
+        state["timer"] = closing.Timer(engine)  # surveys whose closing time passed: storage rewritten
         try:
             yield
         finally:
+            state.pop("timer").stop()
             state.pop("writer").close()
             engine.dispose()
 
@@ -331,7 +333,7 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             result = await asyncio.wait_for(state["writer"].submit(submissions.parse(s, body)), WRITE_SECONDS)
         except TimeoutError:  # the row may still be committed: the same idempotency key tells
             raise Refused(503, "the database did not answer in time; send the same submission again") from None
-        return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
+        return JSONResponse(result, status_code=201 if result["status"] == submissions.STORED else 200)
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):
@@ -345,10 +347,13 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         actor = await require(request, "admin")
         row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES))
 
+        private = receipts.attach(row)  # the survey's receipt key: public in the description
+
         def store():
             try:
                 with engine.begin() as conn:
                     survey_id = conn.execute(db.surveys.insert().values(**row)).inserted_primary_key[0]
+                    conn.execute(db.receipt_keys.insert().values(survey_id=survey_id, private=private))
                     db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}",
                                   actor)
             except sa.exc.IntegrityError:  # the digest is unique
@@ -388,9 +393,14 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             return {"status": "closed"}
 
         try:
-            return await noted_action(request, work)
+            answer = await noted_action(request, work)
         finally:
             cache.pop(survey_id, None)
+        try:  # the storage leaves the order of arrival now (the server's timer tries again if this fails)
+            await run_in_threadpool(closing.close_pending, engine)
+        except Exception as exc:  # noqa: BLE001
+            LOG.error("close rewrite failed: %s (tried again by the timer)", type(exc).__name__)
+        return answer
 
     @app.post("/api/admin/analysts", summary="Issue an analyst token (of every survey, or of one: {\"survey\": ID})")
     async def analyst(request: Request):

@@ -9,7 +9,9 @@
    (their invitation), or else the listed one; the specification's own digest must equal the listed
    digest in any case;
 3. assigns the cell from the respondent's quasi-identifiers (:func:`probanon.survey.spec.assign`);
-4. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
+4. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value;
+5. verifies the receipt in the answer (:func:`checked_receipt`: the survey's Ed25519 signature of
+   exactly what was sent; see :mod:`probanon.service.receipts`), which the respondent keeps.
 
 A post that fails on the way (no connection, a timeout, a 5xx) is sent again with the same
 idempotency key, so the collector stores it once; a 4xx is a :class:`ServiceError` with the
@@ -43,6 +45,7 @@ class Response:
     cell: int
     digest: str
     note: str | None = None  # an open survey: not protected against ballot stuffing (issue 40.1)
+    receipt: dict | None = None  # verified (issue 40.10); None when the survey has no receipt key
 
     @property
     def stored(self) -> bool:
@@ -188,7 +191,29 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     if token is not None:
         body["token"] = token
     status, reply = submit(url, survey_id, body, timeout)
-    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest, note=info.get("note"))
+    receipt = checked_receipt(info, survey_id, body, reply)
+    return Response(sent=body, status=status, reply=reply, cell=cell, digest=v.digest, note=info.get("note"),
+                    receipt=receipt)
+
+
+def checked_receipt(info: dict, survey_id: int, body: dict, reply: dict) -> dict | None:
+    """The receipt of the collector's answer ``reply`` to the submission ``body`` once verified
+    against the survey's "receipt_key" (its Ed25519 signature of the row: survey, cell, SHA-256 of
+    the canonical answers and of the idempotency key), or :class:`ServiceError`; None when the
+    survey has no receipt key (published before receipts)."""
+    import json
+
+    from .receipts import BadReceipt, verify
+
+    key = info.get("receipt_key")
+    if key is None:
+        return None
+    answers = json.dumps(body["answers"], sort_keys=True, allow_nan=False)  # as the collector stores them
+    try:
+        return verify(key, survey_id, body["idempotency_key"], body["cell"], answers, reply.get("receipt"))
+    except BadReceipt as exc:
+        raise ServiceError(f"the answer was stored but its receipt is not valid ({exc}): keep the collector's "
+                           f"answer and tell the survey office") from None
 
 
 def _token_text(token) -> str:

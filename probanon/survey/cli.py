@@ -280,7 +280,10 @@ def cmd_respond(args) -> int:
     r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
-    print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
+    print(f"collector: HTTP {r.status} " + json.dumps({k: v for k, v in r.reply.items() if k != "receipt"},
+                                                     allow_nan=False))
+    if r.receipt is not None:  # verified: the respondent keeps it to check the release report's chain
+        print("receipt (verified; keep it): " + json.dumps(r.receipt, allow_nan=False))
     if r.note:
         print(f"probanon: note: {r.note}", file=sys.stderr)
     return 0 if r.stored else 2
