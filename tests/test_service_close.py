@@ -88,7 +88,8 @@ def _physical(url: str, backend: str, sid: int, arrived: list[str]) -> dict:
                                         {"s": sid}).all()
     finally:
         engine.dispose()
-    return {"heap": {k: tuple(int(x) for x in ctid.strip("()").split(",")) for k, ctid in rows}}
+    block_offset = {k: [int(x) for x in ctid.strip("()").split(",")] for k, ctid in rows}
+    return {"heap": {k: block * 65536 + offset for k, (block, offset) in block_offset.items()}}
 
 
 def _audit(base, admin) -> list:

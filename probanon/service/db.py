@@ -1,4 +1,4 @@
-"""The collector's database: six tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: seven tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
@@ -7,8 +7,8 @@
                  An invitation is deleted when it is used (no "used" flag to match with rows).
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
-                 rowid: rows are kept in the order of their random key hash, not of arrival. A
-                 stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
+                 rowid: keyed by the random key hash (its pages still fill in the order of arrival
+                 until the close rewrite, :mod:`.closing`). A stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
 ``invitation_batches``  the number of invitations each request issued (issue 40.1: never more in
                  all than the frame declared at publication); nothing that names a token.
 ``releases``     each release as computed once (issue 40.2): a declared interim release or the final
@@ -23,8 +23,10 @@ see it). The triggers bind whoever writes through SQL, the collector included; t
 can still drop them, as they can drop the tables: what they add is that no bug of the collector and
 no SQL injection can rewrite the record, and that rewriting it takes a deliberate act of the owner.
 
-Whoever can read the database files or the server's transaction metadata (PostgreSQL's
-transaction ids, SQLite's WAL before a checkpoint) may still tie an invitation's deletion to the
+Storage keeps the order of arrival while a survey is open (SQLite's WAL and page allocation,
+PostgreSQL's heap): at the close, :mod:`.closing` stores the tables of :data:`ORDER_REVEALING` again
+in a random order and destroys the working files. Until then, whoever can read the database files
+or the server's transaction metadata (PostgreSQL's transaction ids, SQLite's WAL) may still tie an invitation's deletion to the
 row inserted in the same transaction: an office that must not know who answered what keeps no
 record of which invitation token went to whom.
 
