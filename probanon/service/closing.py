@@ -16,7 +16,9 @@ SQLite
     again from its rows in a random order (its triggers dropped and re-created around it), then
     ``VACUUM`` stores every table in key order (submissions: the random key hash); the new file is
     fsynced and renamed over the database; the old main file, its ``-wal`` and ``-shm`` are
-    overwritten with zeros, fsynced and unlinked. The engine's connections are closed; new ones
+    overwritten with zeros, fsynced and unlinked (through descriptors opened before SQLite's last
+    close; no ``wal_checkpoint(TRUNCATE)``, which would free the WAL's blocks without overwriting
+    them: ``VACUUM INTO`` reads the WAL's commits anyway). The engine's connections are closed; new ones
     open the new file (:func:`.db._same_file` makes any engine on the path follow).
 PostgreSQL
     In one transaction that locks each order-revealing table exclusively: its rows copied to a
