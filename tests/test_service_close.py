@@ -331,3 +331,39 @@ def test_sqlite_files_hold_the_arrival_order_before_the_close(tmp_path):
         assert sqlite3.connect(path).execute("SELECT count(*) FROM submissions").fetchone() == (100,)
     finally:
         engine.dispose()
+
+
+def test_respondent_checks_her_row_in_the_report(collector, tmp_path, capsys):
+    from probanon.cli import main
+
+    base, admin, url, backend, _ = collector
+    sid, digest, n_cells, frame = _publish(base, admin)
+    _send(base, sid, digest, n_cells, 10)
+    mine = client.respond(base, sid, {"age": float(frame.age[3]), "income": float(frame.income[3])},
+                          {"happy": 4, "region": "south"})
+    assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin)[0] == 200
+    report = call(base, "GET", f"/api/surveys/{sid}/release/report", token=admin_analyst(base, admin))[1]
+    key = client.survey(base, sid)["receipt_key"]
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    (tmp_path / "receipt.json").write_text(json.dumps(mine.receipt))
+    args = ["survey", "receipt", "--report", str(tmp_path / "report.json"), "--receipt", str(tmp_path / "receipt.json")]
+    assert main(args + ["--key", key]) == 0
+    assert capsys.readouterr().out.startswith(f"counted: your row (digest {mine.receipt['row_digest']}) is row ")
+    # a report without her row (deleted, the chain recomputed) does not count it
+    dropped = [d for d in report["chain"]["row_digests"] if d != mine.receipt["row_digest"]]
+    altered = dict(report, chain=dict(report["chain"], rows=len(dropped), row_digests=dropped,
+                                      head=receipts.chain_of(sid, dropped)))
+    (tmp_path / "altered.json").write_text(json.dumps(altered))
+    assert main(["survey", "receipt", "--report", str(tmp_path / "altered.json"), "--receipt",
+                 str(tmp_path / "receipt.json")]) == 2
+    assert "does not count this row" in capsys.readouterr().err
+    # a report whose list was edited without its head
+    edited = dict(report, chain=dict(report["chain"], rows=len(dropped), row_digests=dropped))
+    with pytest.raises(ValueError, match="altered"):
+        receipts.counted(edited, mine.receipt)
+    # a forged receipt (another cell) is refused with the key
+    forged = dict(mine.receipt, cell=(mine.receipt["cell"] + 1) % n_cells)
+    forged["row_digest"] = receipts.sha256_hex(receipts.canonical_row(sid, forged["key_sha256"], forged["cell"],
+                                                                      forged["answers_sha256"]))
+    with pytest.raises(ValueError, match="signature"):
+        receipts.counted(report, forged, key)

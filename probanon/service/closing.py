@@ -186,6 +186,7 @@ def rewrite(engine: sa.Engine) -> None:
 
 def _rewrite_postgres(engine: sa.Engine) -> None:
     with engine.begin() as conn:
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")  # db.connect's schema lock: no deadlock with it
         before = heads(conn)
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")

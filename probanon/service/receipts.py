@@ -163,3 +163,36 @@ def chain(conn, survey_id: int) -> dict:
     digests = [row_digest(survey_id, r.key_hash, r.cell, r.answers) for r in rows]
     return {"order": "key hash (SHA-256 of the idempotency key), ascending", "rows": len(digests),
             "head": chain_of(survey_id, digests), "row_digests": digests}
+
+
+def counted(report: dict, receipt: dict, public_key: str | None = None) -> int:
+    """Where the release ``report`` counts the row of ``receipt``: its position (0-based) in the
+    report's chain, after checking that the chain's head is that of its row digests (and, given the
+    survey's ``public_key``, that the receipt is the survey's signature of its row); ValueError
+    saying what does not hold."""
+    chain_ = report.get("chain") if isinstance(report, dict) else None
+    if not isinstance(chain_, dict) or not isinstance(chain_.get("row_digests"), list):
+        raise ValueError("the report has no hash chain (a collector before issue 40.10?)")
+    digests, survey_id = chain_["row_digests"], report.get("survey")
+    if not isinstance(receipt, dict) or receipt.get("survey") != survey_id:
+        raise ValueError(f"the receipt is not one of survey {survey_id}'s")
+    if chain_.get("rows") != len(digests) or chain_of(survey_id, digests) != chain_.get("head"):
+        raise ValueError("the report's chain head is not that of its row digests: the report was altered")
+    try:
+        message = canonical_row(survey_id, receipt["key_sha256"], receipt["cell"], receipt["answers_sha256"])
+    except (KeyError, TypeError, ValueError):
+        raise ValueError("the receipt is malformed") from None
+    if receipt.get("row_digest") != sha256_hex(message):
+        raise ValueError("the receipt's row digest is not that of its fields")
+    if public_key is not None:
+        from cryptography.exceptions import InvalidSignature
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+        try:
+            Ed25519PublicKey.from_public_bytes(unb64url(public_key)).verify(unb64url(receipt.get("signature")), message)
+        except (ValueError, TypeError, InvalidSignature):
+            raise ValueError("the receipt's signature does not verify with the survey's receipt key") from None
+    if receipt["row_digest"] not in digests:
+        raise ValueError(f"the report does not count this row: its digest {receipt['row_digest']} is not among the "
+                         f"{len(digests)} row digests")
+    return digests.index(receipt["row_digest"])
