@@ -333,7 +333,8 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             result = await asyncio.wait_for(state["writer"].submit(submissions.parse(s, body)), WRITE_SECONDS)
         except TimeoutError:  # the row may still be committed: the same idempotency key tells
             raise Refused(503, "the database did not answer in time; send the same submission again") from None
-        return JSONResponse(result, status_code=201 if result["status"] == submissions.STORED else 200)
+        answer = submissions.answer(result)
+        return JSONResponse(answer, status_code=201 if answer["status"] == submissions.STORED else 200)
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):

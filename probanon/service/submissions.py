@@ -193,11 +193,19 @@ class Writer:
             return [self._answer(conn, s, r) for s, r in zip(submissions, _write(conn, submissions))]
 
     def _answer(self, conn, s: Submission, result):
-        """The body of the answer to a stored submission: its status and receipt."""
+        """(status, the survey's receipt key or None, the submission) of a stored submission: see
+        :func:`answer`."""
         if isinstance(result, Refused):
             return result
         if s.survey_id not in self.keys:
             self.keys[s.survey_id] = receipts.private_key(conn, s.survey_id)
-        key = self.keys[s.survey_id]
-        return {"status": result, "receipt": None if key is None else
-                receipts.receipt(key, s.survey_id, s.key_hash, s.cell, s.answers)}
+        return result, self.keys[s.survey_id], s
+
+
+def answer(result) -> dict:
+    """The body of the answer to a stored submission, its status and receipt, from what the writer
+    settled its future with; signed by the request (in the event loop, while the writer commits the
+    next batch), not in the writer's transaction."""
+    status, key, s = result
+    return {"status": status, "receipt": None if key is None else
+            receipts.receipt(key, s.survey_id, s.key_hash, s.cell, s.answers)}
