@@ -367,3 +367,39 @@ def test_respondent_checks_her_row_in_the_report(collector, tmp_path, capsys):
                                                                       forged["answers_sha256"]))
     with pytest.raises(ValueError, match="signature"):
         receipts.counted(report, forged, key)
+
+
+def test_the_gate_holds_requests_during_a_rewrite_then_answers_503(tmp_path, monkeypatch):
+    from probanon.service.surveys import Refused
+
+    monkeypatch.setattr(closing, "WAIT_SECONDS", 0.3)
+    gated = closing.GatedEngine(db.connect(str(tmp_path / "g.db")))
+    try:
+        with gated.exclusive():
+            t0 = time.monotonic()
+            with pytest.raises(Refused) as refused, gated.begin():
+                pass
+            assert refused.value.status == 503 and time.monotonic() - t0 >= 0.3
+        entered = threading.Event()
+
+        def inside():
+            with gated.connect() as conn:  # a request in progress: the rewrite waits for it
+                entered.set()
+                time.sleep(0.5)
+                with gated.begin():  # the same thread passes again (no deadlock)
+                    conn.exec_driver_sql("SELECT 1")
+
+        worker = threading.Thread(target=inside)
+        worker.start()
+        entered.wait(5)
+        t0 = time.monotonic()
+        with gated.exclusive(timeout=5):
+            assert time.monotonic() - t0 >= 0.3  # waited for the request to end
+        worker.join()
+        with pytest.raises(TimeoutError):  # a request that does not end: the rewrite is tried later
+            with gated.connect(), gated.exclusive(timeout=0.2):
+                pass
+        with gated.begin() as conn:  # and the gate is open again
+            assert conn.exec_driver_sql("SELECT 1").scalar_one() == 1
+    finally:
+        gated.dispose()
