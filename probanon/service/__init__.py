@@ -16,7 +16,8 @@ GET      /api/surveys                           anybody    the open surveys
 GET      /api/surveys/ID                        anybody    title, digest, window, questions, answer schema
 GET      /api/surveys/ID/spec                   anybody    the specification, byte for byte as published
 GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the digest)
-POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]}
+POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]};
+                                                           201 {status, receipt} (:mod:`.receipts`)
 GET      /respond/ID                            anybody    the respondent page
 POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}
 POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitations
@@ -28,7 +29,9 @@ GET      /api/surveys/ID/release/report         analyst    participation per cel
 =======  =====================================  =========  ==============================================
 
 Needs the ``service`` extra (FastAPI, uvicorn with httptools, SQLAlchemy, psycopg); the respondent client
-(:mod:`probanon.service.client`) needs only the standard library.
+(:mod:`probanon.service.client`) needs only the standard library, and ``cryptography`` to verify the
+receipt (Ed25519). At a survey's close the storage is rewritten without the order of arrival
+(:mod:`.closing`).
 """
 
 

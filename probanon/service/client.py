@@ -203,11 +203,15 @@ def checked_receipt(info: dict, survey_id: int, body: dict, reply: dict) -> dict
     survey has no receipt key (published before receipts)."""
     import json
 
-    from .receipts import BadReceipt, verify
-
     key = info.get("receipt_key")
     if key is None:
         return None
+    try:
+        from .receipts import BadReceipt, verify
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise ServiceError("the answer was stored, but its receipt cannot be verified without the cryptography "
+                           "package (pip install 'probanon[service]'): keep the collector's answer") from None
     answers = json.dumps(body["answers"], sort_keys=True, allow_nan=False)  # as the collector stores them
     try:
         return verify(key, survey_id, body["idempotency_key"], body["cell"], answers, reply.get("receipt"))

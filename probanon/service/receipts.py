@@ -36,10 +36,6 @@ from __future__ import annotations
 import base64
 import hashlib
 
-import sqlalchemy as sa
-
-from . import db
-
 ROW_TAG = "probanon/1 row"
 CHAIN_TAG = "probanon/1 chain "
 
@@ -99,7 +95,10 @@ def attach(row: dict) -> bytes:
 
 def private_key(conn, survey_id: int):
     """The survey's Ed25519 private key, or None (a survey published before receipts)."""
+    import sqlalchemy as sa
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from . import db
 
     raw = conn.execute(sa.select(db.receipt_keys.c.private).where(db.receipt_keys.c.survey_id == survey_id)).scalar()
     return None if raw is None else Ed25519PrivateKey.from_private_bytes(bytes(raw))
@@ -157,6 +156,10 @@ def chain_of(survey_id: int, digests) -> str:
 def chain(conn, survey_id: int) -> dict:
     """The survey's stored rows as the release report publishes them: {"order", "rows", "head",
     "row_digests"} in key-hash order."""
+    import sqlalchemy as sa
+
+    from . import db
+
     t = db.submissions.c
     rows = sorted(conn.execute(sa.select(t.key_hash, t.cell, t.answers).where(t.survey_id == survey_id)).all(),
                   key=lambda r: r.key_hash)  # in Python: no collation of the database's locale
