@@ -403,3 +403,15 @@ def test_the_gate_holds_requests_during_a_rewrite_then_answers_503(tmp_path, mon
             assert conn.exec_driver_sql("SELECT 1").scalar_one() == 1
     finally:
         gated.dispose()
+
+
+def test_a_crashed_rewrite_leaves_no_copy(tmp_path):
+    path = tmp_path / "c.db"
+    engine = db.connect(str(path))
+    try:
+        (tmp_path / "c.db.rewrite-0badc0de").write_bytes(b"a copy of every row" * 100)
+        (tmp_path / "c.db.rewrite-0badc0de-journal").write_bytes(b"its journal")
+        assert sorted(closing.sweep(engine)) == ["c.db.rewrite-0badc0de", "c.db.rewrite-0badc0de-journal"]
+        assert not [f for f in os.listdir(tmp_path) if ".rewrite-" in f]
+    finally:
+        engine.dispose()

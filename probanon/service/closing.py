@@ -155,6 +155,10 @@ class Timer:
         self.thread.start()
 
     def _run(self) -> None:
+        try:
+            sweep(self.gated.engine)
+        except OSError as exc:
+            LOG.error("could not destroy a rewrite's leftover file: %s", type(exc).__name__)
         while True:
             try:
                 close_pending(self.gated)
@@ -284,6 +288,26 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
                 _overwrite(fd)
             finally:
                 os.close(fd)
+
+
+def sweep(engine: sa.Engine) -> list[str]:
+    """Overwrite and unlink the new files of a SQLite rewrite that a crash interrupted (a full copy
+    of the data, not yet swapped in): at the server's start. The names removed."""
+    if engine.dialect.name != "sqlite" or not engine.url.database:
+        return []
+    path = os.path.abspath(engine.url.database)
+    directory, name = os.path.split(path)
+    removed = []
+    for entry in os.listdir(directory):
+        if entry.startswith(name + ".rewrite-"):
+            fd = os.open(os.path.join(directory, entry), os.O_RDWR)
+            try:
+                _overwrite(fd)
+            finally:
+                os.close(fd)
+            os.unlink(os.path.join(directory, entry))
+            removed.append(entry)
+    return removed
 
 
 def _overwrite(fd: int, chunk: int = 1 << 20) -> None:
