@@ -130,20 +130,16 @@ def pending(conn) -> list[int]:
 def close_pending(gated: GatedEngine, actor: str | None = None) -> list[int]:
     """Rewrite the storage if a survey closed since the last rewrite; the surveys it was for."""
     with gated.connect() as conn:
-        due = pending(conn)
-    if not due:
-        return []
+        if not pending(conn):
+            return []
     with gated.exclusive() as engine:
-        with engine.connect() as conn:  # again, now that nothing else runs
-            due = pending(conn)
-        if due:
-            rewrite(engine)
-            with engine.begin() as conn:
-                for survey_id in due:
-                    db.log_action(conn, "collector", ACTION, survey_id,
-                                  "every order-revealing table stored again in a random order; working files destroyed",
-                                  actor)
-    return due
+        return rewrite(engine, actor, only_if_pending=True)
+
+
+def _log(conn, due: list[int], actor: str | None) -> None:
+    for survey_id in due:
+        db.log_action(conn, "collector", ACTION, survey_id,
+                      "every order-revealing table stored again in a random order; working files destroyed", actor)
 
 
 class Timer:
@@ -179,18 +175,28 @@ def heads(conn) -> dict:
     return {sid: chain(conn, sid)["head"] for sid in conn.execute(sa.select(db.surveys.c.id)).scalars()}
 
 
-def rewrite(engine: sa.Engine) -> None:
+def rewrite(engine: sa.Engine, actor: str | None = None, only_if_pending: bool = False) -> list[int]:
     """Store every order-revealing table again in a random order and destroy the working files
-    (module docstring); nothing else may use the database meanwhile."""
+    (module docstring); nothing else in this process may use the database meanwhile. The surveys
+    closed since the last rewrite are logged ("storage rewritten") and returned; with
+    ``only_if_pending``, nothing is done when there are none (another server did it)."""
     if engine.dialect.name == "sqlite":
-        _rewrite_sqlite(engine)
-    else:
-        _rewrite_postgres(engine)
+        with engine.connect() as conn:
+            due = pending(conn)
+        if due or not only_if_pending:
+            _rewrite_sqlite(engine)
+            with engine.begin() as conn:
+                _log(conn, due, actor)
+        return due
+    return _rewrite_postgres(engine, actor, only_if_pending)
 
 
-def _rewrite_postgres(engine: sa.Engine) -> None:
+def _rewrite_postgres(engine: sa.Engine, actor: str | None, only_if_pending: bool) -> list[int]:
     with engine.begin() as conn:
-        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")  # db.connect's schema lock: no deadlock with it
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")  # db.connect's schema lock: no deadlock with
+        due = pending(conn)  # it, and collectors sharing the database rewrite one after the other
+        if not due and only_if_pending:
+            return []
         before = heads(conn)
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
@@ -203,9 +209,11 @@ def _rewrite_postgres(engine: sa.Engine) -> None:
             conn.exec_driver_sql("DROP TABLE probanon_shuffle")
         if heads(conn) != before:
             raise RuntimeError("the rewrite changed the stored rows")  # rolled back
+        _log(conn, due, actor)
     with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"VACUUM FULL {table}")
+    return due
 
 
 def _sqlite_connect(path: str):
