@@ -70,7 +70,8 @@ def test_respond_stores_the_locally_computed_cell_and_no_quasi_identifier(collec
         r = client.respond(base, sid, values, ANSWERS)
         # the cell: the published function applied to the values, and the design's own label of the record
         assert r.cell == int(assign(spec, [[values["age"], values["income"]]])[0][0]) == d.labels[i]
-        assert (r.status, r.reply, r.digest) == (201, {"status": "stored"}, _letter(base, sid))
+        assert (r.status, r.reply["status"], r.digest) == (201, "stored", _letter(base, sid))
+        assert r.receipt == r.reply["receipt"]  # verified by respond (issue 40.10)
         assert set(r.sent) == {"digest", "cell", "answers", "idempotency_key"}
         assert r.sent["answers"] == ANSWERS
         assert set(r.sent["answers"]) == set(ANSWERS)  # no quasi-identifier name, and no value either:
@@ -221,7 +222,7 @@ def test_the_same_body_twice_is_stored_once(collector):
     base, admin, database = collector
     _, spec, sid = _publish(base, admin, population(200, seed=6))
     r = client.respond(base, sid, {"age": 70.0, "income": 4000.0}, ANSWERS)
-    assert client.submit(base, sid, r.sent) == (200, {"status": "already stored"})
+    assert client.submit(base, sid, r.sent) == (200, {"status": "already stored", "receipt": r.receipt})
     assert len(_rows(database, sid)) == 1
     changed = dict(r.sent, cell=(r.cell + 1) % len(spec["cells"]))
     with pytest.raises(client.ServiceError, match="HTTP 409") as err:

@@ -19,7 +19,8 @@ GET      /api/surveys/ID/spec                   anybody    the specification, by
 GET      /api/surveys/ID/spec/canonical         anybody    its canonical bytes (SHA-256 = the document's
                                                            specification digest)
 POST     /api/surveys/ID/issuance               respondent {code, blinded_msg}: a blind signature (RFC 9474)
-POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]}
+POST     /api/surveys/ID/submissions            respondent {digest, cell, answers, idempotency_key[, token]};
+                                                           201 {status, receipt} (:mod:`.receipts`)
 GET      /respond/ID                            anybody    the respondent page
 POST     /api/admin/surveys                     admin      publish {title, spec, answers, opens, closes, ...}
 POST     /api/admin/surveys/ID/tokens           admin      {count}: single-use invitation codes
@@ -31,7 +32,9 @@ GET      /api/surveys/ID/release/report         analyst    participation per cel
 =======  =====================================  =========  ==============================================
 
 Needs the ``service`` extra (FastAPI, uvicorn with httptools, SQLAlchemy, psycopg); the respondent client
-(:mod:`probanon.service.client`) needs only the standard library.
+(:mod:`probanon.service.client`) needs only the standard library, and ``cryptography`` to verify the
+receipt (Ed25519). At a survey's close the storage is rewritten without the order of arrival
+(:mod:`.closing`).
 """
 
 

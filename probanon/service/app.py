@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 
 from ..errors import ParameterError
-from . import db, export, security, submissions, surveys, tokens
+from . import closing, db, export, receipts, security, submissions, surveys, tokens
 from .surveys import DuplicateKey, Refused, unique_keys
 
 STATIC = Path(__file__).with_name("static")
@@ -233,16 +233,18 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     hosts = host_names(LOOPBACK_HOSTS if hosts is None else hosts)
     if not hosts:
         raise ParameterError("the collector needs at least one allowed host")
-    engine = db.connect(database_url)
+    engine = closing.GatedEngine(db.connect(database_url))  # held while the storage is rewritten at a close
     cache: dict[int, surveys.Survey] = {}
     signing_keys: dict[int, object] = {}  # survey id -> its issuer's private key (read from issuer_keys once)
     state = {}
 
     async def lifespan(app):
         state["writer"] = submissions.Writer(engine)
+        state["timer"] = closing.Timer(engine)  # surveys whose closing time passed: storage rewritten
         try:
             yield
         finally:
+            state.pop("timer").stop()
             state.pop("writer").close()
             engine.dispose()
 
@@ -350,7 +352,8 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             result = await asyncio.wait_for(state["writer"].submit(submissions.parse(s, body)), WRITE_SECONDS)
         except TimeoutError:  # the row may still be committed: the same idempotency key tells
             raise Refused(503, "the database did not answer in time; send the same submission again") from None
-        return JSONResponse({"status": result}, status_code=201 if result == submissions.STORED else 200)
+        answer = submissions.answer(result)
+        return JSONResponse(answer, status_code=201 if answer["status"] == submissions.STORED else 200)
 
     @app.post("/api/surveys/{survey_id}/issuance", openapi_extra=ISSUANCE_SCHEMA,
               summary="Redeem an invitation code for a blind signature (RFC 9474)")
@@ -404,6 +407,8 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         row["description"] = json.dumps({**json.loads(row["description"]),
                                          "issuer": None if key is None else tokens.public_form(key)}, sort_keys=True)
 
+        private = receipts.attach(row)  # the survey's receipt key: public in the description
+
         def store():
             try:
                 with engine.begin() as conn:
@@ -415,6 +420,7 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
                         conn.execute(db.issuer_keys.insert().values(survey_id=survey_id,
                                                                     private_key=tokens.private_der(key),
                                                                     public_key=tokens.spki(key)))
+                    conn.execute(db.receipt_keys.insert().values(survey_id=survey_id, private=private))
                     db.log_action(conn, "admin", "survey published", survey_id, f"{row['title']} {row['digest']}",
                                   actor)
             except sa.exc.IntegrityError:  # the digest is unique, and so is the specification
@@ -454,9 +460,14 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
             return {"status": "closed"}
 
         try:
-            return await noted_action(request, work)
+            answer = await noted_action(request, work)
         finally:
             cache.pop(survey_id, None)
+        try:  # the storage leaves the order of arrival now (the server's timer tries again if this fails)
+            await run_in_threadpool(closing.close_pending, engine)
+        except Exception as exc:  # noqa: BLE001
+            LOG.error("close rewrite failed: %s (tried again by the timer)", type(exc).__name__)
+        return answer
 
     @app.post("/api/admin/analysts", summary="Issue an analyst token (of every survey, or of one: {\"survey\": ID})")
     async def analyst(request: Request):

@@ -18,6 +18,8 @@
    and checks it; the collector never sees the token it signed, so it cannot tie the submission
    to the code;
 5. posts ``{digest, cell, answers, idempotency_key[, token]}``: never a quasi-identifier value.
+6. verifies the receipt in the answer (:func:`checked_receipt`: the survey's Ed25519 signature of
+   exactly what was sent; see :mod:`probanon.service.receipts`), which the respondent keeps.
 
 A request that fails on the way (no connection, a timeout, a 5xx) is sent again: the issuance with
 the same blinded message (the collector answers it again for the same code), the submission with
@@ -55,6 +57,7 @@ class Response:
     digest: str
     note: str | None = None  # an open survey: not protected against ballot stuffing (issue 40.1)
     document: dict | None = None  # the verified survey document: what was asked (issue 40.4)
+    receipt: dict | None = None  # verified (issue 40.10); None when the survey has no receipt key
 
     @property
     def stored(self) -> bool:
@@ -222,8 +225,33 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     if token is not None:
         body["token"] = blind_token(url, survey_id, info, token, timeout)
     status, reply = submit(url, survey_id, body, timeout)
+    receipt = checked_receipt(info, survey_id, body, reply)
     return Response(sent=body, status=status, reply=reply, cell=cell, digest=digest, note=info.get("note"),
-                    document=document)
+                    document=document, receipt=receipt)
+
+
+def checked_receipt(info: dict, survey_id: int, body: dict, reply: dict) -> dict | None:
+    """The receipt of the collector's answer ``reply`` to the submission ``body`` once verified
+    against the survey's "receipt_key" (its Ed25519 signature of the row: survey, cell, SHA-256 of
+    the canonical answers and of the idempotency key), or :class:`ServiceError`; None when the
+    survey has no receipt key (published before receipts)."""
+    import json
+
+    key = info.get("receipt_key")
+    if key is None:
+        return None
+    try:
+        from .receipts import BadReceipt, verify
+        import cryptography  # noqa: F401
+    except ImportError:
+        raise ServiceError("the answer was stored, but its receipt cannot be verified without the cryptography "
+                           "package (pip install 'probanon[service]'): keep the collector's answer") from None
+    answers = json.dumps(body["answers"], sort_keys=True, allow_nan=False)  # as the collector stores them
+    try:
+        return verify(key, survey_id, body["idempotency_key"], body["cell"], answers, reply.get("receipt"))
+    except BadReceipt as exc:
+        raise ServiceError(f"the answer was stored but its receipt is not valid ({exc}): keep the collector's "
+                           f"answer and tell the survey office") from None
 
 
 def _token_text(token) -> str:

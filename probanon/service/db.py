@@ -1,4 +1,4 @@
-"""The collector's database: nine tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: ten tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
@@ -13,13 +13,14 @@
                  transaction that stores its submission. Nothing in it derives from the code.
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
-                 rowid: rows are kept in the order of their random key hash, not of arrival. A
-                 stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
+                 rowid: keyed by the random key hash (its pages still fill in the order of arrival
+                 until the close rewrite, :mod:`.closing`). A stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
 ``invitation_batches``  the number of invitations each request issued (issue 40.1: never more in
                  all than the frame declared at publication); nothing that names a token.
 ``releases``     each release as computed once (issue 40.2): a declared interim release or the final
                  one, the responses per cell it counted, its report and its records in each format
                  in one random order, served byte for byte; a trigger refuses UPDATE and DELETE.
+``receipt_keys`` each survey's Ed25519 receipt key (issue 40.10: :mod:`.receipts`), made at publication.
 ``audit``        append-only log of administrative actions, each with the acting token's id
                  (the first 12 hex digits of its hash); a trigger refuses UPDATE and DELETE.
 
@@ -34,6 +35,10 @@ redeemed in an earlier, separate transaction, and nothing it writes can be compu
 (PostgreSQL's transaction ids, SQLite's WAL before a checkpoint) sees only the order and time of
 the two: when one respondent's redemption and submission are consecutive commits, that order still
 pairs them (the close-time rewrite destroys the working files).
+
+Storage keeps the order of arrival while a survey is open (SQLite's WAL and page allocation,
+PostgreSQL's heap): at the close, :mod:`.closing` stores the tables of :data:`ORDER_REVEALING` again
+in a random order and destroys the working files. 
 
 SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk when it returns.
 """
@@ -134,6 +139,17 @@ audit = sa.Table(
     sa.Column("note", sa.Text, nullable=True),
 )
 
+receipt_keys = sa.Table(
+    "receipt_keys", metadata,                                      # issue 40.10: each survey's Ed25519 key
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("private", sa.LargeBinary, nullable=False),           # raw 32 bytes; the public key is in the description
+)
+
+#: tables whose storage order could tell the order in which respondents arrived: the close rewrite
+#: (:mod:`.closing`) stores their rows again in a random order (a table added later that grows with
+#: the submissions, e.g. spent tokens, is one more name here)
+ORDER_REVEALING = ("submissions",)
+
 _STORED = "a stored submission is never changed or deleted"
 _RELEASED = "a release is computed once and never changed"
 _IMMUTABLE = "title, spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
@@ -208,6 +224,33 @@ def normalise_url(url: str) -> str:
     return url
 
 
+def _same_file(engine: sa.Engine) -> None:
+    """A pooled SQLite connection is used again only while the path still names the file it opened:
+    after the close rewrite (:mod:`.closing`) swapped in a new file, it is discarded and a new one
+    opened on the new file (by this engine or any other engine on the same path)."""
+    import os
+
+    path = engine.url.database
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return
+
+    def inode():
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_dev, st.st_ino
+
+    @event.listens_for(engine, "connect")
+    def opened(_dbapi_connection, record):
+        record.info["probanon_file"] = inode()
+
+    @event.listens_for(engine, "checkout")
+    def checkout(_dbapi_connection, record, _proxy):
+        if record.info.get("probanon_file") != inode():
+            raise sa.exc.DisconnectionError("the database file was replaced")
+
+
 def connect(url: str) -> sa.Engine:
     """An engine on ``url`` with the schema created (idempotent) and the triggers in place."""
     url = normalise_url(url)
@@ -217,6 +260,7 @@ def connect(url: str) -> sa.Engine:
         raise ParameterError(f"--database: cannot use {url.split('://', 1)[0]!r} ({str(exc).splitlines()[0]})") from None
     if engine.dialect.name == "sqlite":
         event.listen(engine, "connect", _sqlite_pragmas)
+        _same_file(engine)
     elif engine.dialect.name != "postgresql":
         raise ParameterError(f"--database: SQLite or PostgreSQL, not {engine.dialect.name}")
     try:

@@ -29,6 +29,7 @@ import sqlalchemy as sa
 
 from ..attacks.scope import GUARANTEES
 from . import db
+from .receipts import chain
 from .surveys import Refused, Survey, iso
 
 FORMATS = {"csv": "text/csv; charset=utf-8", "parquet": "application/vnd.apache.parquet", "json": "application/json"}
@@ -181,6 +182,7 @@ def published(conn, survey: Survey, at=None):
     records, rep = _records(survey, frame, counts, before if closed else None)
     rep["release"] = {"seq": len(stored), "final": closed, "at": iso(at), "interim_declared": len(survey.interim)}
     rep["access"] = access(conn, survey)
+    rep["chain"] = chain(conn, survey.id)  # issue 40.10: every stored row, in key-hash order
     row = dict(survey_id=survey.id, seq=len(stored), final=closed, at=at, counts=json.dumps(counts.tolist()),
                report=json.dumps(rep, allow_nan=False).encode("utf-8"),
                **{fmt: encode(records, rep, fmt) for fmt in FORMATS})

@@ -11,7 +11,8 @@ each token is spent once, and nothing about the invitation is written with the s
 
 :class:`Writer` is one thread that owns the writes: requests queue their rows, the thread commits
 every row waiting in ONE transaction (SQLite: one fsync of the WAL for the whole batch) and only
-then answers each request. A client is told 201 only when its row is on disk.
+then answers each request. A client is told 201 only when its row is on disk, with its receipt
+(:mod:`.receipts`: the survey's Ed25519 signature of the row; 200 "already stored" carries it too).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
-from . import db
+from . import db, receipts
 from .answers import SchemaError, check_answers, undeclared
 from .surveys import Refused, Survey
 from .tokens import TokenError, check_token, load_public_form
@@ -169,6 +170,7 @@ class Writer:
     def __init__(self, engine: sa.Engine):
         self.engine = engine
         self.queue: queue.Queue = queue.Queue()
+        self.keys: dict = {}  # survey id -> its receipt key (None: published before receipts)
         self.thread = threading.Thread(target=self._run, name="probanon-writer", daemon=True)
         self.thread.start()
 
@@ -205,6 +207,8 @@ class Writer:
         submissions = [s for s, _, _ in batch]
         try:
             results = self._transaction(submissions)
+        except Refused as exc:  # the gate of a storage rewrite (closing.GatedEngine): 503 for all
+            results = [exc] * len(submissions)
         except Exception:  # noqa: BLE001 - retried one by one, where each error is reported
             results = []
             for s in submissions:
@@ -223,4 +227,22 @@ class Writer:
 
     def _transaction(self, submissions: list[Submission]) -> list:
         with self.engine.begin() as conn:
-            return _write(conn, submissions)
+            return [self._answer(conn, s, r) for s, r in zip(submissions, _write(conn, submissions))]
+
+    def _answer(self, conn, s: Submission, result):
+        """(status, the survey's receipt key or None, the submission) of a stored submission: see
+        :func:`answer`."""
+        if isinstance(result, Refused):
+            return result
+        if s.survey_id not in self.keys:
+            self.keys[s.survey_id] = receipts.private_key(conn, s.survey_id)
+        return result, self.keys[s.survey_id], s
+
+
+def answer(result) -> dict:
+    """The body of the answer to a stored submission, its status and receipt, from what the writer
+    settled its future with; signed by the request (in the event loop, while the writer commits the
+    next batch), not in the writer's transaction."""
+    status, key, s = result
+    return {"status": status, "receipt": None if key is None else
+            receipts.receipt(key, s.survey_id, s.key_hash, s.cell, s.answers)}

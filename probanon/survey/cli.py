@@ -280,7 +280,10 @@ def cmd_respond(args) -> int:
     r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest, show=_show_document)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
-    print(f"collector: HTTP {r.status} " + json.dumps(r.reply, allow_nan=False))
+    print(f"collector: HTTP {r.status} " + json.dumps({k: v for k, v in r.reply.items() if k != "receipt"},
+                                                     allow_nan=False))
+    if r.receipt is not None:  # verified: the respondent keeps it to check the release report's chain
+        print("receipt (verified; keep it): " + json.dumps(r.receipt, allow_nan=False))
     if r.note:
         print(f"probanon: note: {r.note}", file=sys.stderr)
     return 0 if r.stored else 2
@@ -310,6 +313,34 @@ def _show_document(document: dict, spec: dict) -> None:
 
     for line in summary(document, spec):
         print(f"document: {line}", flush=True)
+
+
+def cmd_receipt(args) -> int:
+    """Exit 0: the release report counts the receipt's row (and its chain is intact); 2: it does not
+    (one line saying why)."""
+    from ..errors import InputError
+    from ..service.receipts import counted
+
+    def load(path, option):
+        try:
+            return json.loads(_read_secret(path, option))
+        except ValueError:
+            raise InputError(f"{option}: {path} is not JSON") from None
+
+    report = load(args.report, "--report")
+    if isinstance(report, dict) and isinstance(report.get("report"), dict):  # the release in its JSON format
+        report = report["report"]
+    receipt = load(args.receipt, "--receipt")
+    try:
+        position = counted(report, receipt, args.key)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+    chain = report["chain"]
+    print(f"counted: your row (digest {receipt['row_digest']}) is row {position + 1} of {chain['rows']} in the "
+          f"chain of release {report.get('release', {}).get('seq', '?')} of survey {report['survey']}, head "
+          f"{chain['head']}" + ("; the receipt is the survey's signature" if args.key else
+                                "; signature not checked (give --key, the survey's receipt_key)"))
+    return 0
 
 
 def _read_secret(path: str, option: str) -> str:
@@ -509,6 +540,16 @@ def add_parser(sub) -> None:
                    help="the digest of the invitation letters: the survey document must have exactly this digest "
                         "(default: the digest the collector lists, which proves less)")
     c.set_defaults(func=cmd_check_page)
+    c = ss.add_parser("receipt", help="respondent side: check that a release report counts the row of your receipt",
+                      epilog=example(
+        "# receipt.json: the line 'receipt (verified; keep it): {...}' that survey respond printed, without its label",
+        "probanon survey receipt --report release_report.json --receipt receipt.json --key BASE64URL"))
+    c.add_argument("--report", required=True, metavar="REPORT.json",
+                   help="the release report the office published (or the release in its JSON format)")
+    c.add_argument("--receipt", required=True, metavar="RECEIPT.json", help="your receipt (JSON); - reads standard input")
+    c.add_argument("--key", metavar="BASE64URL",
+                   help="the survey's receipt_key (its description or document): the receipt's signature is checked too")
+    c.set_defaults(func=cmd_receipt)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(
         "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
