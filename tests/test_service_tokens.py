@@ -309,3 +309,23 @@ def test_one_token_sent_at_once_under_many_keys_stores_one_row(collector):
         answers = list(pool.map(lambda _: _submit(base, survey, _body(survey, token))[0], range(8)))
     assert sorted(answers) == [201] + [403] * 7
     assert len(_dump(url)["submissions"]) == 1
+
+
+def test_a_spent_token_cannot_be_freed_in_the_database(collector):
+    """Deleting a spent nonce would admit its token twice: the table refuses UPDATE, DELETE (and
+    TRUNCATE on PostgreSQL), whoever sends the SQL."""
+    base, admin, url = collector
+    survey = _publish(base, admin, requires_token=True)
+    token = redeem(base, survey["id"], _codes(base, admin, survey, 1)[0])
+    assert _submit(base, survey, _body(survey, token))[0] == 201
+    engine = db.connect(url)
+    try:
+        statements = ["UPDATE spent_tokens SET nonce_hash = 'x'", "DELETE FROM spent_tokens"]
+        if engine.dialect.name == "postgresql":
+            statements.append("TRUNCATE spent_tokens")
+        for statement in statements:
+            with pytest.raises(sa.exc.DBAPIError, match="a spent token stays spent"), engine.begin() as conn:
+                conn.execute(sa.text(statement))
+    finally:
+        engine.dispose()
+    assert _submit(base, survey, _body(survey, token))[0] == 403

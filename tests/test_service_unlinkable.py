@@ -17,6 +17,10 @@ with the WAL truncated after that commit's frame), then tries three linkers:
   than chance (the first test). The page redeems the code when the respondent enters it, before
   she answers; the close-time rewrite destroys the working files (README threat model).
 
+On PostgreSQL the attacker reads the heap files instead (after a CHECKPOINT, as the cluster's
+owner can): every tuple with the transaction that inserted it (xmin) and, for a deleted invitation,
+the one that deleted it (xmax); transactions in id order stand for the commits.
+
 The tests run the respondent's side with blind tokens when the survey serves an issuer, and as
 before issue 40.3 otherwise (the code as the submission's token), so that the same attack
 measured on the code before (851943c) links 20 of 20.
@@ -27,12 +31,16 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
+import shlex
 import shutil
 import sqlite3
 import struct
+import subprocess
+from pathlib import Path
 
 import pytest
-from service_support import call, design_spec, new_key, population, survey_body
+from service_support import POSTGRES, call, design_spec, new_key, population, survey_body
 
 from probanon.service.server import init_admin, running
 
@@ -72,7 +80,7 @@ def replay(main: bytes, wal: bytes, scratch) -> list[dict]:
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
             state = {"written": written, "frames": (previous_end, i + 1)}
             state["codes"] = {r[0] for r in conn.execute("SELECT hash FROM tokens WHERE role = 'respondent'")}
-            state["rows"] = {r for r in conn.execute("SELECT key_hash, cell, answers FROM submissions")} \
+            state["rows"] = {r[0] for r in conn.execute("SELECT key_hash FROM submissions")} \
                 if "submissions" in tables else set()
             state["redeemed"] = {r for r in conn.execute("SELECT code_hash, blinded_hash FROM redemptions")} \
                 if "redemptions" in tables else set()
@@ -167,75 +175,171 @@ def _token(base, survey_id, code):
     return lambda: token
 
 
-def _attack(tmp_path, consecutive: bool, seed: int):
-    """Run the twenty respondents and the attack; (letters linked by each linker, the truth)."""
+def _respondents(base, admin, seed: int, consecutive: bool, tmp_path):
+    """Publish, invite, and let twenty respondents redeem and submit: (letters, truth: letter ->
+    the SHA-256 of its row's idempotency key, the key of the row)."""
     rng = random.Random(seed)
-    database = str(tmp_path / "collector.db")
-    admin = init_admin(database)
     _, text = design_spec(population(120, seed=seed), k=3)
     spec = json.loads(text)
+    status, created = call(base, "POST", "/api/admin/surveys",
+                           survey_body(text, requires_token=True, frame=RESPONDENTS), token=admin)
+    assert status == 201, created
+    sid = created["id"]
+    status, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": RESPONDENTS}, token=admin)
+    assert status == 200, issued
+    letters = issued["tokens"]  # the invitations file, in issue order
+    (tmp_path / "invitations.txt").write_text("\n".join(letters) + "\n")
+    bodies = {}
+    for letter in range(RESPONDENTS):
+        bodies[letter] = {"digest": spec["digest"], "cell": rng.randrange(len(spec["cells"])),
+                          "answers": {"happy": rng.randrange(11), "region": rng.choice(["north", "south"]),
+                                      "spending": round(rng.uniform(0, 500), 2)},
+                          "idempotency_key": new_key()}
+    redeem_order = rng.sample(range(RESPONDENTS), RESPONDENTS)
+    submit_order = redeem_order if consecutive else rng.sample(range(RESPONDENTS), RESPONDENTS)
+    tokens = {}
+
+    def submit(letter):
+        status, body = call(base, "POST", f"/api/surveys/{sid}/submissions", {**bodies[letter], "token": tokens[letter]()})
+        assert status == 201, body
+
+    for letter in redeem_order:
+        tokens[letter] = _token(base, sid, letters[letter])
+        if consecutive:
+            submit(letter)
+    if not consecutive:
+        for letter in submit_order:
+            submit(letter)
+    return letters, {letter: hashlib.sha256(bodies[letter]["idempotency_key"].encode()).hexdigest()
+                     for letter in range(RESPONDENTS)}
+
+
+def _linked(tmp_path, commits, truth) -> dict:
+    letters = (tmp_path / "invitations.txt").read_text().split()  # what the attacker holds
+    return {name: correct(linker(letters, commits), truth)
+            for name, linker in (("same commit", same_commit_linker), ("content", content_linker),
+                                 ("commit order", commit_order_linker))}
+
+
+def _attack(tmp_path, consecutive: bool, seed: int):
+    """SQLite: run the twenty respondents, copy the files, replay the WAL; letters linked by each linker."""
+    database = str(tmp_path / "collector.db")
+    admin = init_admin(database)
     with running(database) as base:
-        status, created = call(base, "POST", "/api/admin/surveys",
-                               survey_body(text, requires_token=True, frame=RESPONDENTS), token=admin)
-        assert status == 201, created
-        sid = created["id"]
-        status, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": RESPONDENTS}, token=admin)
-        assert status == 200, issued
-        letters = issued["tokens"]  # the invitations file, in issue order
-        (tmp_path / "invitations.txt").write_text("\n".join(letters) + "\n")
-        bodies = {}
-        for letter in range(RESPONDENTS):
-            bodies[letter] = {"digest": spec["digest"], "cell": rng.randrange(len(spec["cells"])),
-                              "answers": {"happy": rng.randrange(11), "region": rng.choice(["north", "south"]),
-                                          "spending": round(rng.uniform(0, 500), 2)},
-                              "idempotency_key": new_key()}
-        redeem_order = rng.sample(range(RESPONDENTS), RESPONDENTS)
-        submit_order = redeem_order if consecutive else rng.sample(range(RESPONDENTS), RESPONDENTS)
-        tokens = {}
-
-        def submit(letter):
-            status, body = call(base, "POST", f"/api/surveys/{sid}/submissions",
-                                {**bodies[letter], "token": tokens[letter]()})
-            assert status == 201, body
-
-        for letter in redeem_order:
-            tokens[letter] = _token(base, sid, letters[letter])
-            if consecutive:
-                submit(letter)
-        if not consecutive:
-            for letter in submit_order:
-                submit(letter)
+        letters, truth = _respondents(base, admin, seed, consecutive, tmp_path)
         # the attacker's copy, before any checkpoint (the server still runs)
         main = (tmp_path / "collector.db").read_bytes()
         wal = (tmp_path / "collector.db-wal").read_bytes()
-    truth = {letter: (hashlib.sha256(bodies[letter]["idempotency_key"].encode()).hexdigest(), bodies[letter]["cell"],
-                      json.dumps(bodies[letter]["answers"], sort_keys=True)) for letter in range(RESPONDENTS)}
     scratch = tmp_path / "replay"
     scratch.mkdir()
     states = replay(main, wal, scratch)
     # the replay saw everything: the codes issued, then every row (no checkpoint emptied the WAL)
     assert not states[0]["rows"] and set(truth.values()) == states[-1]["rows"]
     assert any({hashlib.sha256(c.encode()).hexdigest() for c in letters} <= s["codes"] for s in states)
-    commits = changes(states)
-    letters_read = (tmp_path / "invitations.txt").read_text().split()
-    return {name: correct(linker(letters_read, commits), truth)
-            for name, linker in (("same commit", same_commit_linker), ("content", content_linker),
-                                 ("commit order", commit_order_linker))}
+    return _linked(tmp_path, changes(states), truth)
 
 
-def test_the_database_files_and_the_invitations_do_not_link_letters_to_rows(tmp_path):
+@pytest.mark.parametrize("consecutive, seed", [(False, 4031), (True, 4032)], ids=["own pace", "consecutive"])
+def test_sqlite_wal_replay(tmp_path, consecutive, seed):
     """Respondents redeem their codes and answer at their own pace (another order): from the main
     file, the WAL replayed commit by commit and the invitations file, no linker does better than
-    chance (before issue 40.3: the same-commit linker linked 20 of 20)."""
-    linked = _attack(tmp_path, consecutive=False, seed=4031)
-    assert linked["same commit"] <= CHANCE_AT_MOST, linked
-    assert linked["content"] <= CHANCE_AT_MOST, linked
-    assert linked["commit order"] <= CHANCE_AT_MOST, linked
+    chance (before issue 40.3: the same-commit linker linked 20 of 20). Consecutive redemption and
+    submission: commit order alone pairs them (the timing channel the README states); nothing else."""
+    linked = _attack(tmp_path, consecutive, seed)
+    assert linked["same commit"] <= CHANCE_AT_MOST and linked["content"] <= CHANCE_AT_MOST, linked
+    if consecutive:
+        assert linked["commit order"] == RESPONDENTS, linked
+    else:
+        assert linked["commit order"] <= CHANCE_AT_MOST, linked
 
 
-def test_commit_order_still_pairs_a_redemption_with_the_submission_right_after_it(tmp_path):
-    """The timing channel that remains (stated in the README): a respondent who redeems and submits
-    with no other commit in between is paired by commit order alone; nothing else links."""
-    linked = _attack(tmp_path, consecutive=True, seed=4032)
-    assert linked["content"] <= CHANCE_AT_MOST and linked["same commit"] <= CHANCE_AT_MOST, linked
-    assert linked["commit order"] == RESPONDENTS, linked
+# ---------------------------------------------------------------- PostgreSQL: the heap files
+
+def heap_tuples(path) -> list[tuple[int, int, bytes]]:
+    """(xmin, xmax, bytes) of every tuple in a PostgreSQL heap file, dead ones included (the
+    page layout of the PostgreSQL documentation, "Database Page Layout")."""
+    data, out = path.read_bytes(), []
+    for at in range(0, len(data), 8192):
+        page = data[at:at + 8192]
+        lower = struct.unpack_from("<H", page, 12)[0]
+        for lp in range(24, lower, 4):
+            word = struct.unpack_from("<I", page, lp)[0]
+            offset, flags, length = word & 0x7FFF, (word >> 15) & 3, word >> 17
+            if flags != 1 or not length:  # LP_NORMAL only
+                continue
+            xmin, xmax = struct.unpack_from("<II", page, offset)
+            hoff = page[offset + 22]
+            out.append((xmin, xmax, page[offset + hoff:offset + length]))
+    return out
+
+
+def _postgres_superuser(sql: str) -> str:
+    out = subprocess.run(["su", "postgres", "-c", f"psql -Atc {shlex.quote(sql)}"], capture_output=True, text=True,
+                         timeout=60)
+    if out.returncode != 0:
+        pytest.skip(f"the heap files need the cluster's superuser on this machine ({out.stderr.strip()[:200]})")
+    return out.stdout.strip()
+
+
+def _postgres_commits(url: str, letters) -> list[dict]:
+    """Per transaction id (in increasing order): the codes it deleted, the rows, redemptions and
+    spent nonces it inserted, and the bytes of the tuples it wrote, read from the heap files after a
+    CHECKPOINT (dead tuples included: nothing vacuumed them yet)."""
+    import psycopg
+
+    _postgres_superuser("CHECKPOINT")
+    data = Path(_postgres_superuser("SHOW data_directory"))
+    files = {}
+    with psycopg.connect(url) as conn:
+        for table in ("tokens", "submissions", "redemptions", "spent_tokens"):
+            if conn.execute("SELECT to_regclass(%s)", (table,)).fetchone()[0] is not None:
+                files[table] = data / conn.execute("SELECT pg_relation_filepath(%s)", (table,)).fetchone()[0]
+    hexes = re.compile(rb"[0-9a-f]{64}")
+    codes = {hashlib.sha256(c.encode()).hexdigest() for c in letters}
+    by_xid: dict = {}
+
+    def at(xid):
+        return by_xid.setdefault(xid, {"vanished": set(), "rows": set(), "redeemed": set(), "spent": set(),
+                                       "written": b""})
+
+    for table, path in files.items():
+        for xmin, xmax, raw in heap_tuples(path):
+            found = [h.decode() for h in hexes.findall(raw)]
+            if table == "tokens":
+                if xmax and found and found[0] in codes:
+                    at(xmax)["vanished"].add(found[0])
+                continue
+            entry = at(xmin)
+            entry["written"] += raw
+            if table == "submissions" and found:
+                entry["rows"].add(found[0])
+            elif table == "redemptions" and len(found) >= 2:
+                entry["redeemed"].add((found[0], found[1]))
+            elif table == "spent_tokens" and found:
+                entry["spent"].add(found[0])
+    return [by_xid[x] for x in sorted(by_xid)]
+
+
+@pytest.mark.skipif(not POSTGRES, reason="PROBANON_TEST_POSTGRES not set (.ci/run sets it)")
+@pytest.mark.parametrize("consecutive, seed", [(False, 4033), (True, 4034)], ids=["own pace", "consecutive"])
+def test_postgres_heap_files(tmp_path, consecutive, seed):
+    """The same attack on PostgreSQL's files: each tuple's xmin/xmax (the transaction that wrote or
+    deleted it) read from the heap files, dead tuples included, instead of the WAL's commits."""
+    from probanon.service.db import scratch_postgres
+
+    url, drop = scratch_postgres(POSTGRES, "probanon_t_")
+    try:
+        admin = init_admin(url)
+        with running(url) as base:
+            letters, truth = _respondents(base, admin, seed, consecutive, tmp_path)
+        commits = _postgres_commits(url, letters)
+        assert set(truth.values()) == {r for c in commits for r in c["rows"]}
+        assert sum(len(c["vanished"]) for c in commits) == RESPONDENTS  # every used code's dead tuple was read
+        linked = _linked(tmp_path, commits, truth)
+    finally:
+        drop()
+    assert linked["same commit"] <= CHANCE_AT_MOST and linked["content"] <= CHANCE_AT_MOST, linked
+    if consecutive:
+        assert linked["commit order"] == RESPONDENTS, linked
+    else:
+        assert linked["commit order"] <= CHANCE_AT_MOST, linked

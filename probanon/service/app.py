@@ -361,6 +361,8 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         s = cache.get(survey_id) or await run_in_threadpool(cached, survey_id)
         if not s.requires_token:
             raise Refused(409, "this survey takes no invitations: it has no token issuer")
+        if not s.description.get("issuer"):  # published before blind tokens (issue 40.3)
+            raise Refused(409, "this survey was published without a token issuer: publish it again")
         status = s.status()
         if status != "open":
             raise Refused(409, f"the survey is {status}")
@@ -375,20 +377,23 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         except tokens.TokenError as exc:
             raise Refused(422, str(exc)) from None
 
-        def redeem():
-            with engine.begin() as conn:
-                if survey_id not in signing_keys:
+        def signing_key():
+            if survey_id not in signing_keys:
+                with engine.connect() as conn:
                     der = conn.execute(sa.select(db.issuer_keys.c.private_key)
                                        .where(db.issuer_keys.c.survey_id == survey_id)).scalar_one()
-                    signing_keys[survey_id] = tokens.load_private(der)
-                key = signing_keys[survey_id]
-                if tokens.os2ip(blinded) >= key.private_numbers().public_numbers.n:
-                    raise Refused(422, "'blinded_msg' is not below the survey key's modulus")
-                if not security.redeem_code(conn, code.strip(), survey_id, hashlib.sha256(blinded).hexdigest()):
-                    raise Refused(403, "unknown invitation code, or one already redeemed")
-            return tokens.blind_sign(key, blinded)
+                signing_keys[survey_id] = tokens.load_private(der)
+            return signing_keys[survey_id]
 
-        return {"blind_sig": tokens.b64url(await run_in_threadpool(redeem))}
+        key = signing_keys.get(survey_id) or await run_in_threadpool(signing_key)
+        if tokens.os2ip(blinded) >= key.public_key().public_numbers().n:
+            raise Refused(422, "'blinded_msg' is not below the survey key's modulus")
+        redemption = submissions.Redemption(survey_id, code.strip(), hashlib.sha256(blinded).hexdigest())
+        try:  # redeemed (committed) first, then signed: a lost answer is asked again with the same message
+            await asyncio.wait_for(state["writer"].submit(redemption), WRITE_SECONDS)
+        except TimeoutError:
+            raise Refused(503, "the database did not answer in time; send the same request again") from None
+        return {"blind_sig": tokens.b64url(await run_in_threadpool(tokens.blind_sign, key, blinded))}
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):

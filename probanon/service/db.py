@@ -10,7 +10,8 @@
                  for): a lost answer can be asked again; the blinded message is unlinkable to the
                  token it becomes (RFC 9474 blindness).
 ``spent_tokens`` (survey, SHA-256 of a token's nonce): each token is spent once; written in the
-                 transaction that stores its submission. Nothing in it derives from the code.
+                 transaction that stores its submission. Nothing in it derives from the code. A
+                 trigger refuses UPDATE and DELETE (a nonce freed again would admit its token twice).
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
                  rowid: keyed by the random key hash (its pages still fill in the order of arrival
@@ -24,7 +25,7 @@
 ``audit``        append-only log of administrative actions, each with the acting token's id
                  (the first 12 hex digits of its hash); a trigger refuses UPDATE and DELETE.
 
-On PostgreSQL a statement trigger also refuses TRUNCATE of these four tables (row triggers do not
+On PostgreSQL a statement trigger also refuses TRUNCATE of these five tables (row triggers do not
 see it). The triggers bind whoever writes through SQL, the collector included; the database's owner
 can still drop them, as they can drop the tables: what they add is that no bug of the collector and
 no SQL injection can rewrite the record, and that rewriting it takes a deliberate act of the owner.
@@ -152,6 +153,7 @@ ORDER_REVEALING = ("submissions",)
 
 _STORED = "a stored submission is never changed or deleted"
 _RELEASED = "a release is computed once and never changed"
+_SPENT = "a spent token stays spent"
 _IMMUTABLE = "title, spec_text, spec_canonical, digest, description, requires_token, opens_at, closes_at"
 
 _SQLITE_TRIGGERS = [
@@ -173,6 +175,10 @@ _SQLITE_TRIGGERS = [
     f"BEGIN SELECT RAISE(ABORT, '{_RELEASED}'); END",
     f"CREATE TRIGGER IF NOT EXISTS releases_append_only_d BEFORE DELETE ON releases "
     f"BEGIN SELECT RAISE(ABORT, '{_RELEASED}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS spent_tokens_append_only_u BEFORE UPDATE ON spent_tokens "
+    f"BEGIN SELECT RAISE(ABORT, '{_SPENT}'); END",
+    f"CREATE TRIGGER IF NOT EXISTS spent_tokens_append_only_d BEFORE DELETE ON spent_tokens "
+    f"BEGIN SELECT RAISE(ABORT, '{_SPENT}'); END",
 ]
 
 _POSTGRES_TRIGGERS = [
@@ -193,9 +199,13 @@ _POSTGRES_TRIGGERS = [
     "DROP TRIGGER IF EXISTS releases_append_only ON releases",
     "CREATE TRIGGER releases_append_only BEFORE UPDATE OR DELETE ON releases "
     f"FOR EACH ROW EXECUTE FUNCTION probanon_refuse('{_RELEASED}')",
+    "DROP TRIGGER IF EXISTS spent_tokens_append_only ON spent_tokens",
+    "CREATE TRIGGER spent_tokens_append_only BEFORE UPDATE OR DELETE ON spent_tokens "
+    f"FOR EACH ROW EXECUTE FUNCTION probanon_refuse('{_SPENT}')",
     *(statement for table, message in (("audit", "the audit log is append-only"),
                                        ("surveys", "a published survey is immutable"),
-                                       ("submissions", _STORED), ("releases", _RELEASED))
+                                       ("submissions", _STORED), ("releases", _RELEASED),
+                                       ("spent_tokens", _SPENT))
       for statement in (f"DROP TRIGGER IF EXISTS {table}_no_truncate ON {table}",
                         f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
                         f"FOR EACH STATEMENT EXECUTE FUNCTION probanon_refuse('{message}')")),

@@ -13,6 +13,8 @@ each token is spent once, and nothing about the invitation is written with the s
 every row waiting in ONE transaction (SQLite: one fsync of the WAL for the whole batch) and only
 then answers each request. A client is told 201 only when its row is on disk, with its receipt
 (:mod:`.receipts`: the survey's Ed25519 signature of the row; 200 "already stored" carries it too).
+Invitation codes
+redeemed at issuance (:class:`Redemption`) go through the same thread, so they wait for no lock.
 """
 
 from __future__ import annotations
@@ -29,12 +31,28 @@ import sqlalchemy as sa
 
 from . import db, receipts
 from .answers import SchemaError, check_answers, undeclared
+from .security import redeem_code
 from .surveys import Refused, Survey
 from .tokens import TokenError, check_token, load_public_form
 
 KEYS = {"digest", "cell", "answers", "idempotency_key", "token"}
 IDEMPOTENCY = re.compile(r"[A-Za-z0-9_-]{22,64}")
 MAX_BATCH = 512
+
+
+@dataclass(frozen=True)
+class Redemption:
+    """An invitation code to redeem for the blinded message whose SHA-256 is ``blinded_hash``
+    (issue 40.3): written by the :class:`Writer` like a submission, in its own batch's transaction
+    (never the transaction of the row the token will later store)."""
+
+    survey_id: int
+    code: str
+    blinded_hash: str
+
+
+REDEEMED = "redeemed"
+UNKNOWN_CODE = "unknown invitation code, or one already redeemed"
 
 
 @dataclass(frozen=True)
@@ -107,12 +125,28 @@ _INSERT = db.submissions.insert()
 _SPEND = db.spent_tokens.insert()
 
 
-def _write(conn, batch: list[Submission]) -> list:
-    """Store a batch inside one transaction: per submission its status, or the :class:`Refused`
+def _write(conn, items: list) -> list:
+    """Store a batch of submissions and redemptions inside one transaction: per item its status,
+    or the :class:`Refused` to answer."""
+    closed = _closed(conn, {s.survey_id for s in items})
+    results: list = [None] * len(items)
+    for i, r in enumerate(items):
+        if isinstance(r, Redemption):
+            results[i] = Refused(409, "the survey is closed") if r.survey_id in closed else \
+                REDEEMED if redeem_code(conn, r.code, r.survey_id, r.blinded_hash) else Refused(403, UNKNOWN_CODE)
+    batch = [s for s in items if isinstance(s, Submission)]
+    if batch:
+        for i, result in zip([i for i, s in enumerate(items) if isinstance(s, Submission)],
+                             _store(conn, batch, closed)):
+            results[i] = result
+    return results
+
+
+def _store(conn, batch: list[Submission], closed: set) -> list:
+    """The submissions of a batch: per submission its status, or the :class:`Refused`
     to answer. Keys already stored and tokens already spent are read in one query each, the new
     rows and spent nonces inserted in one statement each; a refused submission writes nothing."""
     t = db.submissions.c
-    closed = _closed(conn, {s.survey_id for s in batch})
     stored = {(r.survey_id, r.key_hash): (r.cell, r.answers) for r in conn.execute(  # through the primary key
         sa.select(t.survey_id, t.key_hash, t.cell, t.answers).where(
             t.survey_id.in_({s.survey_id for s in batch}), t.key_hash.in_({s.key_hash for s in batch})))}
@@ -174,7 +208,7 @@ class Writer:
         self.thread = threading.Thread(target=self._run, name="probanon-writer", daemon=True)
         self.thread.start()
 
-    def submit(self, s: Submission) -> asyncio.Future:
+    def submit(self, s: Submission | Redemption) -> asyncio.Future:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
         self.queue.put((s, future, loop))
@@ -225,7 +259,7 @@ class Writer:
             except RuntimeError:  # the server stopped: nobody waits any more
                 pass
 
-    def _transaction(self, submissions: list[Submission]) -> list:
+    def _transaction(self, submissions: list) -> list:
         with self.engine.begin() as conn:
             return [self._answer(conn, s, r) for s, r in zip(submissions, _write(conn, submissions))]
 
