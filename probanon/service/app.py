@@ -405,14 +405,19 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     @app.post("/api/admin/surveys", status_code=201, openapi_extra=CREATION_SCHEMA, summary="Publish a survey")
     async def create(request: Request):
         actor = await require(request, "admin")
-        row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES))
-        # a survey with invitations gets its blind-signing key (issue 40.3): its public form is part
-        # of the description; the private key stays in issuer_keys
-        key = await run_in_threadpool(tokens.new_private_key) if row["requires_token"] else None
-        row["description"] = json.dumps({**json.loads(row["description"]),
-                                         "issuer": None if key is None else tokens.public_form(key)}, sort_keys=True)
+        made = {}
 
-        private = receipts.attach(row)  # the survey's receipt key: public in the description
+        def keys(requires_token: bool):
+            """The survey's keys, made once its request is valid; their public forms go into its
+            document (the letter's digest covers them): a survey with invitations gets its
+            blind-signing key (issue 40.3), every survey its receipt key (issue 40.10). The private
+            keys stay in issuer_keys and receipt_keys."""
+            made["issuer"] = tokens.new_private_key() if requires_token else None
+            made["receipt"], receipt_public = receipts.new_key()
+            return (None if made["issuer"] is None else tokens.public_form(made["issuer"])), receipt_public
+
+        row = await run_in_threadpool(surveys.parse_creation, await read_json(request, MAX_ADMIN_BYTES), keys)
+        key, private = made["issuer"], made["receipt"]
 
         def store():
             try:

@@ -15,7 +15,8 @@
 ``submissions``  (survey, SHA-256 of the idempotency key, cell, answers as JSON, day). No client
                  address, no user agent, no time of day, no token. On SQLite the table has no
                  rowid: keyed by the random key hash (its pages still fill in the order of arrival
-                 until the close rewrite, :mod:`.closing`). A stored submission is never changed or deleted (a trigger refuses UPDATE and DELETE).
+                 until the close rewrite, :mod:`.closing`). A stored submission is never changed or
+                 deleted (a trigger refuses UPDATE and DELETE).
 ``invitation_batches``  the number of invitations each request issued (issue 40.1: never more in
                  all than the frame declared at publication); nothing that names a token.
 ``releases``     each release as computed once (issue 40.2): a declared interim release or the final
@@ -39,7 +40,7 @@ pairs them (the close-time rewrite destroys the working files).
 
 Storage keeps the order of arrival while a survey is open (SQLite's WAL and page allocation,
 PostgreSQL's heap): at the close, :mod:`.closing` stores the tables of :data:`ORDER_REVEALING` again
-in a random order and destroys the working files. 
+in a random order and destroys the working files.
 
 SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk when it returns.
 """
@@ -147,9 +148,9 @@ receipt_keys = sa.Table(
 )
 
 #: tables whose storage order could tell the order in which respondents arrived: the close rewrite
-#: (:mod:`.closing`) stores their rows again in a random order (a table added later that grows with
-#: the submissions, e.g. spent tokens, is one more name here)
-ORDER_REVEALING = ("submissions",)
+#: (:mod:`.closing`) stores their rows again in a random order (one more name here for a table added
+#: later that grows with the submissions)
+ORDER_REVEALING = ("submissions", "redemptions", "spent_tokens")
 
 _STORED = "a stored submission is never changed or deleted"
 _RELEASED = "a release is computed once and never changed"

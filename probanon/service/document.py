@@ -42,7 +42,7 @@ VERSION = 1
 KEY = "probanon_survey_document"
 STATIC = Path(__file__).with_name("static")
 #: the fields of the description (GET /api/surveys/ID) that must say what the document says
-AGREED = ("title", "answers", "questions", "opens", "release", "frame", "open")
+AGREED = ("title", "answers", "questions", "opens", "release", "frame", "open", "issuer", "receipt_key")
 
 
 def page_files(directory: Path = STATIC) -> dict[str, str]:

@@ -80,19 +80,6 @@ def new_key() -> tuple[bytes, str]:
     return private, b64url(key.public_key().public_bytes(raw, serialization.PublicFormat.Raw))
 
 
-def attach(row: dict) -> bytes:
-    """Give a new survey's row (:func:`.surveys.parse_creation`) its receipt key: the public key goes
-    into the description as "receipt_key"; returns the private key to store in
-    :data:`.db.receipt_keys` in the same transaction."""
-    import json
-
-    private, public = new_key()
-    description = json.loads(row["description"])
-    description["receipt_key"] = public
-    row["description"] = json.dumps(description, sort_keys=True)
-    return private
-
-
 def private_key(conn, survey_id: int):
     """The survey's Ed25519 private key, or None (a survey published before receipts)."""
     import sqlalchemy as sa

@@ -67,10 +67,12 @@ def iso(t: dt.datetime | None) -> str | None:
     return None if t is None else t.replace(microsecond=0).isoformat() + "Z"
 
 
-def parse_creation(body, issuer: dict | None = None, receipt_key=None) -> dict:
+def parse_creation(body, keys=None) -> dict:
     """The row of a new survey from the administrator's request, or :class:`Refused`. The row's
-    ``description`` is the survey document's canonical text and its ``digest`` the document's
-    (``issuer``, ``receipt_key``: the public forms of the survey's keys, written into it)."""
+    ``description`` is the survey document's canonical text and its ``digest`` the document's.
+    ``keys(requires_token) -> (issuer, receipt_key)``: makes the survey's keys once the request is
+    valid and returns their public forms, written into the document (the blind-token issuer of a
+    survey with invitations or None, :mod:`.tokens`; the receipt key, :mod:`.receipts`)."""
     if not isinstance(body, dict):
         raise Refused(422, "the request must be a JSON object")
     unknown = set(body) - CREATE_KEYS
@@ -110,6 +112,7 @@ def parse_creation(body, issuer: dict | None = None, receipt_key=None) -> dict:
         raise Refused(422, "'closes' must come after 'opens'")
     requires_token, frame = access(body, int(spec["guarantee"]["records"]))
     release = parse_release(body.get("release", {}), opens, closes)
+    issuer, receipt_key = (None, None) if keys is None else keys(requires_token)
     document = documents.build(title=title.strip(), spec_digest=verified.digest, answers=[f.to_dict() for f in answers],
                                questions=questions, opens=iso(opens), closes=iso(closes), release=release,
                                frame=frame, open_survey=not requires_token, issuer=issuer, receipt_key=receipt_key)
@@ -239,7 +242,8 @@ class Survey:
                 "status": self.status(), "requires_token": self.requires_token, "open": not self.requires_token,
                 **({"note": OPEN_NOTE} if not self.requires_token else {}), "k": self.k,
                 "cells": self.n_cells,
-                **{k: self.description[k] for k in ("questions", "answers", "release", "frame") if k in self.description}}
+                **{k: self.description[k] for k in ("questions", "answers", "release", "frame", "issuer", "receipt_key")
+                   if k in self.description}}
 
 
 _COLUMNS = [db.surveys.c[name] for name in ("id", "title", "digest", "spec_canonical", "description",

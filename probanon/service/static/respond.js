@@ -141,7 +141,8 @@
   // From here on the survey is asked as its document says (the description agreed with it).
   function adoptDocument(doc) {
     survey = Object.assign({}, survey, { title: doc.title, answers: doc.answers, questions: doc.questions,
-      opens: doc.opens, release: doc.release, frame: doc.frame, requires_token: !doc.open, open: doc.open });
+      opens: doc.opens, release: doc.release, frame: doc.frame, requires_token: !doc.open, open: doc.open,
+      issuer: doc.issuer, receipt_key: doc.receipt_key }); // the token key is the one the letter's digest covers
   }
 
   // What the document says, shown before anything is asked.
@@ -302,6 +303,9 @@
 
   async function redeem(event) {
     event.preventDefault();
+    if (!letterAllows()) { // no code is spent on a survey not checked against the letter (issue 40.5)
+      return invitationMessage("Give your letter's digest above (or say you have no letter) before you use your code.", false);
+    }
     const code = $("invitation-code").value.trim();
     if (code === "") return invitationMessage("Enter the invitation code printed in your invitation.", false);
     $("redeem").disabled = true;

@@ -582,7 +582,7 @@
   // printed in the invitation letters (probanon/service/document.py).
 
   const DOCUMENT_VERSION = 1; // document.py VERSION
-  const AGREED = ["title", "answers", "questions", "opens", "release", "frame", "open"]; // document.py AGREED
+  const AGREED = ["title", "answers", "questions", "opens", "release", "frame", "open", "issuer", "receipt_key"]; // document.py AGREED
 
   // JSON values equal as Python compares them after json.loads: objects by their keys, in any order.
   function sameJSON(a, b) {
