@@ -790,7 +790,8 @@ def test_the_letter_digest_is_the_survey_documents_and_covers_everything_asked(c
     """The digest printed on the letters (the description's, the submissions') is the SHA-256 of
     one document served byte for byte: the title, the specification's digest, the answers with
     their labels, the questions, the window, the release rule with its interim times, the frame,
-    open or by invitation, the issuer and receipt keys (none yet) and the page's file hashes."""
+    open or by invitation, the survey's blind-token issuer key and receipt key (so a collector
+    cannot hand each respondent a key of her own) and the page's file hashes."""
     from probanon.service.document import STATIC
 
     base, admin, _ = collector
@@ -815,10 +816,17 @@ def test_the_letter_digest_is_the_survey_documents_and_covers_everything_asked(c
         "questions": {"age": {"label": "Your age", "unit": "years"}, "income": {"label": "Monthly income", "unit": "EUR"}},
         "opens": "2020-01-01T00:00:00Z", "closes": "2099-01-01T00:00:00Z",
         "release": {"small_cells": "flag", "interim": interim}, "frame": 77, "open": False,
-        "issuer": None, "receipt_key": None, "page": page}
+        "issuer": document["issuer"], "receipt_key": document["receipt_key"], "page": page}
+    issuer = document["issuer"]  # the blind-token key (issue 40.3), an RSA-2048 SubjectPublicKeyInfo
+    der = base64.urlsafe_b64decode(issuer["public_key"] + "=" * (-len(issuer["public_key"]) % 4))
+    assert set(issuer) == {"algorithm", "public_key", "key_id"}
+    assert issuer["algorithm"] == "RSABSSA-SHA384-PSS-Deterministic" and issuer["key_id"] == hashlib.sha256(der).hexdigest()
+    assert len(der) == 294  # the DER of a 2048-bit RSA SubjectPublicKeyInfo with e = 65537
+    receipt_key = document["receipt_key"]  # Ed25519, raw 32 bytes, base64url without padding
+    assert len(base64.urlsafe_b64decode(receipt_key + "=")) == 32
     info = call(base, "GET", f"/api/surveys/{s.id}")[1]
-    assert info["digest"] == s.digest and all(info[k] == document[k] for k in
-                                              ("title", "answers", "questions", "opens", "closes", "release", "frame"))
+    assert info["digest"] == s.digest and all(info[k] == document[k] for k in (
+        "title", "answers", "questions", "opens", "closes", "release", "frame", "issuer", "receipt_key"))
     assert submit(base, s, submission(s, digest=digest_of(made.spec)))[0] == 422  # the specification's is not it
 
 

@@ -502,7 +502,7 @@ def test_without_the_digest_in_the_address_the_page_asks_for_the_letters(collect
 def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(collector, page, published):
     """Issue 40.4: the page recomputes the document's digest and compares the description with the
     document. A collector that relabels an answer in the description (the form would ask "your
-    income, exactly"), or serves an altered document, is refused before any form is built, with or
+    income, exactly") or gives another token or receipt key, or serves an altered document, is refused before any form is built, with or
     without the letter's digest in the address."""
     base, _, database_url = collector
     _, text, _ = published
@@ -515,7 +515,10 @@ def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(co
 
     edits = {f"/api/surveys/{sid}": [relabel, lambda d: dict(d, title="Another survey"),
                                      lambda d: dict(d, frame=d["frame"] + 1),
-                                     lambda d: dict(d, closes="2199-01-01T00:00:00Z")],
+                                     lambda d: dict(d, closes="2199-01-01T00:00:00Z"),
+                                     # another token or receipt key (one per respondent would tag her)
+                                     lambda d: dict(d, issuer=dict(d["issuer"] or {}, key_id="0" * 64)),
+                                     lambda d: dict(d, receipt_key="A" * 43)],
              f"/api/surveys/{sid}/document": [relabel, lambda d: dict(d, frame=d["frame"] + 1)]}
     for path, changes in edits.items():
         for change in changes:

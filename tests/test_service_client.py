@@ -523,7 +523,11 @@ def test_a_document_or_description_the_letter_does_not_cover_is_refused_before_a
                     lambda d: dict(d, opens="2019-01-01T00:00:00Z"), lambda d: dict(d, closes="2199-01-01T00:00:00Z"),
                     lambda d: dict(d, frame=d["frame"] * 2), lambda d: dict(d, open=not d["open"]),
                     lambda d: dict(d, release={"small_cells": "flag", "interim": []}),
-                    lambda d: dict(d, questions={**d["questions"], "age": {"label": "Age in days", "unit": None}})]
+                    lambda d: dict(d, questions={**d["questions"], "age": {"label": "Age in days", "unit": None}}),
+                    # a key of the collector's choosing (one per respondent would tag her): not the document's
+                    lambda d: dict(d, receipt_key="A" * 43),
+                    lambda d: dict(d, issuer={"algorithm": "RSABSSA-SHA384-PSS-Deterministic", "public_key": "AQAB",
+                                              "key_id": hashlib.sha256(b"\x01\x00\x01").hexdigest()})]
     for suffix, changes, says in (("/document", documents, "not the survey of your letter"),
                                   ("", descriptions, "describes another survey")):
         for change in changes:
