@@ -296,7 +296,7 @@ def test_cli_prints_the_verified_receipt(collector, capsys):
     args = ["survey", "respond", base, "--survey", str(sid), "--values", "age=45, income=3100.25",
             "--answers", "happy=3,region=south", "--digest", digest]
     assert main(args) == 0
-    lines = capsys.readouterr().out.strip().splitlines()
+    lines = [line for line in capsys.readouterr().out.strip().splitlines() if not line.startswith("document: ")]
     assert lines[1] == 'collector: HTTP 201 {"status": "stored"}'
     assert lines[2].startswith("receipt (verified; keep it): ")
     receipt = json.loads(lines[2].split(": ", 1)[1])

@@ -191,7 +191,7 @@ def _respondents(base, admin, seed: int, consecutive: bool, tmp_path):
     (tmp_path / "invitations.txt").write_text("\n".join(letters) + "\n")
     bodies = {}
     for letter in range(RESPONDENTS):
-        bodies[letter] = {"digest": spec["digest"], "cell": rng.randrange(len(spec["cells"])),
+        bodies[letter] = {"digest": created["digest"], "cell": rng.randrange(len(spec["cells"])),
                           "answers": {"happy": rng.randrange(11), "region": rng.choice(["north", "south"]),
                                       "spending": round(rng.uniform(0, 500), 2)},
                           "idempotency_key": new_key()}
