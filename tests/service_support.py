@@ -129,6 +129,49 @@ def chromium(logging_prefs: dict | None = None):
         shutil.rmtree(profile, ignore_errors=True)
 
 
+STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "probanon", "service", "static")
+
+
+def static_server():
+    """The respondent page's static folder served on 127.0.0.1 (a secure context: crypto.subtle
+    works), for a fixture (``yield from static_server()``): yields its URL, stops afterwards."""
+    import functools
+    import http.server
+    import threading
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=STATIC))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+def script_driver(static_url: str, script: str, name: str):
+    """Headless Chromium on ``static_url`` with ``/script`` loaded, for a fixture (``yield from``):
+    yields the driver once ``globalThis[name]`` is an object, in a secure context."""
+    for drv in chromium():
+        drv.set_script_timeout(120)
+        drv.get(static_url + "/")
+        loaded = drv.execute_async_script(f"""
+            const done = arguments[arguments.length - 1];
+            const s = document.createElement("script");
+            s.src = "/{script}";
+            s.onload = () => done(typeof globalThis.{name});
+            s.onerror = () => done("load error");
+            document.head.appendChild(s);""")
+        assert loaded == "object", loaded
+        assert drv.execute_script("return window.isSecureContext") is True
+        yield drv
+
+
 class RewritingProxy:
     """A proxy on 127.0.0.1 in front of the collector at ``base`` that answers GET requests with the
     collector's bytes as ``edit(path, bytes) -> bytes`` rewrites them (a collector that describes

@@ -4,23 +4,19 @@ exactly, Finalize's refusal of a bad blind signature, and a whole token (RFC 957
 blinded in the browser, signed by Python and verified by `cryptography`."""
 
 import base64
-import functools
 import hashlib
-import http.server
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
-from service_support import chromium
+from service_support import script_driver, static_server
 
 rsa = pytest.importorskip("cryptography.hazmat.primitives.asymmetric.rsa")
 from cryptography.exceptions import InvalidSignature  # noqa: E402
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import padding  # noqa: E402
 
-STATIC = Path(__file__).resolve().parents[1] / "probanon" / "service" / "static"
 VECTOR = Path(__file__).resolve().parent / "data" / "rfc9474_a3.txt"
 PSS = padding.PSS(mgf=padding.MGF1(hashes.SHA384()), salt_length=48)
 DIGEST = "sha256:" + "ab12" * 16  # a survey's digest, as served in its description
@@ -58,38 +54,14 @@ def token_input(nonce: bytes, survey_digest: str, der: bytes) -> bytes:
     return b"\x00\x02" + nonce + challenge + hashlib.sha256(der).digest()
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def static_url():
-    """The static folder served on 127.0.0.1 (a secure context: crypto.subtle works)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(STATIC)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    yield from static_server()
 
 
 @pytest.fixture(scope="module")
 def driver(static_url):
-    for drv in chromium():
-        drv.set_script_timeout(120)
-        drv.get(static_url + "/")
-        loaded = drv.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            const s = document.createElement("script");
-            s.src = "/blindrsa.js";
-            s.onload = () => done(typeof globalThis.ProbanonBlindRSA);
-            s.onerror = () => done("load error");
-            document.head.appendChild(s);""")
-        assert loaded == "object"
-        assert drv.execute_script("return window.isSecureContext") is True
-        yield drv  # the loop's next step quits the browser
+    yield from script_driver(static_url, "blindrsa.js", "ProbanonBlindRSA")
 
 
 def run(driver, body: str, *args):

@@ -2,17 +2,13 @@
 with the Python reference: the published function's rule, Algorithm A (paper 1) and the
 specification checks."""
 
-import functools
 import hashlib
-import http.server
 import json
 import math
-import threading
-from pathlib import Path
 
 import numpy as np
 import pytest
-from service_support import chromium
+from service_support import script_driver, static_server
 
 from probanon.data import synthetic_survey
 from probanon.errors import SpecificationError
@@ -27,41 +23,15 @@ from probanon.survey.spec import (
     verify,
 )
 
-STATIC = Path(__file__).resolve().parents[1] / "probanon" / "service" / "static"
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
 
 @pytest.fixture(scope="module")
 def static_url():
-    """The static folder served on 127.0.0.1 (a secure context: crypto.subtle works)."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(STATIC)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=10)
+    yield from static_server()
 
 
 @pytest.fixture(scope="module")
 def driver(static_url):
-    for drv in chromium():
-        drv.set_script_timeout(120)
-        drv.get(static_url + "/")
-        loaded = drv.execute_async_script("""
-            const done = arguments[arguments.length - 1];
-            const s = document.createElement("script");
-            s.src = "/survey.js";
-            s.onload = () => done(typeof globalThis.ProbanonSurvey);
-            s.onerror = () => done("load error");
-            document.head.appendChild(s);""")
-        assert loaded == "object"
-        assert drv.execute_script("return window.isSecureContext") is True
-        yield drv  # the loop's next step quits the browser
+    yield from script_driver(static_url, "survey.js", "ProbanonSurvey")
 
 
 def js_assign(driver, function_dict, points):
