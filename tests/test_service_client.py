@@ -157,10 +157,11 @@ def test_invitation_tokens(collector, posts):
     assert status == 200
     first, second = issued["tokens"]
     values = {"age": 33.0, "income": 2500.0}
+    letter = _letter(base, sid)
     with pytest.raises(ParameterError, match="invitation code"):
-        client.respond(base, sid, values, ANSWERS)
+        client.respond(base, sid, values, ANSWERS, expected_digest=letter)
     assert "POST" not in [m for m, _, _ in posts]
-    r = client.respond(base, sid, values, ANSWERS, token=first)
+    r = client.respond(base, sid, values, ANSWERS, token=first, expected_digest=letter)
     # the code went to the issuance only, blinded message beside it; the submission carries the
     # unblinded token, which the collector never saw and which holds nothing of the code
     (issuance, submission) = [(p, b) for m, p, b in posts if m == "POST"]
@@ -169,11 +170,11 @@ def test_invitation_tokens(collector, posts):
     assert r.status == 201 and set(r.sent["token"]) == {"nonce", "signature"}
     assert first not in json.dumps(r.sent) and issuance[1]["blinded_msg"] not in json.dumps(r.sent)
     with pytest.raises(client.ServiceError, match=r"HTTP 403") as used:  # a redeemed code
-        client.respond(base, sid, values, ANSWERS, token=first)
+        client.respond(base, sid, values, ANSWERS, token=first, expected_digest=letter)
     assert used.value.status == 403 and "\n" not in str(used.value)
     rows = _rows(database, sid)
     assert len(rows) == 1 and first not in json.dumps(rows, default=str)
-    assert client.respond(base, sid, values, ANSWERS, token=second).status == 201
+    assert client.respond(base, sid, values, ANSWERS, token=second, expected_digest=letter).status == 201
     # a survey without invitations refuses a code before anything is sent
     _, _, open_id = _publish(base, admin, population(200, seed=5))
     n_posts = [m for m, _, _ in posts].count("POST")
@@ -209,7 +210,8 @@ def test_lost_answers_are_asked_again_with_the_same_blinded_message_and_token(co
         return answer
 
     monkeypatch.setattr(urllib.request, "urlopen", losing)
-    r = client.respond(base, sid, {"age": 40.0, "income": 2000.0}, ANSWERS, token=issued["tokens"][0])
+    r = client.respond(base, sid, {"age": 40.0, "income": 2000.0}, ANSWERS, token=issued["tokens"][0],
+                       expected_digest=_letter(base, sid))
     assert (r.status, r.reply["status"]) == (200, "already stored") and r.receipt == r.reply["receipt"]
     assert [(p.rsplit("/", 1)[1], status) for p, _, status, _ in seen] == \
         [("issuance", 200), ("issuance", 200), ("submissions", 201), ("submissions", 200)]
@@ -293,7 +295,8 @@ def test_cli_respond_end_to_end(collector, capsys, tmp_path):
     shown = [line for line in out.strip().splitlines() if line.startswith("document: ")]
     lines = out.strip().splitlines()[len(shown):]
     # what the letter's digest covers, shown before anything is sent (issue 40.4)
-    assert shown[0] == "document: survey: Household survey" and "document: window: 2020-01-01T00:00:00Z to " \
+    assert shown[0] == f"document: digest: {_letter(base, sid)}"  # first, to compare with the letter's
+    assert shown[1] == "document: survey: Household survey" and "document: window: 2020-01-01T00:00:00Z to " \
         "2099-01-01T00:00:00Z" in shown and any("How happy are you (0-10)? [happy: integer in [0, 10]]" in x
                                                for x in shown)
     assert any("one single-use invitation per respondent" in x for x in shown)
@@ -540,6 +543,70 @@ def test_a_document_or_description_the_letter_does_not_cover_is_refused_before_a
     # the collector as it is: stored
     r = client.respond(base, sid, values, ANSWERS, expected_digest=letter)
     assert r.status == 201 and r.document["specification"]["digest"] == spec["digest"]
+
+
+def test_a_survey_with_invitations_is_not_answered_without_the_letters_digest(collector, posts, capsys, tmp_path):
+    """Audit of issue 40, finding 5: the listed digest proves nothing against a collector that serves
+    one respondent a document of its own, e.g. with an issuer key of hers alone (its blind
+    signatures then tag her submission), and lists its digest to her. A survey with invitations
+    (its document says "open": false) is therefore refused without the letter's digest, in one
+    line, before anything is sent; with it, the forged document is refused too. An open survey
+    without --digest is answered, and survey respond says it is not checked against a letter; it
+    prints the document's digest first."""
+    from probanon.service import document as documents
+    from probanon.service import tokens
+
+    base, admin, database = collector
+    _, _, sid = _publish(base, admin, population(200, seed=12), requires_token=True)
+    letter = _letter(base, sid)
+    _, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
+    [code] = issued["tokens"]
+    real_document = call(base, "GET", f"/api/surveys/{sid}/document")[1]
+    tag = tokens.public_form(tokens.new_private_key())  # her own key: a tag
+    forged = documents.canonical(dict(real_document, issuer=tag))
+    forged_digest = documents.digest_of(forged)
+
+    def edit(path, data):
+        if path == f"/api/surveys/{sid}/document":
+            return forged
+        if path == f"/api/surveys/{sid}":
+            return json.dumps(dict(json.loads(data), issuer=tag, digest=forged_digest)).encode()
+        return data
+
+    values = {"age": 33.0, "income": 2500.0}
+    proxy = RewritingProxy(base, edit)
+    try:
+        with pytest.raises(ParameterError, match="takes invitations: give the digest printed in your letter"):
+            client.respond(proxy.url, sid, values, ANSWERS, token=code)
+        with pytest.raises(SpecificationError, match="not the survey of your letter"):
+            client.respond(proxy.url, sid, values, ANSWERS, token=code, expected_digest=letter)
+        args = ["survey", "respond", proxy.url, "--survey", str(sid), "--values", "age=33,income=2500",
+                "--answers", "happy=3,region=south", "--token-file", str(tmp_path / "code.txt")]
+        (tmp_path / "code.txt").write_text(code)
+        assert main(args) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("probanon: error: survey") and "--digest" in err and len(err.splitlines()) == 1
+    finally:
+        proxy.close()
+    # the honest collector, too, is not answered without the letter's digest
+    with pytest.raises(ParameterError, match="give the digest printed in your letter"):
+        client.respond(base, sid, values, ANSWERS, token=code)
+    assert "POST" not in [m for m, _, _ in posts] and _rows(database, sid) == []
+    assert client.respond(base, sid, values, ANSWERS, token=code, expected_digest=letter).status == 201
+
+    # an open survey without --digest: answered, said not to be checked against a letter
+    _, _, open_id = _publish(base, admin, population(200, seed=13))
+    open_letter = _letter(base, open_id)
+    assert main(["survey", "respond", base, "--survey", str(open_id), "--values", "age=33,income=2500",
+                 "--answers", "happy=3,region=south"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"document: digest: {open_letter}"
+    assert "not checked against a letter" in err and open_letter in err
+    assert main(["survey", "respond", base, "--survey", str(open_id), "--values", "age=33,income=2500",
+                 "--answers", "happy=3,region=south", "--digest", open_letter]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[0] == f"document: digest: {open_letter}" and "not checked" not in err
+    assert len(_rows(database, open_id)) == 2
 
 
 # ---------------------------------------------------------------- letters and the page's files (issue 40.5)

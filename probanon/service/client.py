@@ -6,7 +6,8 @@
    (``GET /api/surveys/ID/document``, :mod:`probanon.service.document`: everything the respondent
    is asked) and the published specification (``GET /api/surveys/ID/spec``, the bytes as published);
 2. checks that the document's SHA-256 is the digest the respondent received through a second
-   channel (their invitation letter), or else the listed one, and that the description says
+   channel (their invitation letter), or else (an open survey only: a survey with invitations is
+   refused without it, :func:`letter_needed`) the listed one, and that the description says
    nothing else than the document (title, answers, questions, window, release rule, frame, open or
    by invitation); verifies the specification (:func:`probanon.survey.spec.verify`: digest, every
    cell's failure recomputed by Algorithm A) against the specification digest inside the document;
@@ -196,9 +197,10 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
 
     ``values`` may be a function ``(columns, questions) -> values`` and ``token`` a function
     ``() -> code`` (prompts, say): they are called once the specification is verified, the code's
-    only when the survey takes invitations. ``show(document, specification)`` is called with the
-    verified survey document before anything is asked or sent (``survey respond`` prints
-    :func:`probanon.service.document.summary`)."""
+    only when the survey takes invitations, which also need ``expected_digest`` (refused without
+    it before anything is sent). ``show(document, specification, digest)`` is called with the
+    verified survey document and its digest before anything is asked or sent (``survey respond``
+    prints :func:`probanon.service.document.summary`)."""
     survey_id = _survey_id(survey_id)
     if expected_digest is not None:
         expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
@@ -210,10 +212,12 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     if token is not None and not callable(token):
         token = _token_text(token)
     document = verified_document(url, survey_id, info, expected_digest, timeout)
+    if expected_digest is None and not document["open"]:  # the listed digest proves nothing (issue 40 audit, 5)
+        raise ParameterError(letter_needed(survey_id))
     v = verified_spec(url, survey_id, info, timeout=timeout, document=document)
     info = {**info, **{k: document[k] for k in documents.AGREED}}  # answered as the document says
     if show is not None:
-        show(document, v.spec)
+        show(document, v.spec, expected_digest or info["digest"])
     if callable(values):
         values = values(list(v.function.columns or []), info.get("questions") or {})
     cell = cell_of(v, values)
@@ -228,6 +232,14 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     receipt = checked_receipt(info, survey_id, body, reply)
     return Response(sent=body, status=status, reply=reply, cell=cell, digest=digest, note=info.get("note"),
                     document=document, receipt=receipt)
+
+
+def letter_needed(survey_id: int) -> str:
+    """Why a survey with invitations is not answered without the letter's digest: the collector
+    could serve this one respondent a document of its own (another token key: a tag), whose digest
+    it would list as well; the letter, which carries the code, carries the digest too."""
+    return (f"survey {survey_id} takes invitations: give the digest printed in your letter (--digest); without it "
+            "nothing shows that the collector serves you the survey it published for everybody")
 
 
 def checked_receipt(info: dict, survey_id: int, body: dict, reply: dict) -> dict | None:

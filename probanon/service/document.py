@@ -124,9 +124,11 @@ def release_text(release: dict) -> str:
     return f"{when}; a cell with fewer than k responses is {small}"
 
 
-def summary(document: dict, spec: dict | None = None) -> list[str]:
-    """What the document says, one line per item (``survey respond`` prints it)."""
-    lines = [f"survey: {document['title']}",
+def summary(document: dict, spec: dict | None = None, digest: str | None = None) -> list[str]:
+    """What the document says, one line per item (``survey respond`` prints it), its ``digest``
+    first (default: that of its canonical bytes), to compare with the letter's."""
+    lines = [f"digest: {digest or digest_of(canonical(document))}",
+             f"survey: {document['title']}",
              f"window: {document['opens']} to {document['closes']}",
              f"release: {release_text(document['release'])}",
              f"frame: at most {document['frame']} people invited; " +

@@ -277,7 +277,13 @@ def cmd_respond(args) -> int:
         values = _ask_values
     token = _ask_token if args.token_file is None else _first_line(_read_secret(args.token_file, "--token-file"))
     answers = parse_pairs(args.answers, "answers")
-    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest, show=_show_document)
+    show = _show_document
+    if args.digest is None:  # an open survey (one with invitations is refused without the letter's digest)
+        def show(document, spec, digest):
+            _show_document(document, spec, digest)
+            print(f"probanon: note: not checked against a letter: the survey document is the one the collector lists "
+                  f"({digest}); if you have a letter, compare its digest or give it with --digest", file=sys.stderr)
+    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest, show=show)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
     print(f"collector: HTTP {r.status} " + json.dumps({k: v for k, v in r.reply.items() if k != "receipt"},
@@ -306,12 +312,12 @@ def cmd_check_page(args) -> int:
     return 0
 
 
-def _show_document(document: dict, spec: dict) -> None:
+def _show_document(document: dict, spec: dict, digest: str | None = None) -> None:
     """What the verified survey document says (issue 40.4), ``document: ...`` lines on standard
-    output, before anything is asked or sent."""
+    output (its digest first), before anything is asked or sent."""
     from ..service.document import summary
 
-    for line in summary(document, spec):
+    for line in summary(document, spec, digest):
         print(f"document: {line}", flush=True)
 
 
@@ -526,7 +532,9 @@ def add_parser(sub) -> None:
                         "or the prompt")
     r.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest of your invitation letter: the survey document (everything you are asked) "
-                        "must have exactly this digest (default: the digest the collector lists, which proves less)")
+                        "must have exactly this digest. Required for a survey with invitations; an open survey "
+                        "without it is checked against the digest the collector lists only (which proves less), "
+                        "and the command says so")
     r.set_defaults(func=cmd_respond)
 
     c = ss.add_parser("check-page", help="anybody: check that the respondent page runs the files its survey "
