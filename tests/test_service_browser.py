@@ -540,3 +540,37 @@ def test_the_page_refuses_a_document_or_description_the_letter_does_not_cover(co
             finally:
                 proxy.close()
     assert posted(page) == [] and stored(database_url, sid) == {}
+
+
+def test_a_survey_with_invitations_offers_no_answer_without_the_letter(collector, page, published):
+    """Audit of issue 40, finding 5: on a survey with invitations (its document: "open": false) the
+    page does not offer "I have no letter" (the letter that carries the code carries the digest;
+    without it the listed digest proves nothing): no code is redeemed and nothing is sent until the
+    letter's digest is given, even if the hidden box is ticked by a script."""
+    base, admin, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text, requires_token=True)
+    sid, letter = survey["id"], survey["digest"]
+    status, body = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 1}, token=admin)
+    [code] = body["tokens"]
+
+    open_survey(page, base, sid, "")
+    assert page.find_element(By.ID, "letter").is_displayed()
+    assert not page.find_element(By.ID, "letter-skip").is_displayed()
+    assert "takes invitations" in page.find_element(By.ID, "letter-status").text
+    assert page.find_element(By.ID, "status").text.startswith("Not checked against your letter")
+    page.execute_script("document.getElementById('letter-skip').click()")  # ignored
+    assert use_code(page, code) == "Give your letter's digest above before you use your code."
+    assert posted(page) == [] and not page.find_element(By.ID, "survey-form").is_displayed()
+
+    check_letter(page, letter)
+    assert page.find_element(By.ID, "letter-status").text == "Checked against your letter: its digest is this survey's."
+    assert use_code(page, code).startswith("Your invitation code was exchanged")
+    qi_texts, answers = respondents(frame, spec)[1]
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1].startswith("Thank you: your answers were stored.")
+    assert len(stored(database_url, sid)) == 1
+
+    other_text = design_spec(population(300, seed=41))[1]
+    open_survey(page, base, publish(collector, other_text)["id"], "")  # an open survey still offers it
+    assert page.find_element(By.ID, "letter-skip").is_displayed()

@@ -178,7 +178,10 @@
   }
 
   // Without ?digest= in the address, ask for the letter's digest: nothing can be reviewed or sent
-  // until it is given and matches, or the respondent says she has no letter (then the page says so).
+  // until it is given and matches, or, on an open survey, the respondent says she has no letter
+  // (then the page says so). A survey with invitations (its document: "open": false) offers no
+  // such choice: the letter that carries the code carries the digest, and without it the listed
+  // digest proves nothing (a collector could serve this one respondent a document of its own).
   function setupLetter(digest) {
     if (letter.checked) {
       $("letter-status").className = "ok";
@@ -186,6 +189,7 @@
       return;
     }
     $("letter").hidden = false;
+    $("letter-skip-row").hidden = !skipAllowed();
     $("letter-check").addEventListener("click", () => {
       let given;
       try {
@@ -203,9 +207,10 @@
       letter.checked = true;
       $("letter").hidden = true;
       letterGate();
+      if (!$("invitation").hidden && credential === null) setStatus("Verified. Please enter the invitation code printed in your invitation.");
     });
     $("letter-skip").addEventListener("change", () => {
-      letter.skipped = $("letter-skip").checked;
+      letter.skipped = skipAllowed() && $("letter-skip").checked;
       if (!letter.skipped) invalidate();
       letterGate();
     });
@@ -221,9 +226,10 @@
       status.className = "warning";
       status.textContent = letter.skipped ?
         "Not checked against your letter: you chose to answer without it." :
-        "Not checked against your letter: type the digest printed in your letter above and choose Check (or say you have no letter).";
+        "Not checked against your letter: type the digest printed in your letter above and choose Check" +
+        (skipAllowed() ? " (or say you have no letter)." : ": this survey takes invitations, and your letter gives its digest.");
     }
-    if ($("review")) $("review").disabled = !(letter.checked || letter.skipped);
+    if ($("review")) $("review").disabled = !letterAllows();
     if (!tree && survey.status === "open" && !$("survey-form").hidden) {
       setStatus(letter.checked ? "Verified. Please fill in the form, then choose Review." :
         "Not checked against your letter. " + (letter.skipped ? "Please fill in the form, then choose Review." :
@@ -232,7 +238,12 @@
   }
 
   function letterAllows() {
-    return letter.checked || letter.skipped;
+    return letter.checked || (letter.skipped && skipAllowed());
+  }
+
+  // "I have no letter" is offered on an open survey only (audit of issue 40, finding 5).
+  function skipAllowed() {
+    return survey.open === true;
   }
 
   // ------------------------------------------------------------------ the invitation (issue 40.3)
@@ -287,7 +298,9 @@
     if (saved && saved.signature) return useCredential(saved, "Your invitation code was already exchanged on this device for an anonymous token.");
     if (saved && saved.code) $("invitation-code").value = saved.code; // a request left pending
     $("invitation-form").addEventListener("submit", redeem);
-    setStatus("Verified. Please enter the invitation code printed in your invitation.");
+    letterGate();
+    setStatus(letter.checked ? "Verified. Please enter the invitation code printed in your invitation." :
+      "Not checked against your letter. Give your letter's digest above before you use your code.");
   }
 
   // The pending request for this code: the saved one (same code), else a new nonce, blinded.
@@ -304,7 +317,7 @@
   async function redeem(event) {
     event.preventDefault();
     if (!letterAllows()) { // no code is spent on a survey not checked against the letter (issue 40.5)
-      return invitationMessage("Give your letter's digest above (or say you have no letter) before you use your code.", false);
+      return invitationMessage("Give your letter's digest above before you use your code.", false);
     }
     const code = $("invitation-code").value.trim();
     if (code === "") return invitationMessage("Enter the invitation code printed in your invitation.", false);
