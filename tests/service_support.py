@@ -173,10 +173,10 @@ def script_driver(static_url: str, script: str, name: str):
 
 
 class RewritingProxy:
-    """A proxy on 127.0.0.1 in front of the collector at ``base`` that answers GET requests with the
-    collector's bytes as ``edit(path, bytes) -> bytes`` rewrites them (a collector that describes
-    one survey and serves another, or serves a changed page); ``url`` is its address, ``close()``
-    stops it."""
+    """A proxy on 127.0.0.1 in front of the collector at ``base`` that answers GET (and POST)
+    requests with the collector's bytes as ``edit(path, bytes) -> bytes`` rewrites them (a collector
+    that describes one survey and serves another, serves a changed page, or answers a submission
+    with a forged receipt); ``url`` is its address, ``close()`` stops it."""
 
     def __init__(self, base: str, edit):
         import http.server
@@ -187,8 +187,16 @@ class RewritingProxy:
                 pass
 
             def do_GET(self):
+                self.forward(None)
+
+            def do_POST(self):
+                self.forward(self.rfile.read(int(self.headers.get("content-length") or 0)))
+
+            def forward(self, body):
+                request = urllib.request.Request(base + self.path, data=body, method=self.command, headers={
+                    "Content-Type": self.headers.get("content-type") or "application/json"} if body is not None else {})
                 try:
-                    with urllib.request.urlopen(base + self.path, timeout=30) as resp:
+                    with urllib.request.urlopen(request, timeout=30) as resp:
                         status, data, ctype = resp.status, resp.read(), resp.headers.get("content-type", "")
                 except urllib.error.HTTPError as err:
                     status, data, ctype = err.code, err.read(), err.headers.get("content-type", "")

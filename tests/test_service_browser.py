@@ -574,3 +574,75 @@ def test_a_survey_with_invitations_offers_no_answer_without_the_letter(collector
     other_text = design_spec(population(300, seed=41))[1]
     open_survey(page, base, publish(collector, other_text)["id"], "")  # an open survey still offers it
     assert page.find_element(By.ID, "letter-skip").is_displayed()
+
+
+# ---------------------------------------------------------------- the receipt (audit of issue 40, finding 8)
+
+RECEIPT_COMMAND = "probanon survey receipt --report release_report.json --receipt receipt.json --key {}"
+
+
+def shown_receipt(driver) -> tuple[str, str]:
+    """(the receipt's status line, the receipt box's text) once the page has shown the receipt."""
+    WebDriverWait(driver, TIMEOUT).until(lambda d: d.find_element(By.ID, "receipt-section").is_displayed())
+    return driver.find_element(By.ID, "receipt-status").text, driver.find_element(By.ID, "receipt").get_attribute("value")
+
+
+def test_the_page_verifies_and_shows_the_receipt(collector, page, published):
+    """The page verifies the receipt of the stored answers on the device (Ed25519 with the survey
+    document's receipt_key, over receipts.py's canonical row, the canonical answers as Python's
+    json.dumps writes them: here 1e-05) and shows it in a box with the command that checks it
+    against the release report; Python's receipts.verify accepts what it shows. A collector that
+    answers with a forged receipt (another key's signature, another cell, none) makes the page say
+    the receipt does not verify."""
+    from probanon.service import receipts
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    base, _, database_url = collector
+    frame, text, spec = published
+    survey = publish(collector, text)
+    sid = survey["id"]
+    key = call(base, "GET", f"/api/surveys/{sid}")[1]["receipt_key"]
+    people = respondents(frame, spec)
+    qi_texts, answers = people[2]
+    answers = dict(answers, spending="0.00001")  # Python stores it as 1e-05
+    open_survey(page, base, sid)
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    [raw] = posted(page)
+    body = json.loads(raw)
+    status, box = shown_receipt(page)
+    assert status.startswith("Receipt verified on this device"), status
+    receipt = json.loads(box)
+    canonical = json.dumps(body["answers"], sort_keys=True)
+    assert "1e-05" in canonical
+    assert receipts.verify(key, sid, body["idempotency_key"], body["cell"], canonical, receipt) == receipt
+    assert page.find_element(By.ID, "receipt-command").text == RECEIPT_COMMAND.format(key)
+    assert page.find_element(By.ID, "receipt-copy").is_displayed()
+
+    other = Ed25519PrivateKey.generate()
+
+    def another_key(r):
+        message = receipts.canonical_row(sid, r["key_sha256"], r["cell"], r["answers_sha256"])
+        return dict(r, signature=receipts.b64url(other.sign(message)))
+
+    forgeries = [(another_key, "the receipt's signature does not verify with the survey's receipt key"),
+                 (lambda r: dict(r, cell=r["cell"] + 1), "the receipt's cell is not that of the answers sent"),
+                 (lambda r: None, "the collector sent no receipt")]
+    for (qi_texts, answers), (forge, says) in zip(people[3:] + people[:1], forgeries):
+        def edit(path, data, forge=forge):
+            if path != f"/api/surveys/{sid}/submissions":
+                return data
+            reply = json.loads(data)
+            return json.dumps(dict(reply, receipt=forge(reply["receipt"]))).encode()
+
+        proxy = RewritingProxy(base, edit)
+        try:
+            open_survey(page, proxy.url, sid)
+            fill(page, qi_texts, answers)
+            assert review_and_send(page)[1] == "Thank you: your answers were stored."
+            status, _ = shown_receipt(page)
+            assert status.startswith(f"The collector's receipt does not verify: {says}."), status
+            assert page.find_element(By.ID, "receipt-status").get_attribute("class") == "error"
+        finally:
+            proxy.close()
+    assert len(stored(database_url, sid)) == 4

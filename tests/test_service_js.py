@@ -350,3 +350,28 @@ def test_the_document_checks_agree_with_python(driver):
     names = ["agi", "a_g_i", "Agi_", "AGE", "ag", "agi2", "x_1", "X1", "happy"]
     js = driver.execute_script("return arguments[0].map((n) => ProbanonSurvey.sameAsKey(n, arguments[1]));", names, keys)
     assert js == [same_as_key(n, keys) for n in names] == ["AGI", "AGI", "AGI", "age", None, None, "x1", "x1", None]
+
+
+def test_canonical_answers_are_pythons(driver):
+    """survey.js canonicalAnswers (what the page hashes to check a receipt, audit of issue 40,
+    finding 8) is Python's json.dumps(json.loads(JSON.stringify(answers)), sort_keys=True): numbers
+    as repr writes the float Python reads (1e-05, 1e+16, 0.0001, 5e-324), integers as their digits,
+    text with ensure_ascii's escapes; 2,000 random doubles besides."""
+    import random
+    import struct
+
+    rng = random.Random(8)
+    values = [0.0, -0.0, 1e-5, 1e-4, 1.5e-5, 1e16, 1e15, 9999999999999998.0, 1e21, 1e22, 0.1, 1 / 3, 5e-324,
+              -2.5e-300, 1.7976931348623157e308, 12.5, 3, -4, 2 ** 53, "h\u00e9llo\u2028\"\\\n\x7f\x01 \U0001F600", ""]
+    while len(values) < 2000:
+        x = struct.unpack("d", struct.pack("Q", rng.getrandbits(64)))[0]
+        if math.isfinite(x):
+            values.append(x)
+        values.append(rng.uniform(0, 1) * 10 ** rng.randint(-12, 25))
+    got = driver.execute_script("""
+        return arguments[0].map((v) => {
+          const text = JSON.stringify({b: v, a: 1});
+          return [text, ProbanonSurvey.canonicalAnswers(JSON.parse(text))];
+        });""", values)
+    for text, canonical in got:
+        assert canonical == json.dumps(json.loads(text), sort_keys=True), text

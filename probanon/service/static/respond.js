@@ -614,17 +614,55 @@
       return;
     }
     if (response.status === 201 || response.status === 200) {
+      let reply = null;
+      try { reply = await response.json(); } catch (e) { /* no JSON: no receipt */ }
       $("result").className = "ok";
       $("result").textContent = response.status === 201 ? "Thank you: your answers were stored." :
         "Thank you: your answers had already been stored.";
       for (const el of $("survey-form").elements) el.disabled = true;
       if (credential) save(null); // the token is spent
       setStatus("Done.");
+      await showReceipt(JSON.parse(body), reply && typeof reply === "object" ? reply.receipt ?? null : null);
       return;
     }
     $("result").className = "error";
     $("result").textContent = "Not stored: " + (await detail(response));
     $("send").disabled = false;
+  }
+
+  // The receipt of the stored answers (receipts.py, issue 40.10), verified on this device with the
+  // survey document's receipt_key (Ed25519, WebCrypto) and shown with the command that checks it
+  // against the release report; a browser without Ed25519 shows it unverified and says so.
+  async function showReceipt(sent, receipt) {
+    if (!survey.receipt_key) return; // a survey published before receipts
+    let check;
+    try {
+      check = await S.verifyReceipt(survey.receipt_key, survey.id, sent, receipt);
+    } catch (e) {
+      check = { verified: false, problem: e.message };
+    }
+    const status = $("receipt-status");
+    if (check.verified === true) {
+      status.className = "ok";
+      status.textContent = "Receipt verified on this device: it is this survey's signature (its receipt key, in the " +
+        "survey document) of exactly the answers you sent. Keep it.";
+    } else if (check.verified === null) {
+      status.className = "warning";
+      status.textContent = "Receipt not verified: " + check.problem + ". Keep it and check it with the command below.";
+    } else {
+      status.className = "error";
+      status.textContent = "The collector's receipt does not verify: " + check.problem + ". Keep this page's " +
+        "receipt and tell the survey office.";
+    }
+    $("receipt").value = receipt === null || receipt === undefined ? "" : JSON.stringify(receipt);
+    $("receipt-command").textContent = "probanon survey receipt --report release_report.json --receipt receipt.json " +
+      "--key " + survey.receipt_key;
+    $("receipt-copy").hidden = $("receipt").value === "";
+    $("receipt-copy").onclick = () => {
+      $("receipt").select();
+      if (navigator.clipboard) navigator.clipboard.writeText($("receipt").value).catch(() => {});
+    };
+    $("receipt-section").hidden = false;
   }
 
   document.addEventListener("DOMContentLoaded", () => {

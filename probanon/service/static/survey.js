@@ -649,7 +649,107 @@
     return (keys || []).find((key) => bareName(key) === bareName(name)) ?? null;
   }
 
+  // ------------------------------------------------------------------ receipts (receipts.py, issue 40.10)
+
+  // A number as Python's repr writes the float that Python's json.loads reads from
+  // JSON.stringify(x): the shortest digits that read back as x (toExponential(), as repr), in
+  // fixed notation when the decimal exponent lies in [-4, 16), else as d.ddde+XX.
+  function pythonFloat(x) {
+    if (!Number.isFinite(x)) throw new Error("not a finite number: " + x);
+    if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0";
+    const [mantissa, exponentText] = x.toExponential().split("e");
+    const e = Number(exponentText), sign = mantissa[0] === "-" ? "-" : "";
+    const digits = mantissa.replace("-", "").replace(".", "");
+    if (e < -4 || e >= 16) {
+      return sign + digits[0] + (digits.length > 1 ? "." + digits.slice(1) : "") + "e" + (e < 0 ? "-" : "+") +
+        String(Math.abs(e)).padStart(2, "0");
+    }
+    if (e < 0) return sign + "0." + "0".repeat(-e - 1) + digits;
+    return sign + digits.slice(0, e + 1).padEnd(e + 1, "0") + "." + (digits.slice(e + 1) || "0");
+  }
+
+  // A string as Python's json.dumps writes it (ensure_ascii: everything outside space..~ escaped,
+  // \uXXXX in lower case, UTF-16 code units as Python's surrogate pairs).
+  function pythonString(text) {
+    const short = { '"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f" };
+    let out = '"';
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i], code = text.charCodeAt(i);
+      out += short[c] ?? (code < 0x20 || code > 0x7e ? "\\u" + code.toString(16).padStart(4, "0") : c);
+    }
+    return out + '"';
+  }
+
+  // The canonical answers of a sent body (receipts.py): what the collector stores, i.e. Python's
+  // json.dumps(json.loads(sent), sort_keys=True) of the answers object. A number whose JSON text
+  // is an integer literal is read by Python as an int (its digits), any other as a float.
+  function canonicalAnswers(answers) {
+    const value = (v) => {
+      if (typeof v === "number") {
+        const text = JSON.stringify(v);
+        return /^-?[0-9]+$/.test(text) ? text : pythonFloat(v);
+      }
+      if (typeof v === "string") return pythonString(v);
+      if (v === null || typeof v === "boolean") return String(v);
+      throw new Error("an answer is a number or a text");
+    };
+    const keys = Object.keys(answers).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)); // code units: names are ASCII
+    return "{" + keys.map((k) => pythonString(k) + ": " + value(answers[k])).join(", ") + "}";
+  }
+
+  async function sha256Hex(text) {
+    return (await sha256(new TextEncoder().encode(text))).slice(7);
+  }
+
+  // The canonical bytes of a stored row (receipts.py canonical_row): what a receipt signs.
+  function receiptRow(surveyId, keyHash, cell, answersSha256) {
+    return "probanon/1 row\nsurvey " + surveyId + "\nkey " + keyHash + "\ncell " + cell + "\nanswers " + answersSha256 + "\n";
+  }
+
+  function unb64url(text) {
+    if (typeof text !== "string" || !/^[A-Za-z0-9_-]+$/.test(text) || text.length % 4 === 1) throw new Error("not base64url");
+    const binary = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (text.length % 4)) % 4));
+    return Uint8Array.from(binary, (c) => c.charCodeAt(0));
+  }
+
+  // The receipt of a stored submission checked on this device as receipts.py verify does: it
+  // names exactly the body sent (survey, cell, SHA-256 of the canonical answers and of the
+  // idempotency key, row digest) and its Ed25519 signature (WebCrypto) verifies with the survey
+  // document's receipt_key. {verified: true} | {verified: false, problem} | {verified: null,
+  // problem} when this browser has no Ed25519 (the receipt is then unverified, not refused).
+  async function verifyReceipt(receiptKey, surveyId, body, receipt) {
+    if (receipt === null || typeof receipt !== "object") return { verified: false, problem: "the collector sent no receipt" };
+    const answersSha = await sha256Hex(canonicalAnswers(body.answers));
+    const keySha = await sha256Hex(body.idempotency_key);
+    const expected = { survey: Number(surveyId), cell: body.cell, answers_sha256: answersSha, key_sha256: keySha };
+    for (const [name, value] of Object.entries(expected)) {
+      if (receipt[name] !== value) return { verified: false, problem: "the receipt's " + name + " is not that of the answers sent" };
+    }
+    const message = new TextEncoder().encode(receiptRow(expected.survey, keySha, body.cell, answersSha));
+    if (receipt.row_digest !== (await sha256(message)).slice(7)) {
+      return { verified: false, problem: "the receipt's row digest is not that of the answers sent" };
+    }
+    let key, signature;
+    try {
+      signature = unb64url(receipt.signature);
+      key = unb64url(receiptKey);
+    } catch (e) {
+      return { verified: false, problem: "the receipt key or the signature is malformed" };
+    }
+    try {
+      key = await root.crypto.subtle.importKey("raw", key, { name: "Ed25519" }, false, ["verify"]);
+    } catch (e) {
+      if (e && e.name === "NotSupportedError") return { verified: null, problem: "this browser cannot check Ed25519 signatures" };
+      return { verified: false, problem: "the survey's receipt key is malformed" };
+    }
+    const ok = await root.crypto.subtle.verify({ name: "Ed25519" }, key, signature, message);
+    return ok ? { verified: true } :
+      { verified: false, problem: "the receipt's signature does not verify with the survey's receipt key" };
+  }
+
   root.ProbanonSurvey = Object.freeze({
+    canonicalAnswers: canonicalAnswers,
+    verifyReceipt: verifyReceipt,
     readDocument: readDocument,
     documentContradictions: documentContradictions,
     sameAsKey: sameAsKey,
