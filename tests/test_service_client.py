@@ -705,3 +705,62 @@ def test_check_page_detects_a_changed_static_file(collector, capsys):
         assert err.startswith("probanon: error:") and len(err.strip().splitlines()) == 1
     other = letter[:-1] + ("0" if letter[-1] != "0" else "1")  # not the survey of the letter: nothing compared
     assert main(args[:-1] + [other]) == 2 and "not the survey of your letter" in capsys.readouterr().err
+
+
+def test_the_page_files_are_compared_with_the_local_package(collector, capsys, monkeypatch, tmp_path):
+    """Audit of issue 40, finding 6: the survey document's page hashes are the collector's own
+    statement. A collector that runs another respond.js, consistently listed in its document and
+    served as listed, passes the comparison with the document alone; `survey check-page` also
+    compares the document with this machine's probanon page files and exits 2 on a difference
+    (an OTHER line), unless --accept-other-version; `collector invite` refuses to write letters
+    (and issues nothing) unless --accept-other-version."""
+    from probanon.service import document as documents
+
+    base, admin, database = collector
+    local = documents.page_files()
+    other_js = (documents.STATIC / "respond.js").read_bytes() + b"\n// another version of the page\n"
+    other_hash = "sha256:" + hashlib.sha256(other_js).hexdigest()
+    with monkeypatch.context() as m:  # the collector publishes with another version's page files
+        m.setattr(documents, "page_files", lambda directory=None: dict(local, **{"respond.js": other_hash}))
+        _, _, sid = _publish(base, admin, population(200, seed=14), requires_token=True)
+    letter = _letter(base, sid)
+    assert call(base, "GET", f"/api/surveys/{sid}/document")[1]["page"]["respond.js"] == other_hash
+
+    def serve_other(path, data):
+        return other_js if path == "/static/respond.js" else data
+
+    proxy = RewritingProxy(base, serve_other)
+    try:
+        args = ["survey", "check-page", proxy.url, "--survey", str(sid), "--digest", letter]
+        assert main(args) == 2
+        out, err = capsys.readouterr()
+        lines = out.splitlines()
+        assert f"ok        /static/respond.js  {other_hash}" in lines  # served as its document lists it
+        [line] = [x for x in lines if x.startswith("OTHER")]
+        assert line.startswith(f"OTHER     respond.js  {other_hash}") and local["respond.js"] in line
+        assert "another version of the page" in err and len(err.strip().splitlines()) == 1
+        assert main(args + ["--accept-other-version"]) == 0
+        out = capsys.readouterr().out
+        assert "OTHER     respond.js" in out and "accepted: --accept-other-version" in out.splitlines()[-1]
+    finally:
+        proxy.close()
+    assert main(["survey", "check-page", base, "--survey", str(sid), "--digest", letter]) == 2  # DIFFERS and OTHER
+    capsys.readouterr()
+    from probanon.service.pagecheck import local_differences
+
+    assert [(d.name, d.listed, d.local) for d in local_differences({"a.js": "sha256:1"}, {"b.js": "sha256:2"})] == \
+        [("a.js", "sha256:1", None), ("b.js", None, "sha256:2")]
+
+    from probanon.service import office
+
+    issued, real_invite = [], office.invite
+    monkeypatch.setattr(office, "invite", lambda *a, **kw: issued.append(a) or real_invite(*a, **kw))
+    monkeypatch.setenv("PROBANON_TOKEN", admin)
+    invite = ["collector", "invite", base, "--survey", str(sid), "--count", "3", "-o", str(tmp_path / "l.txt"),
+              "--digest", letter]
+    assert main(invite) == 2
+    err = capsys.readouterr().err.strip()
+    assert "other page files than this machine's probanon" in err and "no letters written" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "l.txt").exists() and issued == []  # nothing issued
+    assert main(invite + ["--accept-other-version"]) == 0
+    assert (tmp_path / "l.txt").read_text().count("Invitation code: ") == 3

@@ -83,7 +83,8 @@ def cmd_publish(args) -> int:
 
 def cmd_invite(args) -> int:
     office, token = _office(args)
-    head = office.letterhead(args.url, args.survey, args.digest)  # checked before any invitation is issued
+    head = office.letterhead(args.url, args.survey, args.digest,  # checked before any invitation is issued
+                             other_version=args.accept_other_version)
     codes = office.invite(args.url, token, args.survey, args.count)
     letters = office.letters(args.url, head, codes)  # shuffled: never the order of issue
     text = office.letters_csv(letters) if args.format == "csv" else office.letters_text(args.url, letters)
@@ -214,6 +215,10 @@ def _collector_parser(sub) -> None:
     p.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest 'collector publish' printed: the letters are written only if the survey's "
                         "document still has it")
+    p.add_argument("--accept-other-version", action="store_true",
+                   help="write the letters although the survey document lists other respondent-page files than "
+                        "the probanon installed here (the collector deliberately runs another version). Default: "
+                        "refused, nothing issued")
 
     p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
                 "probanon collector analyst https://survey.example.org --survey 1 --note \"release team\" > analyst.token")

@@ -56,11 +56,15 @@ def invite(url: str, token: str, survey_id: int, count: int) -> list[str]:
     return call(url, "POST", f"/api/admin/surveys/{survey_id}/tokens", {"count": count}, token=token, attempts=1)[1]["tokens"]
 
 
-def letterhead(url: str, survey_id: int, expected_digest: str | None = None) -> dict:
+def letterhead(url: str, survey_id: int, expected_digest: str | None = None, other_version: bool = False) -> dict:
     """``{"survey", "title", "digest"}`` of the letters, from the survey document, checked: its
     SHA-256 must be the listed digest (and ``expected_digest``, the one ``collector publish``
-    printed, when given); else :class:`ParameterError` (before any invitation is issued)."""
+    printed, when given), and its page files those of the probanon package installed here (unless
+    ``other_version``: the collector deliberately runs another version); else
+    :class:`ParameterError` (before any invitation is issued)."""
+    from .. import __version__
     from ..survey.spec import parse_digest
+    from .document import page_files
 
     _, info = call(url, "GET", f"/api/surveys/{survey_id}")
     _, data = call(url, "GET", f"/api/surveys/{survey_id}/document", raw=True)
@@ -69,7 +73,15 @@ def letterhead(url: str, survey_id: int, expected_digest: str | None = None) -> 
         raise ParameterError(f"survey {survey_id}: its document's digest is {digest}, the collector lists "
                              f"{info.get('digest')}" + ("" if expected_digest is None else f" and you published "
                                                         f"{parse_digest(expected_digest)}") + ": no letters written")
-    return {"survey": survey_id, "title": json.loads(data)["title"], "digest": digest}
+    document = json.loads(data)
+    listed, local = document.get("page") or {}, page_files()
+    other = sorted(name for name in set(listed) | set(local) if listed.get(name) != local.get(name))
+    if other and not other_version:
+        raise ParameterError(f"survey {survey_id}: its document lists other page files than this machine's probanon "
+                             f"{__version__} ({len(other)}, {other[0]} first): the collector runs another version of "
+                             "the respondent page; no letters written (--accept-other-version if it does so "
+                             "deliberately)")
+    return {"survey": survey_id, "title": document["title"], "digest": digest}
 
 
 def letters(url: str, head: dict, codes: list[str]) -> list[dict]:

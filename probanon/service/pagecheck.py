@@ -7,6 +7,14 @@ downloads, from the collector, the page (``/respond/ID``), every file it loads (
 ``href`` of its elements) and every file the document lists (``/static/NAME``), and compares each
 with the document, whose own digest is checked first (against the letter's digest, or the listed
 one). A file that differs, is missing, or is loaded by the page without being listed is a finding.
+
+The document's hashes are the collector's own statement, made at publication. They are also
+compared with the page files of the probanon package installed on the checking machine
+(:func:`local_differences`, :func:`probanon.service.document.page_files`): a file whose listed
+hash is not the local package's (or that only one side has) is a finding of its own, an
+:class:`OtherVersion`: the collector runs another page than this version of probanon ships, which
+the checker must then read for herself (``survey check-page --accept-other-version`` accepts it
+deliberately; ``collector invite`` makes the same comparison before writing letters).
 """
 
 from __future__ import annotations
@@ -16,7 +24,9 @@ import html.parser
 import urllib.parse
 from dataclasses import dataclass
 
+from .. import __version__
 from .client import survey as describe, verified_document
+from .document import page_files
 from .http import ServiceError, call
 
 
@@ -41,6 +51,34 @@ class Finding:
             return f"MISSING   {self.path}: the survey document lists {self.name} ({self.expected}), the collector " \
                    "does not serve it"
         return f"DIFFERS   {self.path}  {self.actual}: the survey document lists {self.expected}"
+
+
+@dataclass(frozen=True)
+class OtherVersion:
+    """A page file whose hash in the survey document is not that of the probanon package installed
+    here (``listed`` or ``local`` None: only the other side has the file)."""
+
+    name: str
+    listed: str | None  # the document's sha256:HEX
+    local: str | None  # this machine's package's sha256:HEX
+
+    ok = False
+
+    def line(self) -> str:
+        here = f"this machine's probanon {__version__}"
+        if self.listed is None:
+            return f"OTHER     {self.name}: {here} has it ({self.local}), the survey document does not list it"
+        if self.local is None:
+            return f"OTHER     {self.name}: the survey document lists it ({self.listed}), {here} has no such file"
+        return f"OTHER     {self.name}  {self.listed}: the survey document lists it, {here} has {self.local}"
+
+
+def local_differences(listed: dict, local: dict | None = None) -> list[OtherVersion]:
+    """The page files whose hash in ``listed`` (a survey document's ``page``) is not the one in
+    ``local`` (default: this machine's package, :func:`probanon.service.document.page_files`)."""
+    local = page_files() if local is None else local
+    return [OtherVersion(name, listed.get(name), local.get(name)) for name in sorted(set(listed) | set(local))
+            if listed.get(name) != local.get(name)]
 
 
 class _Resources(html.parser.HTMLParser):
@@ -79,9 +117,12 @@ def _fetch(url: str, path: str, timeout: float) -> str | None:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def check_page(url: str, survey_id: int, expected_digest=None, timeout: float = 30) -> list[Finding]:
-    """One :class:`Finding` per file of the survey's page (see the module docstring); the survey
-    document itself is verified first (:class:`probanon.errors.SpecificationError` otherwise)."""
+def check_page(url: str, survey_id: int, expected_digest=None, timeout: float = 30,
+               local: dict | None = None) -> list:
+    """One :class:`Finding` per file of the survey's page, then one :class:`OtherVersion` per file
+    whose listed hash is not the local package's (``local``: default
+    :func:`probanon.service.document.page_files`; see the module docstring); the survey document
+    itself is verified first (:class:`probanon.errors.SpecificationError` otherwise)."""
     document = verified_document(url, survey_id, describe(url, survey_id, timeout), expected_digest, timeout)
     listed = document["page"]
     page_path = f"/respond/{survey_id}"
@@ -96,4 +137,4 @@ def check_page(url: str, survey_id: int, expected_digest=None, timeout: float = 
         expected = listed.get(name) if name is not None else None
         actual = _fetch(url, path, timeout) if path.startswith("/") else None
         findings[path] = Finding(path, name if expected is not None else None, expected, actual)
-    return list(findings.values())
+    return list(findings.values()) + local_differences(listed, local)

@@ -297,18 +297,29 @@ def cmd_respond(args) -> int:
 
 def cmd_check_page(args) -> int:
     """Exit 0: every file the page loads and every file the survey document lists is served as the
-    document says; 2: a file differs, is missing or is not listed (one line per file on stdout)."""
-    from ..service.pagecheck import check_page
+    document says, and the document lists this machine's probanon page files (or
+    --accept-other-version); 2: a file differs, is missing or is not listed, or the document's
+    files are another version's (one line per file on stdout)."""
+    from .. import __version__
+    from ..service.pagecheck import Finding, check_page
 
-    findings = check_page(args.url, args.survey, expected_digest=args.digest)
-    for finding in findings:
+    found = check_page(args.url, args.survey, expected_digest=args.digest)
+    for finding in found:
         print(finding.line())
+    findings = [f for f in found if isinstance(f, Finding)]
+    other = [f for f in found if not isinstance(f, Finding)]
     bad = [f for f in findings if not f.ok]
     if bad:
         raise SpecificationError(f"{len(bad)} of {len(findings)} files of the page of survey {args.survey} are not "
                                  f"the ones its document lists ({bad[0].path} first): the page does not run what "
                                  "was published")
-    print(f"the page of survey {args.survey} runs the {len(findings)} files its document lists")
+    if other and not args.accept_other_version:
+        raise SpecificationError(f"the survey document lists {len(other)} page file(s) other than this machine's "
+                                 f"probanon {__version__} has ({other[0].name} first): the collector runs another "
+                                 "version of the page; read its files, then give --accept-other-version to accept it")
+    print(f"the page of survey {args.survey} runs the {len(findings)} files its document lists" +
+          (f"; {len(other)} of them are not this machine's probanon {__version__}'s (accepted: --accept-other-version)"
+           if other else f", those of this machine's probanon {__version__}"))
     return 0
 
 
@@ -539,7 +550,8 @@ def add_parser(sub) -> None:
 
     c = ss.add_parser("check-page", help="anybody: check that the respondent page runs the files its survey "
                                          "document lists", epilog=example(
-        "# downloads /respond/ID, every file it loads and every file the document lists; exit 2 on a difference",
+        "# downloads /respond/ID, every file it loads and every file the document lists; exit 2 on a difference,",
+        "# or when the document lists other page files than this machine's probanon (--accept-other-version)",
         "probanon survey check-page https://survey.example.org --survey 1 --digest sha256:"
         "6b86b273ff34fce19d6b804eff5a3f5747ada4eaa22f1d49c01e52ddb7875b4b"))
     c.add_argument("url", metavar="URL", help="the collector, e.g. https://survey.example.org")
@@ -547,6 +559,10 @@ def add_parser(sub) -> None:
     c.add_argument("--digest", metavar="sha256:HEX",
                    help="the digest of the invitation letters: the survey document must have exactly this digest "
                         "(default: the digest the collector lists, which proves less)")
+    c.add_argument("--accept-other-version", action="store_true",
+                   help="accept a survey document whose page files are not those of the probanon installed here "
+                        "(the collector deliberately runs another version: read its files yourself); still listed "
+                        "as OTHER lines. Default: such a difference is a finding (exit 2)")
     c.set_defaults(func=cmd_check_page)
     c = ss.add_parser("receipt", help="respondent side: check that a release report counts the row of your receipt",
                       epilog=example(
