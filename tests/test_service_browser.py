@@ -593,7 +593,7 @@ def test_the_page_verifies_and_shows_the_receipt(collector, page, published):
     json.dumps writes them: here 1e-05) and shows it in a box with the command that checks it
     against the release report; Python's receipts.verify accepts what it shows. A collector that
     answers with a forged receipt (another key's signature, another cell, none) makes the page say
-    the receipt does not verify."""
+    the receipt does not verify; a browser without Ed25519 shows it unverified and says so."""
     from probanon.service import receipts
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -645,4 +645,21 @@ def test_the_page_verifies_and_shows_the_receipt(collector, page, published):
             assert page.find_element(By.ID, "receipt-status").get_attribute("class") == "error"
         finally:
             proxy.close()
-    assert len(stored(database_url, sid)) == 4
+
+    # a browser without Ed25519 in WebCrypto: the receipt is shown unverified, and the page says so
+    qi_texts, answers = people[1]
+    open_survey(page, base, sid)
+    page.execute_script("""
+        const subtle = crypto.subtle, real = subtle.importKey.bind(subtle);
+        subtle.importKey = (format, key, algorithm, ...rest) => algorithm && algorithm.name === "Ed25519" ?
+          Promise.reject(new DOMException("Ed25519 is not supported", "NotSupportedError")) :
+          real(format, key, algorithm, ...rest);""")
+    fill(page, qi_texts, answers)
+    assert review_and_send(page)[1] == "Thank you: your answers were stored."
+    status, box = shown_receipt(page)
+    assert status == ("Receipt not verified: this browser cannot check Ed25519 signatures. Keep it and check it with "
+                      "the command below."), status
+    body = json.loads(posted(page)[-1])
+    receipts.verify(key, sid, body["idempotency_key"], body["cell"], json.dumps(body["answers"], sort_keys=True),
+                    json.loads(box))
+    assert len(stored(database_url, sid)) == 5
