@@ -14,7 +14,7 @@ import time
 import pytest
 import sqlalchemy as sa
 from scipy.stats import spearmanr
-from service_support import BACKENDS, call, design_spec, fresh_database, new_key, population, survey_body
+from service_support import BACKENDS, POSTGRES, call, design_spec, fresh_database, new_key, population, survey_body
 
 from probanon.service import client, closing, db, receipts
 from probanon.service.http import ServiceError
@@ -415,3 +415,78 @@ def test_a_crashed_rewrite_leaves_no_copy(tmp_path):
         assert not [f for f in os.listdir(tmp_path) if ".rewrite-" in f]
     finally:
         engine.dispose()
+
+
+# ---------------------------------------------------------------- audit findings 2, 12
+
+@pytest.fixture
+def postgres_collector(tmp_path, monkeypatch):
+    if not POSTGRES:
+        pytest.skip("PROBANON_TEST_POSTGRES not set (.ci/run sets it)")
+    monkeypatch.setattr(closing, "CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(closing, "LOCK_SECONDS", 1, raising=False)
+    url, drop = fresh_database("postgres", tmp_path)
+    try:
+        admin = init_admin(url)
+        with running(url) as base:
+            yield base, admin, url
+    finally:
+        drop()
+
+
+def _rewritten(base, admin, sid) -> bool:
+    return any(e["action"] == closing.ACTION and e["survey_id"] == sid for e in _audit(base, admin))
+
+
+def test_a_reader_holding_a_lock_does_not_stall_the_collector_and_the_rewrite_is_retried(postgres_collector):
+    """A session with an open transaction that read the submissions (pg_dump, a report query) holds
+    a lock the rewrite needs: the rewrite gives up after LOCK_SECONDS (the collector answers
+    meanwhile), is not logged, and is done at a later tick once the reader is gone."""
+    import psycopg
+
+    base, admin, url = postgres_collector
+    sid, digest, n_cells, _ = _publish(base, admin)
+    _send(base, sid, digest, n_cells, 30)
+    reader = psycopg.connect(url)
+    try:
+        reader.execute("SELECT count(*) FROM submissions").fetchone()  # its transaction stays open
+        t0 = time.monotonic()
+        assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin, timeout=60)[0] == 200
+        assert time.monotonic() - t0 < 10, "the close waited for the reader's transaction"
+        t0 = time.monotonic()
+        assert call(base, "GET", f"/api/surveys/{sid}", timeout=60)[0] == 200
+        assert time.monotonic() - t0 < 5
+        assert not _rewritten(base, admin, sid), "logged as rewritten though the rewrite did not happen"
+    finally:
+        reader.close()
+    deadline = time.monotonic() + 30
+    while not _rewritten(base, admin, sid):
+        assert time.monotonic() < deadline, "the rewrite was not tried again once the reader was gone"
+        time.sleep(0.3)
+
+
+def test_a_failed_vacuum_full_is_not_logged_and_is_tried_again(postgres_collector, monkeypatch):
+    base, admin, url = postgres_collector
+    sid, digest, n_cells, _ = _publish(base, admin)
+    _send(base, sid, digest, n_cells, 10)
+    vacuum = closing._vacuum_full
+    failures = []
+
+    def failing(engine):
+        failures.append(1)
+        raise sa.exc.OperationalError("VACUUM FULL", None, Exception("canceling statement due to lock timeout"))
+
+    monkeypatch.setattr(closing, "_vacuum_full", failing)
+    assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin)[0] == 200
+    assert failures and not _rewritten(base, admin, sid)
+    engine = db.connect(url)
+    try:
+        with engine.connect() as conn:
+            assert closing.pending(conn) == [sid]
+    finally:
+        engine.dispose()
+    monkeypatch.setattr(closing, "_vacuum_full", vacuum)
+    deadline = time.monotonic() + 30
+    while not _rewritten(base, admin, sid):
+        assert time.monotonic() < deadline, "a failed VACUUM FULL was never tried again"
+        time.sleep(0.3)

@@ -25,7 +25,13 @@ PostgreSQL
     temporary table in a random order, its user triggers disabled, the rows deleted and inserted
     again from the copy, the triggers enabled again, the chains checked; then ``VACUUM FULL``
     writes the table into a new file in that random order. The triggers are disabled only inside
-    that transaction, which no other session can see or write through.
+    that transaction, which no other session can see or write through. Each lock is waited for
+    :data:`LOCK_SECONDS` at most (``lock_timeout``; ``VACUUM FULL`` also has a statement timeout):
+    a session of someone else holding one (a reader's open transaction, ``pg_dump``) makes the
+    rewrite fail instead of holding every request at the gate, and the server's timer tries it
+    again (waiting longer after each failure, up to :data:`MAX_BACKOFF_SECONDS`). "storage
+    rewritten" is logged only once every ``VACUUM FULL`` succeeded: until then the survey is
+    still pending and the whole rewrite is done again.
 
 What this cannot destroy (docs/collector-deployment.md): copies made before the close (backups,
 filesystem snapshots, PostgreSQL's WAL segments and archives, which the database server keeps),
@@ -51,6 +57,9 @@ LOG = logging.getLogger("uvicorn.error")
 WAIT_SECONDS = 30  # a request waits this long for a rewrite to end, then gets 503
 DRAIN_SECONDS = 30  # a rewrite waits this long for the requests in progress, then is tried later
 CHECK_SECONDS = 10  # the server's timer: how often it looks for surveys whose closing time passed
+LOCK_SECONDS = 2  # PostgreSQL: a rewrite waits this long for a table's lock, then is tried again at the next tick
+VACUUM_SECONDS = 600  # PostgreSQL: the statement timeout of each VACUUM FULL
+MAX_BACKOFF_SECONDS = 300  # the timer's wait after failed rewrites doubles up to this
 ACTION = "storage rewritten"
 
 
@@ -155,11 +164,17 @@ class Timer:
             sweep(self.gated.engine)
         except OSError as exc:
             LOG.error("could not destroy a rewrite's leftover file: %s", type(exc).__name__)
+        wait = self.every
         while True:
             try:
                 close_pending(self.gated)
-            except Exception as exc:  # noqa: BLE001 - one line, tried again at the next tick
-                LOG.error("close rewrite failed: %s (tried again in %s s)", type(exc).__name__, self.every)
+                wait = self.every
+            except Exception as exc:  # noqa: BLE001 - one line, tried again later (a lock held elsewhere, say)
+                LOG.error("close rewrite failed: %s (tried again in %s s)", type(exc).__name__, wait)
+                if self.stop_event.wait(wait):
+                    return
+                wait = min(2 * wait, max(self.every, MAX_BACKOFF_SECONDS))
+                continue
             if self.stop_event.wait(self.every):
                 return
 
@@ -197,6 +212,9 @@ def _rewrite_postgres(engine: sa.Engine, actor: str | None, only_if_pending: boo
         due = pending(conn)  # it, and collectors sharing the database rewrite one after the other
         if not due and only_if_pending:
             return []
+        # a session holding any lock on a table (a reader's open transaction, pg_dump) makes LOCK TABLE
+        # fail after LOCK_SECONDS instead of holding the gate, and so every request, until it ends
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(LOCK_SECONDS * 1000)}")
         before = heads(conn)
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
@@ -209,11 +227,27 @@ def _rewrite_postgres(engine: sa.Engine, actor: str | None, only_if_pending: boo
             conn.exec_driver_sql("DROP TABLE probanon_shuffle")
         if heads(conn) != before:
             raise RuntimeError("the rewrite changed the stored rows")  # rolled back
+    _vacuum_full(engine)  # the heap leaves the order of arrival only now: logged after it, retried if it fails
+    with engine.begin() as conn:
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")
+        due = [sid for sid in pending(conn) if sid in due]  # another collector may have logged them meanwhile
         _log(conn, due, actor)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        for table in db.ORDER_REVEALING:
-            conn.exec_driver_sql(f"VACUUM FULL {table}")
     return due
+
+
+def _vacuum_full(engine: sa.Engine) -> None:
+    """``VACUUM FULL`` of each order-revealing table (a new heap file, in the shuffled order), with
+    a lock timeout (a reader's open transaction: it fails, and the next tick tries again) and a
+    statement timeout."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql(f"SET lock_timeout = {int(LOCK_SECONDS * 1000)}")
+        conn.exec_driver_sql(f"SET statement_timeout = {int(VACUUM_SECONDS * 1000)}")
+        try:
+            for table in db.ORDER_REVEALING:
+                conn.exec_driver_sql(f"VACUUM FULL {table}")
+        finally:
+            conn.exec_driver_sql("RESET lock_timeout")
+            conn.exec_driver_sql("RESET statement_timeout")
 
 
 def _sqlite_connect(path: str):
