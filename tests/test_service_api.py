@@ -40,7 +40,7 @@ from service_support import (
     survey_body,
 )
 
-from probanon.service import db
+from probanon.service import db, export, security
 from probanon.service.server import init_admin, running
 from probanon.survey.anonymity import effective_anonymity
 
@@ -1057,7 +1057,7 @@ def test_interim_releases_change_each_cell_by_zero_or_k(collector):
     fill(base, s, {0: k, 1: 1})
     # the first interim release: cell 1 went from 0 to 1 < k responses
     status, body = released(base, analyst, s.id, "json")
-    assert status == 409 and "1 cell(s) changed by fewer than k" in body["detail"]
+    assert status == 409 and "changed by fewer than k" in body["detail"]
     fill(base, s, {1: k - 1}, start=10)
     status, first = released(base, analyst, s.id, "json")
     assert status == 200 and len(first) == 2 * k
@@ -1080,6 +1080,27 @@ def test_interim_releases_change_each_cell_by_zero_or_k(collector):
     report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
     assert status == 200 and report["release"]["final"] and report["changed_since_interim"] == [1]
     assert collections.Counter(r["cell"] for r in final) == {0: 2 * k, 2: k}
+
+
+def test_a_refused_interim_release_says_nothing_of_the_counts_and_is_audited(collector):
+    """Audit finding 3: the refusal of an interim release is the same text however many cells
+    changed by 1..k-1 (a count in it would be a per-cell oracle for an analyst polling it), and
+    every refused attempt, of the records or of the report, is in the audit log."""
+    base, admin, _ = collector
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    s = publish(base, admin, release={"interim": [_iso(now - dt.timedelta(hours=1))]})
+    analyst = analyst_token(base, admin)
+    fill(base, s, {0: 1})
+    one = released(base, analyst, s.id, "csv")
+    fill(base, s, {1: 1}, start=10)
+    two = released(base, analyst, s.id, "json")
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)
+    assert one[0] == two[0] == report[0] == 409
+    assert one[1] == two[1] == report[1] and one[1]["detail"] == export.INTERIM_REFUSED
+    refused = [e for e in audit(base, admin) if e["survey_id"] == s.id and e["action"] == "release refused"]
+    assert len(refused) == 3 and all(e["role"] == "analyst" and e["actor"] == security.token_id(analyst)
+                                     for e in refused)
+    assert [e["note"].split(":")[0] for e in refused] == ["csv", "json", "report"]
 
 
 def test_release_order_is_random_and_stored(collector):

@@ -513,13 +513,25 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
                  "survey_id": r.survey_id, "note": r.note} for r in rows]
 
     # ---------------------------------------------------------------- analyst
+    def published(conn, survey_id: int, actor: str, what: str):
+        """The release to serve (:func:`.export.published`); a refused one is in the audit log, in
+        its own transaction (the request's is rolled back with the refusal)."""
+        try:
+            return export.published(conn, surveys.load(conn, survey_id))
+        except Refused as exc:
+            if exc.status == 409:
+                with engine.begin() as log:
+                    db.log_action(log, "analyst", "release refused", survey_id, f"{what}: {exc}", actor)
+            raise
+
     @app.get("/api/surveys/{survey_id}/release", summary="The release (analyst)",
              responses={200: {"content": {t: {} for t in export.FORMATS.values()}}})
     def release(survey_id: SurveyId, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
-        with authorised(request, "analyst", survey_id) as (conn, actor):
-            if format not in export.FORMATS:
+        if format not in export.FORMATS:
+            with authorised(request, "analyst", survey_id):
                 raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
-            stored = export.published(conn, surveys.load(conn, survey_id))
+        with authorised(request, "analyst", survey_id) as (conn, actor):
+            stored = published(conn, survey_id, actor, format)
             records = json.loads(stored.report)["released_records"]
             db.log_action(conn, "analyst", "release", survey_id,
                           f"{format}, release {stored.seq}{' (final)' if stored.final else ' (interim)'}, "
@@ -530,7 +542,7 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     @app.get("/api/surveys/{survey_id}/release/report", summary="Participation and guarantee of the release (analyst)")
     def release_report(survey_id: SurveyId, request: Request):
         with authorised(request, "analyst", survey_id) as (conn, actor):
-            stored = export.published(conn, surveys.load(conn, survey_id))
+            stored = published(conn, survey_id, actor, "report")
             db.log_action(conn, "analyst", "release report", survey_id, f"release {stored.seq}", actor)
         return Response(stored.report, media_type="application/json")
 

@@ -142,6 +142,12 @@ def access(conn, survey: Survey) -> dict:
     return {"invitations": True, "frame": survey.frame, "issued": issued, "used": max(0, int(issued - unused))}
 
 
+#: the answer to a refused interim release: the same text whatever the counts (how many cells, which
+#: ones, by how much would make each attempt a per-cell oracle); each attempt is in the audit log
+INTERIM_REFUSED = ("interim release refused: a cell changed by fewer than k responses since the last release "
+                   "(each cell must change by 0 or by at least k); try again later")
+
+
 def changed_below_k(counts: np.ndarray, before: np.ndarray | None, k: int) -> np.ndarray:
     """Cells whose responses changed by 1..k-1 since the release before (``before``: its counts,
     None for the first release, then every cell counts from 0)."""
@@ -176,9 +182,7 @@ def published(conn, survey: Survey, at=None):
     if not closed:
         bad = changed_below_k(counts, before, survey.k)
         if bad.any():
-            raise Refused(409, f"interim release refused: {int(bad.sum())} cell(s) changed by fewer than k = "
-                               f"{survey.k} responses since the {'last release' if stored else 'opening'} (each "
-                               "cell must change by 0 or by at least k)")
+            raise Refused(409, INTERIM_REFUSED)
     records, rep = _records(survey, frame, counts, before if closed else None)
     rep["release"] = {"seq": len(stored), "final": closed, "at": iso(at), "interim_declared": len(survey.interim)}
     rep["access"] = access(conn, survey)
