@@ -686,7 +686,7 @@ def test_each_endpoint_takes_only_its_role(collector, engine):
 
 def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
     base, admin, _ = collector
-    s = publish(base, admin, requires_token=True, frame=1000)
+    s = publish(base, admin, text=make_spec(60).text, requires_token=True)  # a frame of 60 people
     analysts = [analyst_token(base, admin) for _ in range(3)]
     respondents = invitations(base, admin, s, 50)
     tokens = [admin] + analysts + respondents
@@ -1565,6 +1565,16 @@ def test_invitations_never_exceed_the_frame_and_the_report_counts_them(collector
         status, body = call(base, "POST", "/api/admin/surveys",
                             survey_body(make_spec().text, answers=FIELDS, requires_token=True, frame=frame), token=admin)
         assert status == 422, frame
+    # audit finding 4: the frame is at most the design's population (the specification's records)
+    made = make_spec()
+    records = made.spec["guarantee"]["records"]
+    for frame in (records + 1, 10**9):
+        status, body = call(base, "POST", "/api/admin/surveys",
+                            survey_body(made.text, answers=FIELDS, requires_token=True, frame=frame), token=admin)
+        assert_error(status, body, 422)
+        assert f"({records} records)" in body["detail"], body
+    s = publish(base, admin, text=made.text, requires_token=True, frame=records)
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["frame"] == records
 
 
 def test_a_stuffed_cell_is_flagged_and_suppressed(collector):
