@@ -388,12 +388,26 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         key = signing_keys.get(survey_id) or await run_in_threadpool(signing_key)
         if tokens.os2ip(blinded) >= key.public_key().public_numbers().n:
             raise Refused(422, "'blinded_msg' is not below the survey key's modulus")
-        redemption = submissions.Redemption(survey_id, code.strip(), hashlib.sha256(blinded).hexdigest())
-        try:  # redeemed (committed) first, then signed: a lost answer is asked again with the same message
-            await asyncio.wait_for(state["writer"].submit(redemption), WRITE_SECONDS)
+        code, blinded_hash = code.strip(), hashlib.sha256(blinded).hexdigest()
+
+        def lookup():
+            with engine.connect() as conn:
+                return security.lookup_code(conn, code, survey_id, blinded_hash)
+
+        found = await run_in_threadpool(lookup)
+        if found is None:
+            raise Refused(403, submissions.UNKNOWN_CODE)
+        if isinstance(found, bytes):  # redeemed for this blinded message: the stored answer, not signed again
+            return {"blind_sig": tokens.b64url(found)}
+        # an unused code: signed, then redeemed with its signature in one commit (a code redeemed
+        # meanwhile by another request: refused, or that request's stored signature)
+        signature = await run_in_threadpool(tokens.blind_sign, key, blinded)
+        try:
+            answer = await asyncio.wait_for(state["writer"].submit(
+                submissions.Redemption(survey_id, code, blinded_hash, signature)), WRITE_SECONDS)
         except TimeoutError:
             raise Refused(503, "the database did not answer in time; send the same request again") from None
-        return {"blind_sig": tokens.b64url(await run_in_threadpool(tokens.blind_sign, key, blinded))}
+        return {"blind_sig": tokens.b64url(answer)}
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):

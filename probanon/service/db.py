@@ -7,8 +7,10 @@
                  token. An invitation code is deleted when it is redeemed for a blind signature.
 ``issuer_keys``  each survey's RSA blind-signing key (issue 40.3; the private key never leaves it).
 ``redemptions``  (survey, SHA-256 of a redeemed code, SHA-256 of the blinded message it was signed
-                 for): a lost answer can be asked again; the blinded message is unlinkable to the
-                 token it becomes (RFC 9474 blindness).
+                 for, the blind signature answered): a lost answer asked again is answered with the
+                 stored signature, never signed again (no CPU lever for a replaying invitee); the
+                 blinded message and its blind signature are unlinkable to the token they become
+                 (RFC 9474 blindness: the signature is the blinded message's RSA root, as blind as it).
 ``spent_tokens`` (survey, SHA-256 of a token's nonce): each token is spent once; written in the
                  transaction that stores its submission. Nothing in it derives from the code. A
                  trigger refuses UPDATE and DELETE (a nonce freed again would admit its token twice).
@@ -100,6 +102,7 @@ redemptions = sa.Table(
     sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
     sa.Column("code_hash", sa.String(64), primary_key=True),       # SHA-256 of the code
     sa.Column("blinded_hash", sa.String(64), nullable=False),      # SHA-256 of the blinded message it was signed for
+    sa.Column("blind_sig", sa.LargeBinary, nullable=False),        # the blind signature answered (a retry gets it)
     sqlite_with_rowid=False,
 )
 

@@ -49,9 +49,9 @@ class Redemption:
     survey_id: int
     code: str
     blinded_hash: str
+    blind_sig: bytes  # signed before the code is redeemed (only for a code that was unused then)
 
 
-REDEEMED = "redeemed"
 UNKNOWN_CODE = "unknown invitation code, or one already redeemed"
 
 
@@ -133,7 +133,7 @@ def _write(conn, items: list) -> list:
     for i, r in enumerate(items):
         if isinstance(r, Redemption):
             results[i] = Refused(409, "the survey is closed") if r.survey_id in closed else \
-                REDEEMED if redeem_code(conn, r.code, r.survey_id, r.blinded_hash) else Refused(403, UNKNOWN_CODE)
+                redeem_code(conn, r.code, r.survey_id, r.blinded_hash, r.blind_sig) or Refused(403, UNKNOWN_CODE)
     batch = [s for s in items if isinstance(s, Submission)]
     if batch:
         for i, result in zip([i for i, s in enumerate(items) if isinstance(s, Submission)],
@@ -265,8 +265,8 @@ class Writer:
 
     def _answer(self, conn, s: Submission, result):
         """(status, the survey's receipt key or None, the submission) of a stored submission: see
-        :func:`answer`."""
-        if isinstance(result, Refused):
+        :func:`answer`; the blind signature of a redemption."""
+        if isinstance(result, Refused) or isinstance(s, Redemption):
             return result
         if s.survey_id not in self.keys:
             self.keys[s.survey_id] = receipts.private_key(conn, s.survey_id)
