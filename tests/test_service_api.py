@@ -1082,6 +1082,31 @@ def test_interim_releases_change_each_cell_by_zero_or_k(collector):
     assert collections.Counter(r["cell"] for r in final) == {0: 2 * k, 2: k}
 
 
+def test_the_final_report_says_the_cells_held_back_since_the_interim_release_are_not_released(collector):
+    """Audit finding 9: a cell that changed by 1..k-1 since the last interim release is left out of
+    the final release, and its report says so: not released, counted with the suppressed, and
+    the achieved k is that of the records written."""
+    base, admin, _ = collector
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    s = publish(base, admin, release={"interim": [_iso(now - dt.timedelta(hours=1))]})
+    analyst = analyst_token(base, admin)
+    k = s.spec["guarantee"]["k"]
+    fill(base, s, {0: k, 1: 2 * k})
+    assert released(base, analyst, s.id, "csv")[0] == 200  # the interim release
+    fill(base, s, {0: 1}, start=40)  # cell 0: k + 1, changed by 1 < k since
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    status, final = released(base, analyst, s.id, "json")
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert status == 200 and report["release"]["final"] and report["changed_since_interim"] == [0]
+    assert collections.Counter(r["cell"] for r in final) == {1: 2 * k}
+    cell = report["cells"][0]
+    assert cell["responses"] == k + 1 and not cell["released"] and cell["held_back"]
+    assert report["cells"][1]["released"] and not report["cells"][1]["held_back"]
+    assert report["released_records"] == len(final) == 2 * k
+    assert report["suppressed_records"] == k + 1 and report["suppressed_cells"] == 1
+    assert report["achieved_k"] == 2 * k
+
+
 def test_a_refused_interim_release_says_nothing_of_the_counts_and_is_audited(collector):
     """Audit finding 3: the refusal of an interim release is the same text however many cells
     changed by 1..k-1 (a count in it would be a per-cell oracle for an analyst polling it), and

@@ -14,7 +14,10 @@ cell changed by 0 or by >= k responses since the release before it (the first: e
 cell holds >= k). Every release is computed once, stored (:data:`.db.releases`: its counts, report
 and records in each format, in one random order) and served byte for byte whenever asked again;
 the final release, made at the first request after the close, also leaves out the cells that
-changed by 1..k-1 responses since the last interim one. Each download is in the audit log.
+changed by 1..k-1 responses since the last interim one (its report lists them, ``held_back`` and
+not released, counted with the suppressed, no part of the achieved k). A refused interim release
+is answered with one fixed text (:data:`INTERIM_REFUSED`: no count, no cell) and is in the audit
+log, as each download is.
 """
 
 from __future__ import annotations
@@ -83,9 +86,11 @@ def implausible(survey: Survey, counts: np.ndarray) -> tuple[np.ndarray, list]:
     return tails < STUFFING_ALPHA / max(len(tails), 1), tails.tolist()
 
 
-def report(survey: Survey, responses: pd.DataFrame) -> dict:
+def report(survey: Survey, responses: pd.DataFrame, held: np.ndarray | None = None) -> dict:
     """Participation per cell, predicted against observed failures, the cells the design makes
-    implausible (ballot stuffing), the achieved k."""
+    implausible (ballot stuffing), the achieved k; ``held``: the cells the final release holds
+    back (changed by 1..k-1 since the last interim release): not released, counted with the
+    suppressed, and no part of the achieved k."""
     spec, k = survey.spec, survey.k
     g = spec["guarantee"]
     counts = np.bincount(responses["cell"].to_numpy(), minlength=survey.n_cells)
@@ -94,7 +99,9 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
     small = (counts > 0) & (counts < k)
     stuffed, tails = implausible(survey, counts)
     failed = small | stuffed
+    held = np.zeros(survey.n_cells, dtype=bool) if held is None else held & (counts > 0)
     released = ~failed if survey.description["release"]["small_cells"] == "suppress" else np.ones_like(failed)
+    released = released & ~held
     shown = released & (counts > 0)
     model = dict(g["participation"])
     if model["model"] != "constant":  # per-record or a fitted model: the cells list their pi_j
@@ -104,7 +111,8 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
               "participation": float(counts[c] / sizes[c]), "predicted_failure": float(predicted[c]),
               "failed": bool(small[c]), "released": bool(released[c] and counts[c] > 0),
               "more_responses_than_records": bool(counts[c] > sizes[c]),
-              "upper_tail": tails[c], "implausible": bool(stuffed[c])} for c in range(survey.n_cells)]
+              "upper_tail": tails[c], "implausible": bool(stuffed[c]), "held_back": bool(held[c])}
+             for c in range(survey.n_cells)]
     return {
         "survey": survey.id, "title": survey.title, "digest": survey.digest, "status": survey.status(),
         "k": k, "risk": g["risk"], "participation_model": model, "records": int(g["records"]),
@@ -119,8 +127,8 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
                            "implausible_cells": [c for c in range(survey.n_cells) if stuffed[c]]},
         "small_cells": survey.description["release"]["small_cells"],
         "released_records": int(counts[shown].sum()),
-        "suppressed_records": int(counts[failed & ~released].sum()),
-        "suppressed_cells": int((failed & ~released).sum()),
+        "suppressed_records": int(counts[(failed | held) & ~released].sum()),
+        "suppressed_cells": int(((failed | held) & ~released).sum()),
         "flagged_cells": [c for c in range(survey.n_cells) if failed[c]],
         "achieved_k": int(counts[shown].min()) if shown.any() else None,
         "guarantee": GUARANTEES["survey"].to_dict(),
@@ -202,13 +210,11 @@ def _records(survey: Survey, frame: pd.DataFrame, counts: np.ndarray, before) ->
     """The released records in a random order (fresh entropy, drawn once: the release is stored)
     and the report; ``before``: the counts of the last interim release, whose cells that changed
     by 1..k-1 since are left out of the final release."""
-    rep = report(survey, frame)
-    keep = np.array([rep["cells"][c]["released"] for c in frame["cell"]], dtype=bool)
-    if before is not None:
-        differenced = changed_below_k(counts, before, survey.k) & (before > 0)
+    differenced = None if before is None else changed_below_k(counts, before, survey.k) & (before > 0)
+    rep = report(survey, frame, differenced)
+    if differenced is not None:
         rep["changed_since_interim"] = [int(c) for c in np.flatnonzero(differenced)]
-        keep &= ~differenced[frame["cell"].to_numpy()]
-        rep["released_records"] = int(keep.sum())
+    keep = np.array([rep["cells"][c]["released"] for c in frame["cell"]], dtype=bool)
     frame = frame[keep]
     order = np.random.default_rng().permutation(len(frame))
     frame = frame.iloc[order]
