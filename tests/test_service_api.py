@@ -303,6 +303,10 @@ def fresh_token(survey):
     return make
 
 
+def _b64(size: int) -> str:
+    return base64.urlsafe_b64encode(np.random.default_rng().bytes(size)).rstrip(b"=").decode()
+
+
 def used_token(ctx):
     token = fresh_token("B")(ctx)
     assert submit(ctx.base, ctx.B, {**submission(ctx.B), "token": token}) == STORED
@@ -434,11 +438,14 @@ BAD_INPUT = [
     case("unknown-survey", 404, lambda ctx: {"path": "/api/surveys/999999/submissions", "raw": valid(ctx)}),
     # -- invitation tokens
     case("token-missing", 403, to("B")),
-    case("token-unknown", 403, to("B", token=lambda ctx: new_key())),
+    case("token-forged", 403, to("B", token=lambda ctx: {"nonce": _b64(32), "signature": _b64(256)})),
     case("token-reused", 403, to("B", token=used_token)),
     case("token-of-another-survey", 403, to("B", token=fresh_token("C"))),
-    case("token-admin-as-invitation", 403, to("B", token=lambda ctx: ctx.admin)),
-    case("token-analyst-as-invitation", 403, to("B", token=lambda ctx: ctx.analyst)),
+    # a token that is not {"nonce", "signature"} of base64url: a malformed request (audit finding 11)
+    case("token-a-code-string", 422, to("B", token=lambda ctx: new_key())),
+    case("token-admin-as-invitation", 422, to("B", token=lambda ctx: ctx.admin)),
+    case("token-analyst-as-invitation", 422, to("B", token=lambda ctx: ctx.analyst)),
+    case("token-nonce-too-short", 422, to("B", token=lambda ctx: {"nonce": _b64(31), "signature": _b64(256)})),
     case("token-to-survey-without-tokens", 422, to("A", token=fresh_token("B"))),
     # -- publishing a survey
     case("spec-cell-size-same-digest", 422, creation(altered(_cell_sizes, redigest=False))),

@@ -317,8 +317,9 @@ def test_issuance_of_open_closed_and_unknown_surveys(collector):
 
 
 def test_token_carrying_submissions(collector):
-    """Forged, tampered, spent, of another survey, missing: 403; on an open survey: 422; the same
-    idempotency key again: "already stored"; a spent nonce under another key: 403."""
+    """Forged, tampered, spent, of another survey, missing: 403; malformed (shape, encoding,
+    length: audit finding 11) or on an open survey: 422; the same idempotency key again:
+    "already stored"; a spent nonce under another key: 403."""
     base, admin, url = collector
     survey, other = _publish(base, admin, requires_token=True), _publish(base, admin, requires_token=True)
     open_survey = _publish(base, admin, open=True)
@@ -328,17 +329,25 @@ def test_token_carrying_submissions(collector):
     nonce = tokens.unb64url(token["nonce"], 32)
     flipped = bytearray(tokens.unb64url(token["signature"], 256))
     flipped[-1] ^= 1
-    forged = [None, "a-code", {"nonce": token["nonce"]}, {**token, "extra": 1},
+    forged = [None,
               {"nonce": tokens.b64url(secrets.token_bytes(32)), "signature": tokens.b64url(secrets.token_bytes(256))},
               {"nonce": token["nonce"], "signature": tokens.b64url(bytes(flipped))},
               {"nonce": tokens.b64url(bytes([nonce[0] ^ 1]) + nonce[1:]), "signature": token["signature"]},
-              {"nonce": token["nonce"], "signature": token["signature"] + "A"},
               foreign]
+    malformed = ["a-code", 5, [token["nonce"]], {"nonce": token["nonce"]}, {**token, "extra": 1},
+                 {"nonce": token["nonce"], "signature": token["signature"] + "A"},      # 257 bytes
+                 {"nonce": token["nonce"], "signature": token["signature"][:-4]},       # 253 bytes
+                 {"nonce": token["nonce"] + "=", "signature": token["signature"]},      # padding
+                 {"nonce": token["nonce"].replace(token["nonce"][0], "+"), "signature": token["signature"]},
+                 {"nonce": 7, "signature": token["signature"]}, {"nonce": token["nonce"], "signature": None}]
     before = _dump(url)
     for bad in forged:
         body = _body(survey) if bad is None else _body(survey, bad)
         got, answer = _submit(base, survey, body)
         assert got == 403 and set(answer) == {"detail"}, (bad, answer)
+    for bad in malformed:
+        got, answer = _submit(base, survey, _body(survey, bad))
+        assert got == 422 and set(answer) == {"detail"} and "\n" not in answer["detail"], (bad, answer)
     assert _submit(base, open_survey, _body(open_survey, token))[0] == 422
     assert _dump(url) == before
     stored = _body(survey, token)

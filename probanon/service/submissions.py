@@ -33,7 +33,7 @@ from . import db, receipts
 from .answers import SchemaError, check_answers, undeclared
 from .security import redeem_code
 from .surveys import Refused, Survey
-from .tokens import TokenError, check_token, load_public_form
+from .tokens import MalformedToken, TokenError, check_token, load_public_form
 
 KEYS = {"digest", "cell", "answers", "idempotency_key", "token"}
 IDEMPOTENCY = re.compile(r"[A-Za-z0-9_-]{22,64}")
@@ -65,7 +65,9 @@ class Submission:
 
 
 def parse(survey: Survey, body) -> Submission:
-    """The submission if every field is declared and valid, else :class:`Refused` (422/403)."""
+    """The submission if every field is declared and valid, else :class:`Refused`: 422 for a
+    malformed request (a token's shape or encoding included), 403 for a missing token or one
+    whose signature does not verify."""
     if not isinstance(body, dict):
         raise Refused(422, "the submission must be a JSON object")
     for name in body:
@@ -90,6 +92,8 @@ def parse(survey: Survey, body) -> Submission:
                                "/api/surveys/ID/issuance): 'token' is missing")
         try:
             nonce = check_token(issuer_key(survey), survey.digest, token)
+        except MalformedToken as exc:  # a malformed request; a token that does not verify: 403
+            raise Refused(422, f"malformed token: {exc}") from None
         except TokenError as exc:
             raise Refused(403, f"invalid token: {exc}") from None
         nonce_hash = hashlib.sha256(nonce).hexdigest()

@@ -61,6 +61,11 @@ class TokenError(ValueError):
     """A malformed or invalid blinded message, signature or token."""
 
 
+class MalformedToken(TokenError):
+    """A token that is not ``{"nonce", "signature"}`` of base64url texts of the right lengths (the
+    request is malformed: 422), as opposed to one whose signature does not verify (403)."""
+
+
 # ---------------------------------------------------------------- encodings (RFC 4648 §5; RFC 8017 §4)
 
 def b64url(data: bytes) -> str:
@@ -287,11 +292,15 @@ def mint(key: rsa.RSAPublicKey, survey_digest: str, nonce: bytes | None = None) 
 
 def check_token(key: rsa.RSAPublicKey, survey_digest: str, token) -> bytes:
     """The nonce of a submission's ``{"nonce", "signature"}`` whose signature verifies over the
-    survey's token input, else :class:`TokenError`."""
+    survey's token input, else :class:`MalformedToken` (its shape or encoding) or
+    :class:`TokenError` (its signature)."""
     if not isinstance(token, dict) or set(token) != {"nonce", "signature"}:
-        raise TokenError("'token' must be {\"nonce\", \"signature\"} (base64url)")
-    nonce = unb64url(token["nonce"], NONCE_BYTES, "the token's nonce")
-    signature = unb64url(token["signature"], MODULUS_BYTES, "the token's signature")
+        raise MalformedToken("'token' must be {\"nonce\", \"signature\"} (base64url)")
+    try:
+        nonce = unb64url(token["nonce"], NONCE_BYTES, "the token's nonce")
+        signature = unb64url(token["signature"], MODULUS_BYTES, "the token's signature")
+    except TokenError as exc:
+        raise MalformedToken(str(exc)) from None
     if not verify(key, token_input(nonce, survey_digest, key), signature):
         raise TokenError("the token's signature does not verify with this survey's key")
     return nonce
