@@ -490,3 +490,61 @@ def test_a_failed_vacuum_full_is_not_logged_and_is_tried_again(postgres_collecto
     while not _rewritten(base, admin, sid):
         assert time.monotonic() < deadline, "a failed VACUUM FULL was never tried again"
         time.sleep(0.3)
+
+
+CRASH = """
+import os, sys
+import sqlalchemy as sa
+from probanon.service import closing, db
+path, witness, point = sys.argv[1:4]
+engine = db.connect(path)
+with engine.begin() as conn:  # rows still in the WAL when the rewrite starts
+    conn.execute(db.submissions.insert(), [{"survey_id": 1, "key_hash": k, "cell": 0, "answers": "{}",
+                                            "day": db.now().date()} for k in sys.argv[4:]])
+os.link(path + "-wal", witness + "-wal")  # the test's own names for the old files' blocks
+os.link(path, witness + "-main")
+if point == "replace":  # killed after SQLite's last close unlinked the -wal, before the swap
+    os.replace = lambda *a: os._exit(9)
+else:  # killed after the swap, before the old files are overwritten
+    closing._overwrite = lambda *a: os._exit(9)
+closing.rewrite(engine)
+"""
+
+
+@pytest.mark.parametrize("point", ["replace", "overwrite"])
+def test_a_rewrite_killed_midway_leaves_no_old_block_unwritten(tmp_path, point):
+    """Audit finding 12: a process killed between SQLite's last close (which checkpoints and unlinks
+    the -wal) or the swap (which unlinks the old main file) and the overwrite of the old files
+    leaves them under a second name, which the next start overwrites (their blocks are never
+    freed unwritten); the database is whole either way."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "c.db")
+    admin = init_admin(path)
+    with running(path) as base:
+        sid, digest, n_cells, _ = _publish(base, admin)
+        arrived = _send(base, sid, digest, n_cells, 20)
+    late = [receipts.sha256_hex(new_key()) for _ in range(20)]
+    (tmp_path / "w").mkdir()
+    witness = str(tmp_path / "w" / "old")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", CRASH, path, witness, point, *late], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+    wal = open(witness + "-wal", "rb").read()
+    assert any(k.encode() in wal for k in late), "the witness does not see the rows in the old WAL"
+    engine = db.connect(path)  # the next start
+    try:
+        closing.sweep(engine)
+        wal = open(witness + "-wal", "rb").read()
+        assert not any(k.encode() in wal for k in late + arrived), "the old -wal's blocks were left unwritten"
+        main = open(witness + "-main", "rb").read()
+        if point == "overwrite":  # swapped: the old main file is no longer the database
+            assert not any(k.encode() in main for k in late + arrived), "the old main file was left unwritten"
+        assert not [f for f in os.listdir(tmp_path) if ".rewrite-" in f]
+        with engine.connect() as conn:
+            keys = set(conn.execute(sa.select(db.submissions.c.key_hash)).scalars())
+        assert keys == set(arrived) | set(late)
+    finally:
+        engine.dispose()

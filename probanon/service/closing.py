@@ -18,7 +18,11 @@ SQLite
     fsynced and renamed over the database; the old main file, its ``-wal`` and ``-shm`` are
     overwritten with zeros, fsynced and unlinked (through descriptors opened before SQLite's last
     close; no ``wal_checkpoint(TRUNCATE)``, which would free the WAL's blocks without overwriting
-    them: ``VACUUM INTO`` reads the WAL's commits anyway). The engine's connections are closed; new ones
+    them: ``VACUUM INTO`` reads the WAL's commits anyway). Each old file has a second name
+    (``<db>.rewrite-XXXX-old-wal``...) from before SQLite's last close until it is overwritten, so
+    a process killed in between (SQLite's close has unlinked the ``-wal``, the swap has unlinked
+    the main file) leaves them to :func:`sweep` at the next start instead of freeing their blocks
+    unwritten. The engine's connections are closed; new ones
     open the new file (:func:`.db._same_file` makes any engine on the path follow).
 PostgreSQL
     In one transaction that locks each order-revealing table exclusively: its rows copied to a
@@ -278,7 +282,9 @@ def _fsync(path: str, directory: bool = False) -> None:
 
 def _rewrite_sqlite(engine: sa.Engine) -> None:
     path = os.path.abspath(engine.url.database)
+    directory = os.path.dirname(path)
     fresh = f"{path}.rewrite-{secrets.token_hex(4)}"
+    old, links = {}, []  # the old files' descriptors and their second names (docstring)
     source = _sqlite_connect(path)
     try:
         before = _heads_sqlite(source)
@@ -308,14 +314,21 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
             target.close()
         _fsync(fresh)
         engine.dispose()  # the server's connections to the old file are closed
-        old = {}
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 old[suffix] = os.open(path + suffix, os.O_RDWR)
+                # a second name for each old file until it is overwritten: if the process dies before
+                # (between SQLite's unlink of the -wal and the overwrite, say), sweep() finds it
+                links.append(f"{fresh}-old{suffix or '-main'}")
+                os.link(path + suffix, links[-1])
+        _fsync(directory, directory=True)
     except BaseException:
         source.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(fresh)
+        for name in [fresh, *links]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        for fd in old.values():
+            os.close(fd)
         raise
     try:
         source.close()  # the last connection: SQLite may checkpoint and unlink the -wal and -shm
@@ -323,32 +336,55 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path + suffix)
         os.replace(fresh, path)
-        _fsync(os.path.dirname(path), directory=True)
+        _fsync(directory, directory=True)
     finally:
+        live = _live(path)  # the old files are overwritten once no name of the database points at them
         for fd in old.values():
             try:
-                _overwrite(fd)
+                if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) not in live:
+                    _overwrite(fd)
             finally:
                 os.close(fd)
+        for name in links:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        _fsync(directory, directory=True)
+
+
+def _live(path: str) -> set:
+    """(device, inode) of the database's files now: its main file, -wal and -shm."""
+    out = set()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(path + suffix)
+            out.add((st.st_dev, st.st_ino))
+    return out
 
 
 def sweep(engine: sa.Engine) -> list[str]:
-    """Overwrite and unlink the new files of a SQLite rewrite that a crash interrupted (a full copy
-    of the data, not yet swapped in): at the server's start. The names removed."""
+    """At the server's start, what a crash left of a SQLite rewrite: its new file (a full copy of
+    the data, not yet swapped in) and the second names of the old files (``-old-main``,
+    ``-old-wal``, ``-old-shm``) are overwritten and unlinked, unless a name is still one of the
+    database's own files (the rewrite died before the swap: then only the second name goes, and
+    the rewrite is done again, the survey still pending). The names removed."""
     if engine.dialect.name != "sqlite" or not engine.url.database:
         return []
     path = os.path.abspath(engine.url.database)
     directory, name = os.path.split(path)
+    live = _live(path)
     removed = []
     for entry in os.listdir(directory):
         if entry.startswith(name + ".rewrite-"):
             fd = os.open(os.path.join(directory, entry), os.O_RDWR)
             try:
-                _overwrite(fd)
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) not in live:
+                    _overwrite(fd)
             finally:
                 os.close(fd)
             os.unlink(os.path.join(directory, entry))
             removed.append(entry)
+    _fsync(directory, directory=True)
     return removed
 
 
