@@ -548,3 +548,39 @@ def test_a_rewrite_killed_midway_leaves_no_old_block_unwritten(tmp_path, point):
         assert keys == set(arrived) | set(late)
     finally:
         engine.dispose()
+
+
+def test_the_close_drops_unused_codes_and_redemptions_and_keeps_their_counts(collector):
+    """Audit finding 13: with a list of who got which letter, the unused codes' hashes name who did
+    not take part and each redemption that a letter was used: the close rewrite deletes them (from
+    every stored file, on SQLite) and keeps the counts the release report states."""
+    from service_support import redeem
+
+    base, admin, url, backend, _ = collector
+    sid, digest, n_cells, _ = _publish(base, admin, requires_token=True)
+    status, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 5}, token=admin)
+    assert status == 200
+    codes = issued["tokens"]
+    for i, code in enumerate(codes[:3]):
+        body = {"digest": digest, "cell": i % n_cells, "answers": ANSWERS, "idempotency_key": new_key(),
+                "token": redeem(base, sid, code)}
+        assert call(base, "POST", f"/api/surveys/{sid}/submissions", body)[0] == 201
+    hashes = [receipts.sha256_hex(code) for code in codes]
+    engine = db.connect(url)
+    try:
+        def stored():
+            with engine.connect() as conn:
+                return (set(conn.execute(sa.select(db.tokens.c.hash).where(db.tokens.c.survey_id == sid)).scalars()),
+                        set(conn.execute(sa.select(db.redemptions.c.code_hash)).scalars()))
+
+        assert stored() == (set(hashes[3:]), set(hashes[:3]))  # before the close: both kept
+        assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin)[0] == 200
+        assert _rewritten(base, admin, sid)
+        assert stored() == (set(), set())
+        if backend == "sqlite":
+            for name, found in _file_orders(url, hashes).items():
+                assert not found, f"{name} still holds a code's hash"
+    finally:
+        engine.dispose()
+    report = call(base, "GET", f"/api/surveys/{sid}/release/report", token=admin_analyst(base, admin))[1]
+    assert report["access"] == {"invitations": True, "frame": report["access"]["frame"], "issued": 5, "used": 3}

@@ -189,6 +189,24 @@ class Timer:
 
 # ---------------------------------------------------------------- how
 
+def _drop_invitations(execute, due: list[int]) -> None:
+    """For each survey of ``due``: its invitations issued and codes redeemed recorded in
+    ``invitation_counts`` (once), then its unused codes' hashes and its redemptions deleted (audit
+    finding 13: with a list of who got which letter, the unused codes name who did not take part,
+    and each redemption row that a letter was used). ``execute(sql, params)``: the connection's
+    (SQLAlchemy's or sqlite3's, both with named parameters)."""
+    for sid in due:
+        p = {"s": sid}
+        issued = execute("SELECT COALESCE(SUM(count), 0) FROM invitation_batches WHERE survey_id = :s", p)
+        unused = execute("SELECT COUNT(*) FROM tokens WHERE role = 'respondent' AND survey_id = :s", p)
+        known = execute("SELECT COUNT(*) FROM invitation_counts WHERE survey_id = :s", p)
+        if not known:
+            execute("INSERT INTO invitation_counts (survey_id, issued, used) VALUES (:s, :i, :u)",
+                    {**p, "i": issued, "u": max(0, issued - unused)})
+        execute("DELETE FROM tokens WHERE role = 'respondent' AND survey_id = :s", p)
+        execute("DELETE FROM redemptions WHERE survey_id = :s", p)
+
+
 def heads(conn) -> dict:
     """Every survey's chain head (to check that a rewrite changed no row)."""
     return {sid: chain(conn, sid)["head"] for sid in conn.execute(sa.select(db.surveys.c.id)).scalars()}
@@ -203,7 +221,7 @@ def rewrite(engine: sa.Engine, actor: str | None = None, only_if_pending: bool =
         with engine.connect() as conn:
             due = pending(conn)
         if due or not only_if_pending:
-            _rewrite_sqlite(engine)
+            _rewrite_sqlite(engine, due)
             with engine.begin() as conn:
                 _log(conn, due, actor)
         return due
@@ -219,6 +237,8 @@ def _rewrite_postgres(engine: sa.Engine, actor: str | None, only_if_pending: boo
         # a session holding any lock on a table (a reader's open transaction, pg_dump) makes LOCK TABLE
         # fail after LOCK_SECONDS instead of holding the gate, and so every request, until it ends
         conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(LOCK_SECONDS * 1000)}")
+        _drop_invitations(lambda sql, p: conn.execute(sa.text(sql), p).scalar() if sql.startswith("SELECT")
+                          else conn.execute(sa.text(sql), p), due)
         before = heads(conn)
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
@@ -247,7 +267,7 @@ def _vacuum_full(engine: sa.Engine) -> None:
         conn.exec_driver_sql(f"SET lock_timeout = {int(LOCK_SECONDS * 1000)}")
         conn.exec_driver_sql(f"SET statement_timeout = {int(VACUUM_SECONDS * 1000)}")
         try:
-            for table in db.ORDER_REVEALING:
+            for table in dict.fromkeys((*db.ORDER_REVEALING, *db.DROPPED_AT_CLOSE)):  # dead tuples too
                 conn.exec_driver_sql(f"VACUUM FULL {table}")
         finally:
             conn.exec_driver_sql("RESET lock_timeout")
@@ -280,7 +300,7 @@ def _fsync(path: str, directory: bool = False) -> None:
         os.close(fd)
 
 
-def _rewrite_sqlite(engine: sa.Engine) -> None:
+def _rewrite_sqlite(engine: sa.Engine, due: list[int] = ()) -> None:
     path = os.path.abspath(engine.url.database)
     directory = os.path.dirname(path)
     fresh = f"{path}.rewrite-{secrets.token_hex(4)}"
@@ -293,6 +313,10 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
         try:
             target.execute("PRAGMA journal_mode=DELETE")
             target.execute("PRAGMA temp_store=MEMORY")
+            target.execute("BEGIN IMMEDIATE")
+            _drop_invitations(lambda sql, p: target.execute(sql, p).fetchone()[0] if sql.startswith("SELECT")
+                              else target.execute(sql, p), list(due))
+            target.execute("COMMIT")
             for table in db.ORDER_REVEALING:
                 triggers = target.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
                                           (table,)).fetchall()

@@ -143,6 +143,9 @@ def access(conn, survey: Survey) -> dict:
 
     if not survey.requires_token:
         return {"invitations": False, "frame": survey.frame, "note": OPEN_NOTE}
+    kept = conn.execute(sa.select(db.invitation_counts).where(db.invitation_counts.c.survey_id == survey.id)).first()
+    if kept is not None:  # the close rewrite dropped the codes and redemptions and kept their counts
+        return {"invitations": True, "frame": survey.frame, "issued": int(kept.issued), "used": int(kept.used)}
     t = db.tokens.c
     unused = conn.execute(sa.select(sa.func.count()).select_from(db.tokens).where(
         t.survey_id == survey.id, t.role == "respondent")).scalar_one()
