@@ -7,7 +7,11 @@ heap keeps insertion order (``ctid``). With any proxy log, that order ties addre
 So when a survey closes (an administrator's close: at once; the closing time passing: the server's
 timer notices it within :data:`CHECK_SECONDS`, and at its start), the collector rewrites the
 database with every table of :data:`.db.ORDER_REVEALING` in a random order, checks that every
-survey's hash chain (:mod:`.receipts`) is unchanged, and destroys the working files:
+survey's hash chain (:mod:`.receipts`) is unchanged, and destroys the working files. It also
+deletes, for each survey closed since the last rewrite, its unused invitation codes' hashes and
+its redemptions (:data:`.db.DROPPED_AT_CLOSE`: with a list of who got which letter they would say
+who took part), after recording its invitations issued and used in ``invitation_counts`` (the
+release report's access section reads them there):
 
 SQLite
     With every request held at the gate (:class:`GatedEngine`: a request waits, up to
