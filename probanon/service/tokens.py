@@ -27,7 +27,8 @@ at issuance (the code's hash, the blinded message's hash) can be matched to a su
 Only the RFC's steps are written here, each with its section; the RSA arithmetic is Python's
 integers (``pow``: ``cryptography`` has no raw RSA operation, see :func:`blind_sign`, whose
 private-key exponentiation is base-blinded against timing), the key generation, key
-serialisation and the final PSS verification are ``cryptography``'s. RFC 8017 (PKCS #1 v2.2) gives EMSA-PSS-ENCODE and MGF1.
+serialisation and the final PSS verification are ``cryptography``'s. RFC 8017 (PKCS #1 v2.2)
+gives EMSA-PSS-ENCODE and MGF1.
 """
 
 from __future__ import annotations
