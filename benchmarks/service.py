@@ -103,8 +103,9 @@ def publish(base: str, admin: str, invitations: int = 0) -> tuple[int, str, int]
     from probanon.survey.spec import build_spec
 
     rng = np.random.default_rng(0)
-    population = pd.DataFrame({"age": rng.integers(18, 90, 2000).astype(float),
-                               "income": np.round(rng.normal(3000, 800, 2000), 2)})
+    size = max(2000, invitations)  # the frame is at most the design's population
+    population = pd.DataFrame({"age": rng.integers(18, 90, size).astype(float),
+                               "income": np.round(rng.normal(3000, 800, size), 2)})
     spec = json.dumps(build_spec(design(population, 5, 0.8, 0.05)))
     access = {"open": True} if not invitations else {"frame": invitations}
     status, created = _request(base, "POST", "/api/admin/surveys", {

@@ -40,7 +40,7 @@ from service_support import (
     survey_body,
 )
 
-from probanon.service import db
+from probanon.service import db, export, security
 from probanon.service.server import init_admin, running
 from probanon.survey.anonymity import effective_anonymity
 
@@ -303,6 +303,10 @@ def fresh_token(survey):
     return make
 
 
+def _b64(size: int) -> str:
+    return base64.urlsafe_b64encode(np.random.default_rng().bytes(size)).rstrip(b"=").decode()
+
+
 def used_token(ctx):
     token = fresh_token("B")(ctx)
     assert submit(ctx.base, ctx.B, {**submission(ctx.B), "token": token}) == STORED
@@ -434,11 +438,14 @@ BAD_INPUT = [
     case("unknown-survey", 404, lambda ctx: {"path": "/api/surveys/999999/submissions", "raw": valid(ctx)}),
     # -- invitation tokens
     case("token-missing", 403, to("B")),
-    case("token-unknown", 403, to("B", token=lambda ctx: new_key())),
+    case("token-forged", 403, to("B", token=lambda ctx: {"nonce": _b64(32), "signature": _b64(256)})),
     case("token-reused", 403, to("B", token=used_token)),
     case("token-of-another-survey", 403, to("B", token=fresh_token("C"))),
-    case("token-admin-as-invitation", 403, to("B", token=lambda ctx: ctx.admin)),
-    case("token-analyst-as-invitation", 403, to("B", token=lambda ctx: ctx.analyst)),
+    # a token that is not {"nonce", "signature"} of base64url: a malformed request (audit finding 11)
+    case("token-a-code-string", 422, to("B", token=lambda ctx: new_key())),
+    case("token-admin-as-invitation", 422, to("B", token=lambda ctx: ctx.admin)),
+    case("token-analyst-as-invitation", 422, to("B", token=lambda ctx: ctx.analyst)),
+    case("token-nonce-too-short", 422, to("B", token=lambda ctx: {"nonce": _b64(31), "signature": _b64(256)})),
     case("token-to-survey-without-tokens", 422, to("A", token=fresh_token("B"))),
     # -- publishing a survey
     case("spec-cell-size-same-digest", 422, creation(altered(_cell_sizes, redigest=False))),
@@ -686,7 +693,7 @@ def test_each_endpoint_takes_only_its_role(collector, engine):
 
 def test_tokens_are_random_and_stored_only_as_hashes(collector, engine):
     base, admin, _ = collector
-    s = publish(base, admin, requires_token=True, frame=1000)
+    s = publish(base, admin, text=make_spec(60).text, requires_token=True)  # a frame of 60 people
     analysts = [analyst_token(base, admin) for _ in range(3)]
     respondents = invitations(base, admin, s, 50)
     tokens = [admin] + analysts + respondents
@@ -795,7 +802,7 @@ def test_the_letter_digest_is_the_survey_documents_and_covers_everything_asked(c
     from probanon.service.document import STATIC
 
     base, admin, _ = collector
-    made = make_spec()
+    made = make_spec(80)  # a frame of 77 people at most (audit finding 4)
     interim = ["2030-01-01T00:00:00Z"]
     s = publish(base, admin, text=made.text, frame=77, requires_token=True,
                 release={"small_cells": "flag", "interim": interim})
@@ -1057,7 +1064,7 @@ def test_interim_releases_change_each_cell_by_zero_or_k(collector):
     fill(base, s, {0: k, 1: 1})
     # the first interim release: cell 1 went from 0 to 1 < k responses
     status, body = released(base, analyst, s.id, "json")
-    assert status == 409 and "1 cell(s) changed by fewer than k" in body["detail"]
+    assert status == 409 and "changed by fewer than k" in body["detail"]
     fill(base, s, {1: k - 1}, start=10)
     status, first = released(base, analyst, s.id, "json")
     assert status == 200 and len(first) == 2 * k
@@ -1080,6 +1087,52 @@ def test_interim_releases_change_each_cell_by_zero_or_k(collector):
     report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
     assert status == 200 and report["release"]["final"] and report["changed_since_interim"] == [1]
     assert collections.Counter(r["cell"] for r in final) == {0: 2 * k, 2: k}
+
+
+def test_the_final_report_says_the_cells_held_back_since_the_interim_release_are_not_released(collector):
+    """Audit finding 9: a cell that changed by 1..k-1 since the last interim release is left out of
+    the final release, and its report says so: not released, counted with the suppressed, and
+    the achieved k is that of the records written."""
+    base, admin, _ = collector
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    s = publish(base, admin, release={"interim": [_iso(now - dt.timedelta(hours=1))]})
+    analyst = analyst_token(base, admin)
+    k = s.spec["guarantee"]["k"]
+    fill(base, s, {0: k, 1: 2 * k})
+    assert released(base, analyst, s.id, "csv")[0] == 200  # the interim release
+    fill(base, s, {0: 1}, start=40)  # cell 0: k + 1, changed by 1 < k since
+    assert call(base, "POST", f"/api/admin/surveys/{s.id}/close", {}, token=admin)[0] == 200
+    status, final = released(base, analyst, s.id, "json")
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)[1]
+    assert status == 200 and report["release"]["final"] and report["changed_since_interim"] == [0]
+    assert collections.Counter(r["cell"] for r in final) == {1: 2 * k}
+    cell = report["cells"][0]
+    assert cell["responses"] == k + 1 and not cell["released"] and cell["held_back"]
+    assert report["cells"][1]["released"] and not report["cells"][1]["held_back"]
+    assert report["released_records"] == len(final) == 2 * k
+    assert report["suppressed_records"] == k + 1 and report["suppressed_cells"] == 1
+    assert report["achieved_k"] == 2 * k
+
+
+def test_a_refused_interim_release_says_nothing_of_the_counts_and_is_audited(collector):
+    """Audit finding 3: the refusal of an interim release is the same text however many cells
+    changed by 1..k-1 (a count in it would be a per-cell oracle for an analyst polling it), and
+    every refused attempt, of the records or of the report, is in the audit log."""
+    base, admin, _ = collector
+    now = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None)
+    s = publish(base, admin, release={"interim": [_iso(now - dt.timedelta(hours=1))]})
+    analyst = analyst_token(base, admin)
+    fill(base, s, {0: 1})
+    one = released(base, analyst, s.id, "csv")
+    fill(base, s, {1: 1}, start=10)
+    two = released(base, analyst, s.id, "json")
+    report = call(base, "GET", f"/api/surveys/{s.id}/release/report", token=analyst)
+    assert one[0] == two[0] == report[0] == 409
+    assert one[1] == two[1] == report[1] and one[1]["detail"] == export.INTERIM_REFUSED
+    refused = [e for e in audit(base, admin) if e["survey_id"] == s.id and e["action"] == "release refused"]
+    assert len(refused) == 3 and all(e["role"] == "analyst" and e["actor"] == security.token_id(analyst)
+                                     for e in refused)
+    assert [e["note"].split(":")[0] for e in refused] == ["csv", "json", "report"]
 
 
 def test_release_order_is_random_and_stored(collector):
@@ -1544,6 +1597,16 @@ def test_invitations_never_exceed_the_frame_and_the_report_counts_them(collector
         status, body = call(base, "POST", "/api/admin/surveys",
                             survey_body(make_spec().text, answers=FIELDS, requires_token=True, frame=frame), token=admin)
         assert status == 422, frame
+    # audit finding 4: the frame is at most the design's population (the specification's records)
+    made = make_spec()
+    records = made.spec["guarantee"]["records"]
+    for frame in (records + 1, 10**9):
+        status, body = call(base, "POST", "/api/admin/surveys",
+                            survey_body(made.text, answers=FIELDS, requires_token=True, frame=frame), token=admin)
+        assert_error(status, body, 422)
+        assert f"({records} records)" in body["detail"], body
+    s = publish(base, admin, text=made.text, requires_token=True, frame=records)
+    assert call(base, "GET", f"/api/surveys/{s.id}")[1]["frame"] == records
 
 
 def test_a_stuffed_cell_is_flagged_and_suppressed(collector):

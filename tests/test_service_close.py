@@ -14,7 +14,7 @@ import time
 import pytest
 import sqlalchemy as sa
 from scipy.stats import spearmanr
-from service_support import BACKENDS, call, design_spec, fresh_database, new_key, population, survey_body
+from service_support import BACKENDS, POSTGRES, call, design_spec, fresh_database, new_key, population, survey_body
 
 from probanon.service import client, closing, db, receipts
 from probanon.service.http import ServiceError
@@ -415,3 +415,172 @@ def test_a_crashed_rewrite_leaves_no_copy(tmp_path):
         assert not [f for f in os.listdir(tmp_path) if ".rewrite-" in f]
     finally:
         engine.dispose()
+
+
+# ---------------------------------------------------------------- audit findings 2, 12
+
+@pytest.fixture
+def postgres_collector(tmp_path, monkeypatch):
+    if not POSTGRES:
+        pytest.skip("PROBANON_TEST_POSTGRES not set (.ci/run sets it)")
+    monkeypatch.setattr(closing, "CHECK_SECONDS", 0.5)
+    monkeypatch.setattr(closing, "LOCK_SECONDS", 1, raising=False)
+    url, drop = fresh_database("postgres", tmp_path)
+    try:
+        admin = init_admin(url)
+        with running(url) as base:
+            yield base, admin, url
+    finally:
+        drop()
+
+
+def _rewritten(base, admin, sid) -> bool:
+    return any(e["action"] == closing.ACTION and e["survey_id"] == sid for e in _audit(base, admin))
+
+
+def test_a_reader_holding_a_lock_does_not_stall_the_collector_and_the_rewrite_is_retried(postgres_collector):
+    """A session with an open transaction that read the submissions (pg_dump, a report query) holds
+    a lock the rewrite needs: the rewrite gives up after LOCK_SECONDS (the collector answers
+    meanwhile), is not logged, and is done at a later tick once the reader is gone."""
+    import psycopg
+
+    base, admin, url = postgres_collector
+    sid, digest, n_cells, _ = _publish(base, admin)
+    _send(base, sid, digest, n_cells, 30)
+    reader = psycopg.connect(url)
+    try:
+        reader.execute("SELECT count(*) FROM submissions").fetchone()  # its transaction stays open
+        t0 = time.monotonic()
+        assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin, timeout=60)[0] == 200
+        assert time.monotonic() - t0 < 10, "the close waited for the reader's transaction"
+        t0 = time.monotonic()
+        assert call(base, "GET", f"/api/surveys/{sid}", timeout=60)[0] == 200
+        assert time.monotonic() - t0 < 5
+        assert not _rewritten(base, admin, sid), "logged as rewritten though the rewrite did not happen"
+    finally:
+        reader.close()
+    deadline = time.monotonic() + 30
+    while not _rewritten(base, admin, sid):
+        assert time.monotonic() < deadline, "the rewrite was not tried again once the reader was gone"
+        time.sleep(0.3)
+
+
+def test_a_failed_vacuum_full_is_not_logged_and_is_tried_again(postgres_collector, monkeypatch):
+    base, admin, url = postgres_collector
+    sid, digest, n_cells, _ = _publish(base, admin)
+    _send(base, sid, digest, n_cells, 10)
+    vacuum = closing._vacuum_full
+    failures = []
+
+    def failing(engine):
+        failures.append(1)
+        raise sa.exc.OperationalError("VACUUM FULL", None, Exception("canceling statement due to lock timeout"))
+
+    monkeypatch.setattr(closing, "_vacuum_full", failing)
+    assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin)[0] == 200
+    assert failures and not _rewritten(base, admin, sid)
+    engine = db.connect(url)
+    try:
+        with engine.connect() as conn:
+            assert closing.pending(conn) == [sid]
+    finally:
+        engine.dispose()
+    monkeypatch.setattr(closing, "_vacuum_full", vacuum)
+    deadline = time.monotonic() + 30
+    while not _rewritten(base, admin, sid):
+        assert time.monotonic() < deadline, "a failed VACUUM FULL was never tried again"
+        time.sleep(0.3)
+
+
+CRASH = """
+import os, sys
+import sqlalchemy as sa
+from probanon.service import closing, db
+path, witness, point = sys.argv[1:4]
+engine = db.connect(path)
+with engine.begin() as conn:  # rows still in the WAL when the rewrite starts
+    conn.execute(db.submissions.insert(), [{"survey_id": 1, "key_hash": k, "cell": 0, "answers": "{}",
+                                            "day": db.now().date()} for k in sys.argv[4:]])
+os.link(path + "-wal", witness + "-wal")  # the test's own names for the old files' blocks
+os.link(path, witness + "-main")
+if point == "replace":  # killed after SQLite's last close unlinked the -wal, before the swap
+    os.replace = lambda *a: os._exit(9)
+else:  # killed after the swap, before the old files are overwritten
+    closing._overwrite = lambda *a: os._exit(9)
+closing.rewrite(engine)
+"""
+
+
+@pytest.mark.parametrize("point", ["replace", "overwrite"])
+def test_a_rewrite_killed_midway_leaves_no_old_block_unwritten(tmp_path, point):
+    """Audit finding 12: a process killed between SQLite's last close (which checkpoints and unlinks
+    the -wal) or the swap (which unlinks the old main file) and the overwrite of the old files
+    leaves them under a second name, which the next start overwrites (their blocks are never
+    freed unwritten); the database is whole either way."""
+    import subprocess
+    import sys
+
+    path = str(tmp_path / "c.db")
+    admin = init_admin(path)
+    with running(path) as base:
+        sid, digest, n_cells, _ = _publish(base, admin)
+        arrived = _send(base, sid, digest, n_cells, 20)
+    late = [receipts.sha256_hex(new_key()) for _ in range(20)]
+    (tmp_path / "w").mkdir()
+    witness = str(tmp_path / "w" / "old")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run([sys.executable, "-c", CRASH, path, witness, point, *late], env=env, timeout=120,
+                          capture_output=True, text=True)
+    assert done.returncode == 9, done.stderr
+    wal = open(witness + "-wal", "rb").read()
+    assert any(k.encode() in wal for k in late), "the witness does not see the rows in the old WAL"
+    engine = db.connect(path)  # the next start
+    try:
+        closing.sweep(engine)
+        wal = open(witness + "-wal", "rb").read()
+        assert not any(k.encode() in wal for k in late + arrived), "the old -wal's blocks were left unwritten"
+        main = open(witness + "-main", "rb").read()
+        if point == "overwrite":  # swapped: the old main file is no longer the database
+            assert not any(k.encode() in main for k in late + arrived), "the old main file was left unwritten"
+        assert not [f for f in os.listdir(tmp_path) if ".rewrite-" in f]
+        with engine.connect() as conn:
+            keys = set(conn.execute(sa.select(db.submissions.c.key_hash)).scalars())
+        assert keys == set(arrived) | set(late)
+    finally:
+        engine.dispose()
+
+
+def test_the_close_drops_unused_codes_and_redemptions_and_keeps_their_counts(collector):
+    """Audit finding 13: with a list of who got which letter, the unused codes' hashes name who did
+    not take part and each redemption that a letter was used: the close rewrite deletes them (from
+    every stored file, on SQLite) and keeps the counts the release report states."""
+    from service_support import redeem
+
+    base, admin, url, backend, _ = collector
+    sid, digest, n_cells, _ = _publish(base, admin, requires_token=True)
+    status, issued = call(base, "POST", f"/api/admin/surveys/{sid}/tokens", {"count": 5}, token=admin)
+    assert status == 200
+    codes = issued["tokens"]
+    for i, code in enumerate(codes[:3]):
+        body = {"digest": digest, "cell": i % n_cells, "answers": ANSWERS, "idempotency_key": new_key(),
+                "token": redeem(base, sid, code)}
+        assert call(base, "POST", f"/api/surveys/{sid}/submissions", body)[0] == 201
+    hashes = [receipts.sha256_hex(code) for code in codes]
+    engine = db.connect(url)
+    try:
+        def stored():
+            with engine.connect() as conn:
+                return (set(conn.execute(sa.select(db.tokens.c.hash).where(db.tokens.c.survey_id == sid)).scalars()),
+                        set(conn.execute(sa.select(db.redemptions.c.code_hash)).scalars()))
+
+        assert stored() == (set(hashes[3:]), set(hashes[:3]))  # before the close: both kept
+        assert call(base, "POST", f"/api/admin/surveys/{sid}/close", {}, token=admin)[0] == 200
+        assert _rewritten(base, admin, sid)
+        assert stored() == (set(), set())
+        if backend == "sqlite":
+            for name, found in _file_orders(url, hashes).items():
+                assert not found, f"{name} still holds a code's hash"
+    finally:
+        engine.dispose()
+    report = call(base, "GET", f"/api/surveys/{sid}/release/report", token=admin_analyst(base, admin))[1]
+    assert report["access"] == {"invitations": True, "frame": report["access"]["frame"], "issued": 5, "used": 3}

@@ -67,6 +67,27 @@ def test_blind_sign_refuses_out_of_range_and_bad_lengths():
         tokens.finalize(key.public_key(), state, (12345).to_bytes(size, "big"))
 
 
+def test_blind_sign_blinds_the_base_of_its_exponentiations(monkeypatch):
+    """Audit finding 7: Python's pow is not constant time, so RSASP1 exponentiates m r^e for a
+    fresh random r, never the blinded message itself; the signature is the RFC's all the same."""
+    import builtins
+
+    key = _vector_key()
+    private = key.private_numbers()
+    m = bytes.fromhex(VECTOR["blinded_msg"])
+    bases = []
+
+    def recording(base, exp, mod=None):
+        if exp in (private.dmp1, private.dmq1):
+            bases.append(base)
+        return builtins.pow(base, exp, mod)
+
+    monkeypatch.setattr(tokens, "pow", recording, raising=False)
+    signatures = {tokens.blind_sign(key, m) for _ in range(3)}
+    assert signatures == {bytes.fromhex(VECTOR["blind_sig"])}
+    assert len(bases) == 6 and int.from_bytes(m, "big") not in bases and len(set(bases)) == 3  # one per signature
+
+
 def test_fresh_key_round_trip_and_public_form():
     key = tokens.new_private_key()
     form = tokens.public_form(key)
@@ -203,15 +224,47 @@ def test_issuance_redeems_a_code_once_and_answers_a_retry_alike(collector):
     assert refusals == [(403, {"detail": REFUSED_CODE})] * 4  # one answer: no oracle
     assert _dump(url) == before
     # what the redemption stored: the code's hash and the blinded message's hash, nothing else
-    redeemed = [r for r in before["redemptions"]]
-    assert redeemed == [repr((survey["id"], hashlib.sha256(code.encode()).hexdigest(),
-                              hashlib.sha256(state.blinded_msg).hexdigest()))]
+    # and the blind signature answered (audit finding 7: a retry gets it without a new signing)
+    engine = db.connect(url)
+    try:
+        with engine.connect() as conn:
+            redeemed = [tuple(r) for r in conn.execute(sa.select(db.redemptions))]
+    finally:
+        engine.dispose()
+    assert [(i, c, b, bytes(s)) for i, c, b, s in redeemed] == [
+        (survey["id"], hashlib.sha256(code.encode()).hexdigest(), hashlib.sha256(state.blinded_msg).hexdigest(),
+         tokens.unb64url(first["blind_sig"], 256))]
     assert not any(hashlib.sha256(code.encode()).hexdigest() in r for r in before["tokens"])  # the code is gone
     signature = tokens.finalize(key, state, tokens.unb64url(first["blind_sig"], 256))
     token = {"nonce": tokens.b64url(nonce), "signature": tokens.b64url(signature)}
     assert _submit(base, survey, _body(survey, token)) == (201, {"status": "stored"})
     assert _submit(base, other, _body(other, token))[0] == 403  # another survey's key and digest
     assert _issue(base, survey, spare, another.blinded_msg)[0] == 200
+
+
+def test_a_replayed_issuance_is_answered_from_storage_without_signing_again(collector, monkeypatch):
+    """Audit finding 7: the same (code, blinded message) again is answered with the blind
+    signature stored at the redemption: no private-key operation (a CPU lever) per replay."""
+    from probanon.service import tokens as module
+
+    base, admin, url = collector
+    survey = _publish(base, admin, requires_token=True)
+    key = tokens.load_public_form(survey["issuer"])
+    (code,) = _codes(base, admin, survey, 1)
+    signed = []
+    sign = module.blind_sign
+    monkeypatch.setattr(module, "blind_sign", lambda k, m: signed.append(1) or sign(k, m))
+    state, nonce = tokens.mint(key, survey["digest"])
+    answers = [_issue(base, survey, code, state.blinded_msg) for _ in range(5)]
+    assert answers[0][0] == 200 and answers == [answers[0]] * 5
+    assert len(signed) == 1, f"signed {len(signed)} times for one redemption"
+    another, _ = tokens.mint(key, survey["digest"])
+    assert _issue(base, survey, code, another.blinded_msg) == (403, {"detail": REFUSED_CODE})
+    assert _issue(base, survey, "x" + code[1:], another.blinded_msg) == (403, {"detail": REFUSED_CODE})
+    assert len(signed) == 1  # nor for a refused code
+    signature = tokens.finalize(key, state, tokens.unb64url(answers[0][1]["blind_sig"], 256))
+    token = {"nonce": tokens.b64url(nonce), "signature": tokens.b64url(signature)}
+    assert _submit(base, survey, _body(survey, token)) == (201, {"status": "stored"})
 
 
 @pytest.mark.parametrize("body, status", [
@@ -264,8 +317,9 @@ def test_issuance_of_open_closed_and_unknown_surveys(collector):
 
 
 def test_token_carrying_submissions(collector):
-    """Forged, tampered, spent, of another survey, missing: 403; on an open survey: 422; the same
-    idempotency key again: "already stored"; a spent nonce under another key: 403."""
+    """Forged, tampered, spent, of another survey, missing: 403; malformed (shape, encoding,
+    length: audit finding 11) or on an open survey: 422; the same idempotency key again:
+    "already stored"; a spent nonce under another key: 403."""
     base, admin, url = collector
     survey, other = _publish(base, admin, requires_token=True), _publish(base, admin, requires_token=True)
     open_survey = _publish(base, admin, open=True)
@@ -275,17 +329,25 @@ def test_token_carrying_submissions(collector):
     nonce = tokens.unb64url(token["nonce"], 32)
     flipped = bytearray(tokens.unb64url(token["signature"], 256))
     flipped[-1] ^= 1
-    forged = [None, "a-code", {"nonce": token["nonce"]}, {**token, "extra": 1},
+    forged = [None,
               {"nonce": tokens.b64url(secrets.token_bytes(32)), "signature": tokens.b64url(secrets.token_bytes(256))},
               {"nonce": token["nonce"], "signature": tokens.b64url(bytes(flipped))},
               {"nonce": tokens.b64url(bytes([nonce[0] ^ 1]) + nonce[1:]), "signature": token["signature"]},
-              {"nonce": token["nonce"], "signature": token["signature"] + "A"},
               foreign]
+    malformed = ["a-code", 5, [token["nonce"]], {"nonce": token["nonce"]}, {**token, "extra": 1},
+                 {"nonce": token["nonce"], "signature": token["signature"] + "A"},      # 257 bytes
+                 {"nonce": token["nonce"], "signature": token["signature"][:-4]},       # 253 bytes
+                 {"nonce": token["nonce"] + "=", "signature": token["signature"]},      # padding
+                 {"nonce": token["nonce"].replace(token["nonce"][0], "+"), "signature": token["signature"]},
+                 {"nonce": 7, "signature": token["signature"]}, {"nonce": token["nonce"], "signature": None}]
     before = _dump(url)
     for bad in forged:
         body = _body(survey) if bad is None else _body(survey, bad)
         got, answer = _submit(base, survey, body)
         assert got == 403 and set(answer) == {"detail"}, (bad, answer)
+    for bad in malformed:
+        got, answer = _submit(base, survey, _body(survey, bad))
+        assert got == 422 and set(answer) == {"detail"} and "\n" not in answer["detail"], (bad, answer)
     assert _submit(base, open_survey, _body(open_survey, token))[0] == 422
     assert _dump(url) == before
     stored = _body(survey, token)

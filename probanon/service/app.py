@@ -388,12 +388,26 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
         key = signing_keys.get(survey_id) or await run_in_threadpool(signing_key)
         if tokens.os2ip(blinded) >= key.public_key().public_numbers().n:
             raise Refused(422, "'blinded_msg' is not below the survey key's modulus")
-        redemption = submissions.Redemption(survey_id, code.strip(), hashlib.sha256(blinded).hexdigest())
-        try:  # redeemed (committed) first, then signed: a lost answer is asked again with the same message
-            await asyncio.wait_for(state["writer"].submit(redemption), WRITE_SECONDS)
+        code, blinded_hash = code.strip(), hashlib.sha256(blinded).hexdigest()
+
+        def lookup():
+            with engine.connect() as conn:
+                return security.lookup_code(conn, code, survey_id, blinded_hash)
+
+        found = await run_in_threadpool(lookup)
+        if found is None:
+            raise Refused(403, submissions.UNKNOWN_CODE)
+        if isinstance(found, bytes):  # redeemed for this blinded message: the stored answer, not signed again
+            return {"blind_sig": tokens.b64url(found)}
+        # an unused code: signed, then redeemed with its signature in one commit (a code redeemed
+        # meanwhile by another request: refused, or that request's stored signature)
+        signature = await run_in_threadpool(tokens.blind_sign, key, blinded)
+        try:
+            answer = await asyncio.wait_for(state["writer"].submit(
+                submissions.Redemption(survey_id, code, blinded_hash, signature)), WRITE_SECONDS)
         except TimeoutError:
             raise Refused(503, "the database did not answer in time; send the same request again") from None
-        return {"blind_sig": tokens.b64url(await run_in_threadpool(tokens.blind_sign, key, blinded))}
+        return {"blind_sig": tokens.b64url(answer)}
 
     @app.get("/respond/{survey_id}", include_in_schema=False)
     def respond_page(survey_id: SurveyId):
@@ -513,13 +527,25 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
                  "survey_id": r.survey_id, "note": r.note} for r in rows]
 
     # ---------------------------------------------------------------- analyst
+    def published(conn, survey_id: int, actor: str, what: str):
+        """The release to serve (:func:`.export.published`); a refused one is in the audit log, in
+        its own transaction (the request's is rolled back with the refusal)."""
+        try:
+            return export.published(conn, surveys.load(conn, survey_id))
+        except Refused as exc:
+            if exc.status == 409:
+                with engine.begin() as log:
+                    db.log_action(log, "analyst", "release refused", survey_id, f"{what}: {exc}", actor)
+            raise
+
     @app.get("/api/surveys/{survey_id}/release", summary="The release (analyst)",
              responses={200: {"content": {t: {} for t in export.FORMATS.values()}}})
     def release(survey_id: SurveyId, request: Request, format: str = "csv"):  # noqa: A002 - the query parameter
-        with authorised(request, "analyst", survey_id) as (conn, actor):
-            if format not in export.FORMATS:
+        if format not in export.FORMATS:
+            with authorised(request, "analyst", survey_id):
                 raise Refused(422, f"format is one of {', '.join(export.FORMATS)}")
-            stored = export.published(conn, surveys.load(conn, survey_id))
+        with authorised(request, "analyst", survey_id) as (conn, actor):
+            stored = published(conn, survey_id, actor, format)
             records = json.loads(stored.report)["released_records"]
             db.log_action(conn, "analyst", "release", survey_id,
                           f"{format}, release {stored.seq}{' (final)' if stored.final else ' (interim)'}, "
@@ -530,7 +556,7 @@ def create_app(database_url: str, hosts=None) -> FastAPI:
     @app.get("/api/surveys/{survey_id}/release/report", summary="Participation and guarantee of the release (analyst)")
     def release_report(survey_id: SurveyId, request: Request):
         with authorised(request, "analyst", survey_id) as (conn, actor):
-            stored = export.published(conn, surveys.load(conn, survey_id))
+            stored = published(conn, survey_id, actor, "report")
             db.log_action(conn, "analyst", "release report", survey_id, f"release {stored.seq}", actor)
         return Response(stored.report, media_type="application/json")
 

@@ -187,8 +187,8 @@ def _collector_parser(sub) -> None:
     p.add_argument("--closes", required=True, metavar="TIME",
                    help="when responses stop being accepted: ISO 8601 with zone, e.g. 2027-03-31T23:59:59Z")
     p.add_argument("--frame", type=positive_int, metavar="N",
-                   help="how many people may be invited, at most (the invitations never exceed it; default: the "
-                        "design's population, the specification's records)")
+                   help="how many people may be invited, at most (the invitations never exceed it; default and "
+                        "upper bound: the design's population, the specification's records)")
     p.add_argument("--open", action="store_true",
                    help="no invitations: anyone may respond; the survey, its page and its release report then say "
                         "that it is NOT protected against ballot stuffing (default: one single-use invitation per "

@@ -7,7 +7,11 @@ heap keeps insertion order (``ctid``). With any proxy log, that order ties addre
 So when a survey closes (an administrator's close: at once; the closing time passing: the server's
 timer notices it within :data:`CHECK_SECONDS`, and at its start), the collector rewrites the
 database with every table of :data:`.db.ORDER_REVEALING` in a random order, checks that every
-survey's hash chain (:mod:`.receipts`) is unchanged, and destroys the working files:
+survey's hash chain (:mod:`.receipts`) is unchanged, and destroys the working files. It also
+deletes, for each survey closed since the last rewrite, its unused invitation codes' hashes and
+its redemptions (:data:`.db.DROPPED_AT_CLOSE`: with a list of who got which letter they would say
+who took part), after recording its invitations issued and used in ``invitation_counts`` (the
+release report's access section reads them there):
 
 SQLite
     With every request held at the gate (:class:`GatedEngine`: a request waits, up to
@@ -18,14 +22,25 @@ SQLite
     fsynced and renamed over the database; the old main file, its ``-wal`` and ``-shm`` are
     overwritten with zeros, fsynced and unlinked (through descriptors opened before SQLite's last
     close; no ``wal_checkpoint(TRUNCATE)``, which would free the WAL's blocks without overwriting
-    them: ``VACUUM INTO`` reads the WAL's commits anyway). The engine's connections are closed; new ones
+    them: ``VACUUM INTO`` reads the WAL's commits anyway). Each old file has a second name
+    (``<db>.rewrite-XXXX-old-wal``...) from before SQLite's last close until it is overwritten, so
+    a process killed in between (SQLite's close has unlinked the ``-wal``, the swap has unlinked
+    the main file) leaves them to :func:`sweep` at the next start instead of freeing their blocks
+    unwritten. The engine's connections are closed; new ones
     open the new file (:func:`.db._same_file` makes any engine on the path follow).
 PostgreSQL
     In one transaction that locks each order-revealing table exclusively: its rows copied to a
-    temporary table in a random order, its user triggers disabled, the rows deleted and inserted
-    again from the copy, the triggers enabled again, the chains checked; then ``VACUUM FULL``
-    writes the table into a new file in that random order. The triggers are disabled only inside
-    that transaction, which no other session can see or write through.
+    temporary table in a random order, its user triggers disabled, the table emptied with
+    ``TRUNCATE`` (a new file: no deleted tuple keeps its arrival-ordered ``xmin``, even for a
+    session holding an older snapshot) and filled again from the copy, the triggers enabled again,
+    the chains checked; then ``VACUUM FULL`` (the tables whose rows the close deletes). The triggers are disabled only inside
+    that transaction, which no other session can see or write through. Each lock is waited for
+    :data:`LOCK_SECONDS` at most (``lock_timeout``; ``VACUUM FULL`` also has a statement timeout):
+    a session of someone else holding one (a reader's open transaction, ``pg_dump``) makes the
+    rewrite fail instead of holding every request at the gate, and the server's timer tries it
+    again (waiting longer after each failure, up to :data:`MAX_BACKOFF_SECONDS`). "storage
+    rewritten" is logged only once every ``VACUUM FULL`` succeeded: until then the survey is
+    still pending and the whole rewrite is done again.
 
 What this cannot destroy (docs/collector-deployment.md): copies made before the close (backups,
 filesystem snapshots, PostgreSQL's WAL segments and archives, which the database server keeps),
@@ -51,6 +66,9 @@ LOG = logging.getLogger("uvicorn.error")
 WAIT_SECONDS = 30  # a request waits this long for a rewrite to end, then gets 503
 DRAIN_SECONDS = 30  # a rewrite waits this long for the requests in progress, then is tried later
 CHECK_SECONDS = 10  # the server's timer: how often it looks for surveys whose closing time passed
+LOCK_SECONDS = 2  # PostgreSQL: a rewrite waits this long for a table's lock, then is tried again at the next tick
+VACUUM_SECONDS = 600  # PostgreSQL: the statement timeout of each VACUUM FULL
+MAX_BACKOFF_SECONDS = 300  # the timer's wait after failed rewrites doubles up to this
 ACTION = "storage rewritten"
 
 
@@ -155,11 +173,17 @@ class Timer:
             sweep(self.gated.engine)
         except OSError as exc:
             LOG.error("could not destroy a rewrite's leftover file: %s", type(exc).__name__)
+        wait = self.every
         while True:
             try:
                 close_pending(self.gated)
-            except Exception as exc:  # noqa: BLE001 - one line, tried again at the next tick
-                LOG.error("close rewrite failed: %s (tried again in %s s)", type(exc).__name__, self.every)
+                wait = self.every
+            except Exception as exc:  # noqa: BLE001 - one line, tried again later (a lock held elsewhere, say)
+                LOG.error("close rewrite failed: %s (tried again in %s s)", type(exc).__name__, wait)
+                if self.stop_event.wait(wait):
+                    return
+                wait = min(2 * wait, max(self.every, MAX_BACKOFF_SECONDS))
+                continue
             if self.stop_event.wait(self.every):
                 return
 
@@ -169,6 +193,24 @@ class Timer:
 
 
 # ---------------------------------------------------------------- how
+
+def _drop_invitations(execute, due: list[int]) -> None:
+    """For each survey of ``due``: its invitations issued and codes redeemed recorded in
+    ``invitation_counts`` (once), then its unused codes' hashes and its redemptions deleted (audit
+    finding 13: with a list of who got which letter, the unused codes name who did not take part,
+    and each redemption row that a letter was used). ``execute(sql, params)``: the connection's
+    (SQLAlchemy's or sqlite3's, both with named parameters)."""
+    for sid in due:
+        p = {"s": sid}
+        issued = execute("SELECT COALESCE(SUM(count), 0) FROM invitation_batches WHERE survey_id = :s", p)
+        unused = execute("SELECT COUNT(*) FROM tokens WHERE role = 'respondent' AND survey_id = :s", p)
+        known = execute("SELECT COUNT(*) FROM invitation_counts WHERE survey_id = :s", p)
+        if not known:
+            execute("INSERT INTO invitation_counts (survey_id, issued, used) VALUES (:s, :i, :u)",
+                    {**p, "i": issued, "u": max(0, issued - unused)})
+        execute("DELETE FROM tokens WHERE role = 'respondent' AND survey_id = :s", p)
+        execute("DELETE FROM redemptions WHERE survey_id = :s", p)
+
 
 def heads(conn) -> dict:
     """Every survey's chain head (to check that a rewrite changed no row)."""
@@ -184,7 +226,7 @@ def rewrite(engine: sa.Engine, actor: str | None = None, only_if_pending: bool =
         with engine.connect() as conn:
             due = pending(conn)
         if due or not only_if_pending:
-            _rewrite_sqlite(engine)
+            _rewrite_sqlite(engine, due)
             with engine.begin() as conn:
                 _log(conn, due, actor)
         return due
@@ -197,23 +239,47 @@ def _rewrite_postgres(engine: sa.Engine, actor: str | None, only_if_pending: boo
         due = pending(conn)  # it, and collectors sharing the database rewrite one after the other
         if not due and only_if_pending:
             return []
+        # a session holding any lock on a table (a reader's open transaction, pg_dump) makes LOCK TABLE
+        # fail after LOCK_SECONDS instead of holding the gate, and so every request, until it ends
+        conn.exec_driver_sql(f"SET LOCAL lock_timeout = {int(LOCK_SECONDS * 1000)}")
+        _drop_invitations(lambda sql, p: conn.execute(sa.text(sql), p).scalar() if sql.startswith("SELECT")
+                          else conn.execute(sa.text(sql), p), due)
         before = heads(conn)
         for table in db.ORDER_REVEALING:
             conn.exec_driver_sql(f"LOCK TABLE {table} IN ACCESS EXCLUSIVE MODE")
             conn.exec_driver_sql(f"CREATE TEMP TABLE probanon_shuffle ON COMMIT DROP AS "
                                  f"SELECT * FROM {table} ORDER BY random()")
             conn.exec_driver_sql(f"ALTER TABLE {table} DISABLE TRIGGER USER")
-            conn.exec_driver_sql(f"DELETE FROM {table}")
+            # TRUNCATE, not DELETE: a new heap file holds only the shuffled rows. Deleted tuples would
+            # stay (with their arrival-ordered xmin) while any session's snapshot can see them, and
+            # VACUUM FULL keeps those (tests/test_service_unlinkable.py, a snapshot held during the close)
+            conn.exec_driver_sql(f"TRUNCATE {table}")
             conn.exec_driver_sql(f"INSERT INTO {table} SELECT * FROM probanon_shuffle")
             conn.exec_driver_sql(f"ALTER TABLE {table} ENABLE TRIGGER USER")
             conn.exec_driver_sql("DROP TABLE probanon_shuffle")
         if heads(conn) != before:
             raise RuntimeError("the rewrite changed the stored rows")  # rolled back
+    _vacuum_full(engine)  # the heap leaves the order of arrival only now: logged after it, retried if it fails
+    with engine.begin() as conn:
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(7215)")
+        due = [sid for sid in pending(conn) if sid in due]  # another collector may have logged them meanwhile
         _log(conn, due, actor)
-    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-        for table in db.ORDER_REVEALING:
-            conn.exec_driver_sql(f"VACUUM FULL {table}")
     return due
+
+
+def _vacuum_full(engine: sa.Engine) -> None:
+    """``VACUUM FULL`` of each order-revealing table (a new heap file, in the shuffled order), with
+    a lock timeout (a reader's open transaction: it fails, and the next tick tries again) and a
+    statement timeout."""
+    with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        conn.exec_driver_sql(f"SET lock_timeout = {int(LOCK_SECONDS * 1000)}")
+        conn.exec_driver_sql(f"SET statement_timeout = {int(VACUUM_SECONDS * 1000)}")
+        try:
+            for table in dict.fromkeys((*db.ORDER_REVEALING, *db.DROPPED_AT_CLOSE)):  # dead tuples too
+                conn.exec_driver_sql(f"VACUUM FULL {table}")
+        finally:
+            conn.exec_driver_sql("RESET lock_timeout")
+            conn.exec_driver_sql("RESET statement_timeout")
 
 
 def _sqlite_connect(path: str):
@@ -242,9 +308,11 @@ def _fsync(path: str, directory: bool = False) -> None:
         os.close(fd)
 
 
-def _rewrite_sqlite(engine: sa.Engine) -> None:
+def _rewrite_sqlite(engine: sa.Engine, due: list[int] = ()) -> None:
     path = os.path.abspath(engine.url.database)
+    directory = os.path.dirname(path)
     fresh = f"{path}.rewrite-{secrets.token_hex(4)}"
+    old, links = {}, []  # the old files' descriptors and their second names (docstring)
     source = _sqlite_connect(path)
     try:
         before = _heads_sqlite(source)
@@ -253,6 +321,10 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
         try:
             target.execute("PRAGMA journal_mode=DELETE")
             target.execute("PRAGMA temp_store=MEMORY")
+            target.execute("BEGIN IMMEDIATE")
+            _drop_invitations(lambda sql, p: target.execute(sql, p).fetchone()[0] if sql.startswith("SELECT")
+                              else target.execute(sql, p), list(due))
+            target.execute("COMMIT")
             for table in db.ORDER_REVEALING:
                 triggers = target.execute("SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND tbl_name = ?",
                                           (table,)).fetchall()
@@ -274,14 +346,21 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
             target.close()
         _fsync(fresh)
         engine.dispose()  # the server's connections to the old file are closed
-        old = {}
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 old[suffix] = os.open(path + suffix, os.O_RDWR)
+                # a second name for each old file until it is overwritten: if the process dies before
+                # (between SQLite's unlink of the -wal and the overwrite, say), sweep() finds it
+                links.append(f"{fresh}-old{suffix or '-main'}")
+                os.link(path + suffix, links[-1])
+        _fsync(directory, directory=True)
     except BaseException:
         source.close()
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(fresh)
+        for name in [fresh, *links]:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        for fd in old.values():
+            os.close(fd)
         raise
     try:
         source.close()  # the last connection: SQLite may checkpoint and unlink the -wal and -shm
@@ -289,32 +368,55 @@ def _rewrite_sqlite(engine: sa.Engine) -> None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(path + suffix)
         os.replace(fresh, path)
-        _fsync(os.path.dirname(path), directory=True)
+        _fsync(directory, directory=True)
     finally:
+        live = _live(path)  # the old files are overwritten once no name of the database points at them
         for fd in old.values():
             try:
-                _overwrite(fd)
+                if (os.fstat(fd).st_dev, os.fstat(fd).st_ino) not in live:
+                    _overwrite(fd)
             finally:
                 os.close(fd)
+        for name in links:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name)
+        _fsync(directory, directory=True)
+
+
+def _live(path: str) -> set:
+    """(device, inode) of the database's files now: its main file, -wal and -shm."""
+    out = set()
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            st = os.stat(path + suffix)
+            out.add((st.st_dev, st.st_ino))
+    return out
 
 
 def sweep(engine: sa.Engine) -> list[str]:
-    """Overwrite and unlink the new files of a SQLite rewrite that a crash interrupted (a full copy
-    of the data, not yet swapped in): at the server's start. The names removed."""
+    """At the server's start, what a crash left of a SQLite rewrite: its new file (a full copy of
+    the data, not yet swapped in) and the second names of the old files (``-old-main``,
+    ``-old-wal``, ``-old-shm``) are overwritten and unlinked, unless a name is still one of the
+    database's own files (the rewrite died before the swap: then only the second name goes, and
+    the rewrite is done again, the survey still pending). The names removed."""
     if engine.dialect.name != "sqlite" or not engine.url.database:
         return []
     path = os.path.abspath(engine.url.database)
     directory, name = os.path.split(path)
+    live = _live(path)
     removed = []
     for entry in os.listdir(directory):
         if entry.startswith(name + ".rewrite-"):
             fd = os.open(os.path.join(directory, entry), os.O_RDWR)
             try:
-                _overwrite(fd)
+                st = os.fstat(fd)
+                if (st.st_dev, st.st_ino) not in live:
+                    _overwrite(fd)
             finally:
                 os.close(fd)
             os.unlink(os.path.join(directory, entry))
             removed.append(entry)
+    _fsync(directory, directory=True)
     return removed
 
 

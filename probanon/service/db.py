@@ -1,14 +1,19 @@
-"""The collector's database: ten tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
+"""The collector's database: eleven tables in SQLAlchemy 2 Core, SQLite (default) or PostgreSQL.
 
 ``surveys``      one row per published survey; the specification bytes, their canonical form,
                  the digest and the answer schema never change (a trigger refuses it: only
                  ``closed_at`` may be set, once, by an administrator closing the survey early).
 ``tokens``       SHA-256 of every token (admin, analyst, respondent invitation code); never the
-                 token. An invitation code is deleted when it is redeemed for a blind signature.
+                 token. An invitation code is deleted when it is redeemed for a blind signature;
+                 the codes left unused are deleted by the close rewrite (:mod:`.closing`: with a
+                 list of who got which letter, they would name who did not take part).
 ``issuer_keys``  each survey's RSA blind-signing key (issue 40.3; the private key never leaves it).
 ``redemptions``  (survey, SHA-256 of a redeemed code, SHA-256 of the blinded message it was signed
-                 for): a lost answer can be asked again; the blinded message is unlinkable to the
-                 token it becomes (RFC 9474 blindness).
+                 for, the blind signature answered): a lost answer asked again is answered with the
+                 stored signature, never signed again (no CPU lever for a replaying invitee); the
+                 blinded message and its blind signature are unlinkable to the token they become
+                 (RFC 9474 blindness: the signature is the blinded message's RSA root, as blind as it).
+                 Deleted by the close rewrite (the counts kept in ``invitation_counts``).
 ``spent_tokens`` (survey, SHA-256 of a token's nonce): each token is spent once; written in the
                  transaction that stores its submission. Nothing in it derives from the code. A
                  trigger refuses UPDATE and DELETE (a nonce freed again would admit its token twice).
@@ -19,6 +24,9 @@
                  deleted (a trigger refuses UPDATE and DELETE).
 ``invitation_batches``  the number of invitations each request issued (issue 40.1: never more in
                  all than the frame declared at publication); nothing that names a token.
+``invitation_counts``  (survey, invitations issued, codes redeemed), written by the close rewrite
+                 (:mod:`.closing`) when it drops the survey's unused codes and its redemptions:
+                 the release report's access section reads them from here after the close.
 ``releases``     each release as computed once (issue 40.2): a declared interim release or the final
                  one, the responses per cell it counted, its report and its records in each format
                  in one random order, served byte for byte; a trigger refuses UPDATE and DELETE.
@@ -100,6 +108,7 @@ redemptions = sa.Table(
     sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
     sa.Column("code_hash", sa.String(64), primary_key=True),       # SHA-256 of the code
     sa.Column("blinded_hash", sa.String(64), nullable=False),      # SHA-256 of the blinded message it was signed for
+    sa.Column("blind_sig", sa.LargeBinary, nullable=False),        # the blind signature answered (a retry gets it)
     sqlite_with_rowid=False,
 )
 
@@ -141,6 +150,13 @@ audit = sa.Table(
     sa.Column("note", sa.Text, nullable=True),
 )
 
+invitation_counts = sa.Table(
+    "invitation_counts", metadata,                                 # written by the close rewrite (.closing)
+    sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
+    sa.Column("issued", sa.Integer, nullable=False),                # invitations issued
+    sa.Column("used", sa.Integer, nullable=False),                  # codes redeemed
+)
+
 receipt_keys = sa.Table(
     "receipt_keys", metadata,                                      # issue 40.10: each survey's Ed25519 key
     sa.Column("survey_id", sa.Integer, sa.ForeignKey("surveys.id"), primary_key=True),
@@ -151,6 +167,10 @@ receipt_keys = sa.Table(
 #: (:mod:`.closing`) stores their rows again in a random order (one more name here for a table added
 #: later that grows with the submissions)
 ORDER_REVEALING = ("submissions", "redemptions", "spent_tokens")
+
+#: tables from which the close rewrite deletes a closed survey's rows (its unused invitation codes,
+#: its redemptions), after recording their counts in ``invitation_counts``
+DROPPED_AT_CLOSE = ("tokens", "redemptions")
 
 _STORED = "a stored submission is never changed or deleted"
 _RELEASED = "a release is computed once and never changed"

@@ -14,7 +14,10 @@ cell changed by 0 or by >= k responses since the release before it (the first: e
 cell holds >= k). Every release is computed once, stored (:data:`.db.releases`: its counts, report
 and records in each format, in one random order) and served byte for byte whenever asked again;
 the final release, made at the first request after the close, also leaves out the cells that
-changed by 1..k-1 responses since the last interim one. Each download is in the audit log.
+changed by 1..k-1 responses since the last interim one (its report lists them, ``held_back`` and
+not released, counted with the suppressed, no part of the achieved k). A refused interim release
+is answered with one fixed text (:data:`INTERIM_REFUSED`: no count, no cell) and is in the audit
+log, as each download is.
 """
 
 from __future__ import annotations
@@ -83,9 +86,11 @@ def implausible(survey: Survey, counts: np.ndarray) -> tuple[np.ndarray, list]:
     return tails < STUFFING_ALPHA / max(len(tails), 1), tails.tolist()
 
 
-def report(survey: Survey, responses: pd.DataFrame) -> dict:
+def report(survey: Survey, responses: pd.DataFrame, held: np.ndarray | None = None) -> dict:
     """Participation per cell, predicted against observed failures, the cells the design makes
-    implausible (ballot stuffing), the achieved k."""
+    implausible (ballot stuffing), the achieved k; ``held``: the cells the final release holds
+    back (changed by 1..k-1 since the last interim release): not released, counted with the
+    suppressed, and no part of the achieved k."""
     spec, k = survey.spec, survey.k
     g = spec["guarantee"]
     counts = np.bincount(responses["cell"].to_numpy(), minlength=survey.n_cells)
@@ -94,7 +99,9 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
     small = (counts > 0) & (counts < k)
     stuffed, tails = implausible(survey, counts)
     failed = small | stuffed
+    held = np.zeros(survey.n_cells, dtype=bool) if held is None else held & (counts > 0)
     released = ~failed if survey.description["release"]["small_cells"] == "suppress" else np.ones_like(failed)
+    released = released & ~held
     shown = released & (counts > 0)
     model = dict(g["participation"])
     if model["model"] != "constant":  # per-record or a fitted model: the cells list their pi_j
@@ -104,7 +111,8 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
               "participation": float(counts[c] / sizes[c]), "predicted_failure": float(predicted[c]),
               "failed": bool(small[c]), "released": bool(released[c] and counts[c] > 0),
               "more_responses_than_records": bool(counts[c] > sizes[c]),
-              "upper_tail": tails[c], "implausible": bool(stuffed[c])} for c in range(survey.n_cells)]
+              "upper_tail": tails[c], "implausible": bool(stuffed[c]), "held_back": bool(held[c])}
+             for c in range(survey.n_cells)]
     return {
         "survey": survey.id, "title": survey.title, "digest": survey.digest, "status": survey.status(),
         "k": k, "risk": g["risk"], "participation_model": model, "records": int(g["records"]),
@@ -119,8 +127,8 @@ def report(survey: Survey, responses: pd.DataFrame) -> dict:
                            "implausible_cells": [c for c in range(survey.n_cells) if stuffed[c]]},
         "small_cells": survey.description["release"]["small_cells"],
         "released_records": int(counts[shown].sum()),
-        "suppressed_records": int(counts[failed & ~released].sum()),
-        "suppressed_cells": int((failed & ~released).sum()),
+        "suppressed_records": int(counts[(failed | held) & ~released].sum()),
+        "suppressed_cells": int(((failed | held) & ~released).sum()),
         "flagged_cells": [c for c in range(survey.n_cells) if failed[c]],
         "achieved_k": int(counts[shown].min()) if shown.any() else None,
         "guarantee": GUARANTEES["survey"].to_dict(),
@@ -135,11 +143,20 @@ def access(conn, survey: Survey) -> dict:
 
     if not survey.requires_token:
         return {"invitations": False, "frame": survey.frame, "note": OPEN_NOTE}
+    kept = conn.execute(sa.select(db.invitation_counts).where(db.invitation_counts.c.survey_id == survey.id)).first()
+    if kept is not None:  # the close rewrite dropped the codes and redemptions and kept their counts
+        return {"invitations": True, "frame": survey.frame, "issued": int(kept.issued), "used": int(kept.used)}
     t = db.tokens.c
     unused = conn.execute(sa.select(sa.func.count()).select_from(db.tokens).where(
         t.survey_id == survey.id, t.role == "respondent")).scalar_one()
     issued = invitations_issued(conn, survey.id)
     return {"invitations": True, "frame": survey.frame, "issued": issued, "used": max(0, int(issued - unused))}
+
+
+#: the answer to a refused interim release: the same text whatever the counts (how many cells, which
+#: ones, by how much would make each attempt a per-cell oracle); each attempt is in the audit log
+INTERIM_REFUSED = ("interim release refused: a cell changed by fewer than k responses since the last release "
+                   "(each cell must change by 0 or by at least k); try again later")
 
 
 def changed_below_k(counts: np.ndarray, before: np.ndarray | None, k: int) -> np.ndarray:
@@ -176,9 +193,7 @@ def published(conn, survey: Survey, at=None):
     if not closed:
         bad = changed_below_k(counts, before, survey.k)
         if bad.any():
-            raise Refused(409, f"interim release refused: {int(bad.sum())} cell(s) changed by fewer than k = "
-                               f"{survey.k} responses since the {'last release' if stored else 'opening'} (each "
-                               "cell must change by 0 or by at least k)")
+            raise Refused(409, INTERIM_REFUSED)
     records, rep = _records(survey, frame, counts, before if closed else None)
     rep["release"] = {"seq": len(stored), "final": closed, "at": iso(at), "interim_declared": len(survey.interim)}
     rep["access"] = access(conn, survey)
@@ -198,13 +213,11 @@ def _records(survey: Survey, frame: pd.DataFrame, counts: np.ndarray, before) ->
     """The released records in a random order (fresh entropy, drawn once: the release is stored)
     and the report; ``before``: the counts of the last interim release, whose cells that changed
     by 1..k-1 since are left out of the final release."""
-    rep = report(survey, frame)
-    keep = np.array([rep["cells"][c]["released"] for c in frame["cell"]], dtype=bool)
-    if before is not None:
-        differenced = changed_below_k(counts, before, survey.k) & (before > 0)
+    differenced = None if before is None else changed_below_k(counts, before, survey.k) & (before > 0)
+    rep = report(survey, frame, differenced)
+    if differenced is not None:
         rep["changed_since_interim"] = [int(c) for c in np.flatnonzero(differenced)]
-        keep &= ~differenced[frame["cell"].to_numpy()]
-        rep["released_records"] = int(keep.sum())
+    keep = np.array([rep["cells"][c]["released"] for c in frame["cell"]], dtype=bool)
     frame = frame[keep]
     order = np.random.default_rng().permutation(len(frame))
     frame = frame.iloc[order]

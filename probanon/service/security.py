@@ -85,23 +85,43 @@ def check(conn, token: str, role: str, survey_id: int | None = None) -> str:
     return wanted[:ID_LENGTH]
 
 
-def redeem_code(conn, code: str, survey_id: int, blinded_hash: str) -> bool:
+FRESH = "fresh"  # :func:`lookup_code`: an invitation code not redeemed yet
+
+
+def lookup_code(conn, code: str, survey_id: int, blinded_hash: str):
+    """Before signing (issue 40.3): :data:`FRESH` when ``code`` is an unused invitation of
+    ``survey_id``; the blind signature stored when it was redeemed for the same blinded message (a
+    lost answer asked again: answered with it, not signed again); None when it is unknown, of
+    another survey, revoked, or redeemed for another blinded message (one answer for all)."""
+    wanted = token_hash(code)
+    t, r = db.tokens.c, db.redemptions.c
+    if conn.execute(sa.select(t.hash).where(t.hash == wanted, t.role == "respondent", t.survey_id == survey_id,
+                                            t.revoked.is_(False))).first() is not None:
+        return FRESH
+    row = conn.execute(sa.select(r.blinded_hash, r.blind_sig).where(r.survey_id == survey_id,
+                                                                    r.code_hash == wanted)).first()
+    if row is not None and hmac.compare_digest(row.blinded_hash, blinded_hash):
+        return bytes(row.blind_sig)
+    return None
+
+
+def redeem_code(conn, code: str, survey_id: int, blinded_hash: str, blind_sig: bytes) -> bytes | None:
     """Redeem the invitation code of ``survey_id`` for the blinded message whose SHA-256 is
-    ``blinded_hash`` (inside the caller's transaction; issue 40.3). The first time, the code is
-    deleted and (its hash, ``blinded_hash``) recorded; the same code with the same blinded message
-    again is accepted (a lost answer asked again: the signature is deterministic); False when the
-    code is unknown, of another survey, revoked, or redeemed for another blinded message (one
-    answer for all: it tells nothing more)."""
+    ``blinded_hash`` and its blind signature ``blind_sig`` (inside the caller's transaction; issue
+    40.3). The first time, the code is deleted and (its hash, ``blinded_hash``, ``blind_sig``)
+    recorded; the same code with the same blinded message again gets the signature stored then;
+    None when the code is unknown, of another survey, revoked, or redeemed for another blinded
+    message (one answer for all: it tells nothing more). The signature to answer, or None."""
     wanted = token_hash(code)
     t = db.tokens.c
     done = conn.execute(db.tokens.delete().where(t.hash == wanted, t.role == "respondent",
                                                  t.survey_id == survey_id, t.revoked.is_(False)))
     if done.rowcount == 1:
-        conn.execute(db.redemptions.insert().values(survey_id=survey_id, code_hash=wanted, blinded_hash=blinded_hash))
-        return True
-    r = db.redemptions.c
-    row = conn.execute(sa.select(r.blinded_hash).where(r.survey_id == survey_id, r.code_hash == wanted)).first()
-    return row is not None and hmac.compare_digest(row.blinded_hash, blinded_hash)
+        conn.execute(db.redemptions.insert().values(survey_id=survey_id, code_hash=wanted, blinded_hash=blinded_hash,
+                                                    blind_sig=blind_sig))
+        return blind_sig
+    found = lookup_code(conn, code, survey_id, blinded_hash)
+    return found if isinstance(found, bytes) else None
 
 
 def revoke(conn, ident: str) -> str:

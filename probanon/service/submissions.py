@@ -33,7 +33,7 @@ from . import db, receipts
 from .answers import SchemaError, check_answers, undeclared
 from .security import redeem_code
 from .surveys import Refused, Survey
-from .tokens import TokenError, check_token, load_public_form
+from .tokens import MalformedToken, TokenError, check_token, load_public_form
 
 KEYS = {"digest", "cell", "answers", "idempotency_key", "token"}
 IDEMPOTENCY = re.compile(r"[A-Za-z0-9_-]{22,64}")
@@ -49,9 +49,9 @@ class Redemption:
     survey_id: int
     code: str
     blinded_hash: str
+    blind_sig: bytes  # signed before the code is redeemed (only for a code that was unused then)
 
 
-REDEEMED = "redeemed"
 UNKNOWN_CODE = "unknown invitation code, or one already redeemed"
 
 
@@ -65,7 +65,9 @@ class Submission:
 
 
 def parse(survey: Survey, body) -> Submission:
-    """The submission if every field is declared and valid, else :class:`Refused` (422/403)."""
+    """The submission if every field is declared and valid, else :class:`Refused`: 422 for a
+    malformed request (a token's shape or encoding included), 403 for a missing token or one
+    whose signature does not verify."""
     if not isinstance(body, dict):
         raise Refused(422, "the submission must be a JSON object")
     for name in body:
@@ -90,6 +92,8 @@ def parse(survey: Survey, body) -> Submission:
                                "/api/surveys/ID/issuance): 'token' is missing")
         try:
             nonce = check_token(issuer_key(survey), survey.digest, token)
+        except MalformedToken as exc:  # a malformed request; a token that does not verify: 403
+            raise Refused(422, f"malformed token: {exc}") from None
         except TokenError as exc:
             raise Refused(403, f"invalid token: {exc}") from None
         nonce_hash = hashlib.sha256(nonce).hexdigest()
@@ -133,7 +137,7 @@ def _write(conn, items: list) -> list:
     for i, r in enumerate(items):
         if isinstance(r, Redemption):
             results[i] = Refused(409, "the survey is closed") if r.survey_id in closed else \
-                REDEEMED if redeem_code(conn, r.code, r.survey_id, r.blinded_hash) else Refused(403, UNKNOWN_CODE)
+                redeem_code(conn, r.code, r.survey_id, r.blinded_hash, r.blind_sig) or Refused(403, UNKNOWN_CODE)
     batch = [s for s in items if isinstance(s, Submission)]
     if batch:
         for i, result in zip([i for i, s in enumerate(items) if isinstance(s, Submission)],
@@ -265,8 +269,8 @@ class Writer:
 
     def _answer(self, conn, s: Submission, result):
         """(status, the survey's receipt key or None, the submission) of a stored submission: see
-        :func:`answer`."""
-        if isinstance(result, Refused):
+        :func:`answer`; the blind signature of a redemption."""
+        if isinstance(result, Refused) or isinstance(s, Redemption):
             return result
         if s.survey_id not in self.keys:
             self.keys[s.survey_id] = receipts.private_key(conn, s.survey_id)

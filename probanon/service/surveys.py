@@ -130,8 +130,8 @@ def access(body: dict, records: int) -> tuple[bool, int]:
     """(whether submissions need an invitation, the frame size) of a new survey (issue 40.1).
     Invitations are the default; a survey without them is published with ``"open": true``
     (``requires_token: false`` alone is refused). ``frame``: the number of people the office
-    may invite, at most (default: the design's population, the specification's ``records``);
-    invitations never exceed it."""
+    may invite, at most (default and upper bound: the design's population, the specification's
+    ``records``: the design is about those people); invitations never exceed it."""
     is_open = body.get("open", False)
     requires = body.get("requires_token", not is_open)
     if not isinstance(is_open, bool) or not isinstance(requires, bool):
@@ -140,8 +140,9 @@ def access(body: dict, records: int) -> tuple[bool, int]:
         raise Refused(422, "a survey without invitations must be published with \"open\": true (it is then not "
                            "protected against ballot stuffing); an open survey takes no invitations")
     frame = body.get("frame", records)
-    if isinstance(frame, bool) or not isinstance(frame, int) or not 1 <= frame <= 10**9:
-        raise Refused(422, "'frame' is the number of people the office may invite: an integer from 1")
+    if isinstance(frame, bool) or not isinstance(frame, int) or not 1 <= frame <= records:
+        raise Refused(422, f"'frame' is the number of people the office may invite: an integer from 1 to the "
+                           f"design's population ({records} records)")
     return requires, frame
 
 

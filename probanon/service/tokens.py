@@ -25,8 +25,10 @@ statistically independent of the token it later verifies (RFC 9474 §7.3, blindn
 at issuance (the code's hash, the blinded message's hash) can be matched to a submission.
 
 Only the RFC's steps are written here, each with its section; the RSA arithmetic is Python's
-integers (``pow``), the key generation, key serialisation and the final PSS verification are
-``cryptography``'s. RFC 8017 (PKCS #1 v2.2) gives EMSA-PSS-ENCODE and MGF1.
+integers (``pow``: ``cryptography`` has no raw RSA operation, see :func:`blind_sign`, whose
+private-key exponentiation is base-blinded against timing), the key generation, key
+serialisation and the final PSS verification are ``cryptography``'s. RFC 8017 (PKCS #1 v2.2)
+gives EMSA-PSS-ENCODE and MGF1.
 """
 
 from __future__ import annotations
@@ -58,6 +60,11 @@ _HASH_BYTES = 48
 
 class TokenError(ValueError):
     """A malformed or invalid blinded message, signature or token."""
+
+
+class MalformedToken(TokenError):
+    """A token that is not ``{"nonce", "signature"}`` of base64url texts of the right lengths (the
+    request is malformed: 422), as opposed to one whose signature does not verify (403)."""
 
 
 # ---------------------------------------------------------------- encodings (RFC 4648 §5; RFC 8017 §4)
@@ -215,7 +222,17 @@ def blind(key: rsa.RSAPublicKey, message: bytes, salt: bytes | None = None, r: i
 def blind_sign(key: rsa.RSAPrivateKey, blinded_msg: bytes) -> bytes:
     """BlindSign (RFC 9474 §4.3): RSASP1 (RFC 8017 §5.2.1, with the CRT, second form of K), then
     the RFC's check that the signature verifies (RSAVP1 gives back the message; guards against a
-    fault in the CRT computation)."""
+    fault in the CRT computation).
+
+    RSASP1 is computed here with Python's integers because ``cryptography`` offers no raw RSA
+    private-key operation: its RSA private key only signs with PKCS #1 v1.5 or PSS padding (which
+    it applies itself, to a message it hashes) and decrypts OAEP or PKCS #1 v1.5; the blinded
+    message is already an encoded, blinded representative that must be exponentiated as it is.
+    Python's ``pow`` is not constant time, so the exponentiation is base-blinded (the usual
+    countermeasure against timing attacks on the private exponent): a fresh random ``r``, the
+    message multiplied by ``r^e``, the root of that computed, and the result multiplied by
+    ``r^-1``: ``(m r^e)^d r^-1 = m^d mod n``, the same signature, while the operands whose
+    timing the exponentiation could reveal are random."""
     private = key.private_numbers()
     public = private.public_numbers
     n, e = public.n, public.e
@@ -226,9 +243,14 @@ def blind_sign(key: rsa.RSAPrivateKey, blinded_msg: bytes) -> bytes:
     if m >= n:                                                   # RSASP1 step 1
         raise TokenError("message representative out of range")
     p, q = private.p, private.q
-    s1, s2 = pow(m, private.dmp1, p), pow(m, private.dmq1, q)    # RSASP1 step 2.b.i-ii
+    while True:                                                  # base blinding (docstring)
+        r = secrets.randbelow(n - 2) + 2
+        if gcd(r, n) == 1:
+            break
+    blinded = m * pow(r, e, n) % n
+    s1, s2 = pow(blinded, private.dmp1, p), pow(blinded, private.dmq1, q)  # RSASP1 step 2.b.i-ii
     h = (s1 - s2) * private.iqmp % p                             # step 2.b.iv
-    s = s2 + q * h                                               # step 2.b.v
+    s = (s2 + q * h) * pow(r, -1, n) % n                         # step 2.b.v, unblinded
     if pow(s, e, n) != m:                                        # steps 3-4: RSAVP1, m == m'
         raise TokenError("signing failure")
     return i2osp(s, k_len)                                       # step 5
@@ -271,11 +293,15 @@ def mint(key: rsa.RSAPublicKey, survey_digest: str, nonce: bytes | None = None) 
 
 def check_token(key: rsa.RSAPublicKey, survey_digest: str, token) -> bytes:
     """The nonce of a submission's ``{"nonce", "signature"}`` whose signature verifies over the
-    survey's token input, else :class:`TokenError`."""
+    survey's token input, else :class:`MalformedToken` (its shape or encoding) or
+    :class:`TokenError` (its signature)."""
     if not isinstance(token, dict) or set(token) != {"nonce", "signature"}:
-        raise TokenError("'token' must be {\"nonce\", \"signature\"} (base64url)")
-    nonce = unb64url(token["nonce"], NONCE_BYTES, "the token's nonce")
-    signature = unb64url(token["signature"], MODULUS_BYTES, "the token's signature")
+        raise MalformedToken("'token' must be {\"nonce\", \"signature\"} (base64url)")
+    try:
+        nonce = unb64url(token["nonce"], NONCE_BYTES, "the token's nonce")
+        signature = unb64url(token["signature"], MODULUS_BYTES, "the token's signature")
+    except TokenError as exc:
+        raise MalformedToken(str(exc)) from None
     if not verify(key, token_input(nonce, survey_digest, key), signature):
         raise TokenError("the token's signature does not verify with this survey's key")
     return nonce
