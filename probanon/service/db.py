@@ -319,8 +319,17 @@ def scratch_postgres(url: str, prefix: str = "probanon_scratch_"):
         conn.execute(f"CREATE DATABASE {name}")
 
     def drop():
-        with psycopg.connect(base, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        import time
+
+        for attempt in range(20):  # FORCE may meet a backend of another role (an autovacuum worker, a
+            try:                   # superuser's session): it is gone a moment later
+                with psycopg.connect(base, autocommit=True) as conn:
+                    conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+                return
+            except (psycopg.errors.InsufficientPrivilege, psycopg.errors.ObjectInUse):
+                if attempt == 19:
+                    raise
+                time.sleep(0.5)
 
     return base.rsplit("/", 1)[0] + "/" + name, drop
 
