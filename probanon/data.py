@@ -22,7 +22,7 @@ from .exactsum import exact_sums
 from .errors import InputError, ParameterError
 from .precision import integer_columns
 
-from .outputs import table_format
+from .formats import table_format
 
 #: CSV reading options of the running command (``--sep``, ``--encoding``): every ``read_table``
 #: of a command uses them unless told otherwise (set by the CLI with :func:`csv_options`)

@@ -297,7 +297,7 @@ def check_names(path, columns) -> None:
     writing an empty table of these columns to a temporary folder."""
     import tempfile
 
-    from .outputs import table_format
+    from .formats import table_format
 
     kind = table_format(path, "output")
     if kind not in NAMES:

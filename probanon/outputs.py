@@ -29,23 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import InputError
-
-#: table formats by file ending (longest ending first); ``.csv.gz`` is gzip-compressed CSV; SPSS
-#: and Stata files keep their labels (:mod:`.labelled`)
-TABLE_FORMATS = {".csv.gz": "csv", ".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".sav": "spss",
-                 ".dta": "stata"}
-
-
-def table_format(path, what: str = "file") -> str:
-    """``"csv"``, ``"parquet"``, ``"spss"`` or ``"stata"`` by the file's ending; :class:`InputError`
-    otherwise."""
-    name = Path(path).name.lower()
-    for ending, kind in TABLE_FORMATS.items():
-        if name.endswith(ending):
-            return kind
-    endings = ", ".join(TABLE_FORMATS)
-    raise InputError(f"{path}: unknown {what} type {Path(path).suffix!r} (use {endings})")
-
+from .formats import TABLE_FORMATS, table_format  # noqa: F401 - where outputs and data name them
 
 def same_file(a, b) -> bool:
     """True when ``a`` and ``b`` name one file: same path, a link to it (symbolic or hard)."""

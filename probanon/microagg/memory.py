@@ -20,6 +20,10 @@ import os
 
 from ..errors import ParameterError
 
+#: cells at least this large take PCL's Levenberg-Marquardt path (:mod:`.pcl`, Appendix A), which
+#: holds dense n x |Q| arrays
+SMOOTH_MIN_K = 256
+
 #: bytes per cell of the dense n x |Q| arrays of the large-cell path (distances, the
 #: Levenberg-Marquardt assignment's temporaries): tracemalloc peak per cell of whole fits
 #: before issue 16 was 35.7-43.3 B; 44 B kept.
@@ -61,8 +65,6 @@ def available_memory() -> int:
 def pcl_peak_memory(n: int, k: int) -> int:
     """Estimated peak bytes of a PCL fit of n records with minimum cell size k (module
     docstring); 0 when there is a single cell (no assignment is solved)."""
-    from .pcl import SMOOTH_MIN_K
-
     Q = n // k
     if Q <= 1:
         return 0

@@ -162,7 +162,7 @@ def _lloyd(Z, labels, k, Q, max_iter, speed, near, progress=_quiet):
     return best, near
 
 
-SMOOTH_MIN_K = 256  # cells at least this large: Levenberg-Marquardt offsets (Appendix A)
+SMOOTH_MIN_K = memory.SMOOTH_MIN_K  # cells at least this large: Levenberg-Marquardt offsets (Appendix A)
 #: default centroid speed of the large-cell path: xhat <- xhat + s (mean - xhat) with s = 1.8
 #: over-relaxes the step; on Adult (k = 500..4000) and 2-D Gaussians it reached fixed points
 #: as good or better (Adult k = 2000: 33.0% below MDAV, against 31.5% at s = 1) in fewer

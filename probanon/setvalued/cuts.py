@@ -47,6 +47,7 @@ import numpy as np
 
 from .constraints import GeneralizationConstraints, partition_error
 from .enumeration import enumerate_distinct
+from .levels import LevelReport
 from .sample_size import certification_sample_size, certify
 from .sampling import proposal, sample_itemsets
 
@@ -118,9 +119,7 @@ class CutCheck:
 
     @property
     def levels(self) -> tuple:
-        """:class:`.generalize.LevelReport` of the levels passed (``fraction`` = 1 - f/N sampled)."""
-        from .generalize import LevelReport
-
+        """:class:`.levels.LevelReport` of the levels passed (``fraction`` = 1 - f/N sampled)."""
         out = []
         for t in self.tests:
             if not t.passed:
