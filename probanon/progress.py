@@ -28,6 +28,10 @@ COMPILING = ("probanon: compiling the numerical kernels (first run only, up to a
              "load them from the cache) ...")
 
 
+def quiet(stage: str, done: int, total: int) -> None:
+    """The progress callback that says nothing (the library's default)."""
+
+
 def is_terminal(stream) -> bool:
     try:
         return stream.isatty()

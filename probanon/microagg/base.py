@@ -19,24 +19,14 @@ from .._params import ParamsMixin
 from .._validation import check_k, check_matrix, check_weights, is_numeric_column
 from ..data import MISSING_HINT, Standardizer, select_columns
 from ..errors import InputError, NotFittedError, ParameterError
+from ..progress import quiet as _quiet
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
 from .function import MicroaggregationFunction
+from .means import group_means  # noqa: F401 - the methods read it from here too
 from .potentials import split_duplicates
 from .settle import settle_power, settle_sites
 from .missing import check_policy, fit_mixed, fit_numeric
 from .mixed import Encoding
-
-
-def group_means(X: np.ndarray, labels: np.ndarray, n_groups: int, weights=None) -> np.ndarray:
-    """Mean of each group's rows (weighted if ``weights``), shape (n_groups, d):
-    x_g = sum_{i in g} w_i x_i / sum_{i in g} w_i."""
-    w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=np.float64)
-    total = np.bincount(labels, weights=w, minlength=n_groups)
-    return np.column_stack([np.bincount(labels, weights=w * X[:, j], minlength=n_groups) for j in range(X.shape[1])]) / total[:, None]
-
-
-def _quiet(stage: str, done: int, total: int) -> None:
-    """The default progress callback: says nothing."""
 
 
 class Microaggregator(ParamsMixin):

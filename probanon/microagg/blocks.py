@@ -43,6 +43,7 @@ from multiprocessing.connection import Connection, wait
 import numpy as np
 
 from ..errors import ParameterError
+from ..progress import quiet as _quiet
 from .function import _rule_cells, project_rows
 
 #: automatic blocking (block_size=None): not below this many records
@@ -179,7 +180,6 @@ def _fit_block(cls, params: dict, k: int, Zb, seed):
     """One block: the estimator's partition of Zb (its rows of the global z-scores) with
     ``k`` and, for a randomised method, a generator from ``seed``. Returns (labels, kind,
     rule, {attribute: value})."""
-    from .base import _quiet
 
     if "random_state" in params:
         params = dict(params, random_state=np.random.default_rng(seed))

@@ -33,6 +33,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .means import group_means, observed_standardizer, released_means  # noqa: F401 - named here too
 
 POLICIES = ("raise", "pattern")
 
@@ -166,31 +167,6 @@ def _pattern_partition(model, E: np.ndarray, lacking: np.ndarray, widths, standa
 def _names(mask, names) -> str:
     positions = np.flatnonzero(mask)
     return "no key" if positions.size == 0 else ",".join(names[p] for p in positions)
-
-
-def released_means(X: np.ndarray, labels: np.ndarray, weights=None) -> np.ndarray:
-    """(groups x keys) the released values of each group: the (weighted) mean of a key every
-    member observes, NaN for a key some member lacks (module docstring, step 4)."""
-    from .base import group_means
-
-    n_groups = int(labels.max()) + 1
-    lacking = np.isnan(X)
-    out = group_means(np.where(lacking, 0.0, X), labels, n_groups, weights)
-    out[group_means(lacking.astype(np.float64), labels, n_groups) > 0] = np.nan
-    return out
-
-
-def observed_standardizer(X: np.ndarray, weights=None):
-    """The :class:`~probanon.data.Standardizer` of each column's observed values (NaN skipped)."""
-    from ..data import Standardizer
-
-    parts = []
-    for j in range(X.shape[1]):
-        seen = ~np.isnan(X[:, j])
-        if not seen.any():
-            raise InputError(f"key {j} has no observed value")
-        parts.append(Standardizer.fit(X[seen, j:j + 1], None if weights is None else np.asarray(weights)[seen]))
-    return Standardizer(mean_=np.concatenate([p.mean_ for p in parts]), scale_=np.concatenate([p.scale_ for p in parts]))
 
 
 __all__ = ["POLICIES", "check_policy", "fit_mixed", "fit_numeric", "observed_standardizer", "pattern_sets",

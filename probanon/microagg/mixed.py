@@ -22,7 +22,7 @@ Missing key values (``missing=True`` below, the policy "pattern" of :mod:`.missi
 value of any key is NaN in :meth:`Encoding.values`, and a record lacking a nominal key has NaN in
 each of its indicators; the levels are those observed, the z-scores those of the observed values.
 A group releases a key (number or category) only when every member has it, else that key is
-missing for the whole group: the rule of numeric keys (:func:`.missing.released_means`), applied
+missing for the whole group: the rule of numeric keys (:func:`.means.released_means`), applied
 to categories.
 """
 
@@ -34,6 +34,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError, SpecificationError
+from .means import observed_standardizer, released_means
 
 NOMINAL_SCALE = 1.0 / np.sqrt(2.0)
 
@@ -118,8 +119,6 @@ class Encoding:
         """The z-scoring of embedded records E: numbers and ordinal ranks z-scored (weighted by
         ``weights`` if given; missing values, NaN, skipped), nominal indicators as they are."""
         from ..data import Standardizer
-        from .missing import observed_standardizer
-
         scaled = self.scaled()
         mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
         if scaled.any():
@@ -179,8 +178,6 @@ class Encoding:
     def released(self, frame: pd.DataFrame, labels: np.ndarray, weights=None) -> np.ndarray:
         """(groups x keys, object) each group's released values (module docstring); a key some
         member of a group lacks is missing (NaN) for the whole group."""
-        from .missing import released_means
-
         n_groups = int(labels.max()) + 1
         w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
         out = np.empty((n_groups, len(self.columns)), dtype=object)

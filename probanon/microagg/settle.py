@@ -42,6 +42,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
+from .means import group_means
+
 #: bids a short cell makes before it is removed from the diagram
 RAISES_MAX = 8
 #: rounds of (bids, check against the rule's kernel) before giving up
@@ -220,7 +222,6 @@ def _moved(before, after) -> int:
 
 def _means(Z, labels, Q):
     """Each cell's mean (Z units), as the fit computes the released centroids."""
-    from .base import group_means
 
     return group_means(Z, labels, Q)
 
