@@ -578,7 +578,7 @@ def test_a_survey_with_invitations_offers_no_answer_without_the_letter(collector
 
 # ---------------------------------------------------------------- the receipt (audit of issue 40, finding 8)
 
-RECEIPT_COMMAND = "probanon survey receipt --report release_report.json --receipt receipt.json --key {}"
+RECEIPT_COMMAND = "probanon survey receipt --report release_report.json --receipt receipt.json --key={}"
 
 
 def shown_receipt(driver) -> tuple[str, str]:

@@ -347,7 +347,7 @@ def test_respondent_checks_her_row_in_the_report(collector, tmp_path, capsys):
     (tmp_path / "report.json").write_text(json.dumps(report))
     (tmp_path / "receipt.json").write_text(json.dumps(mine.receipt))
     args = ["survey", "receipt", "--report", str(tmp_path / "report.json"), "--receipt", str(tmp_path / "receipt.json")]
-    assert main(args + ["--key", key]) == 0
+    assert main(args + [f"--key={key}"]) == 0  # "=": a base64url key may begin with "-"
     assert capsys.readouterr().out.startswith(f"counted: your row (digest {mine.receipt['row_digest']}) is row ")
     # a report without her row (deleted, the chain recomputed) does not count it
     dropped = [d for d in report["chain"]["row_digests"] if d != mine.receipt["row_digest"]]

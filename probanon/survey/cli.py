@@ -567,12 +567,13 @@ def add_parser(sub) -> None:
     c = ss.add_parser("receipt", help="respondent side: check that a release report counts the row of your receipt",
                       epilog=example(
         "# receipt.json: the line 'receipt (verified; keep it): {...}' that survey respond printed, without its label",
-        "probanon survey receipt --report release_report.json --receipt receipt.json --key BASE64URL"))
+        "probanon survey receipt --report release_report.json --receipt receipt.json --key=BASE64URL"))
     c.add_argument("--report", required=True, metavar="REPORT.json",
                    help="the release report the office published (or the release in its JSON format)")
     c.add_argument("--receipt", required=True, metavar="RECEIPT.json", help="your receipt (JSON); - reads standard input")
     c.add_argument("--key", metavar="BASE64URL",
-                   help="the survey's receipt_key (its description or document): the receipt's signature is checked too")
+                   help="the survey's receipt_key (its description or document): the receipt's signature is checked too; "
+                        "write --key=KEY (a base64url key may begin with '-')")
     c.set_defaults(func=cmd_receipt)
 
     m = ss.add_parser("simulate", help="Monte Carlo check of the failure rates", epilog=example(

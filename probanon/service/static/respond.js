@@ -656,7 +656,7 @@
     }
     $("receipt").value = receipt === null || receipt === undefined ? "" : JSON.stringify(receipt);
     $("receipt-command").textContent = "probanon survey receipt --report release_report.json --receipt receipt.json " +
-      "--key " + survey.receipt_key;
+      "--key=" + survey.receipt_key; // "=": a key may begin with "-"
     $("receipt-copy").hidden = $("receipt").value === "";
     $("receipt-copy").onclick = () => {
       $("receipt").select();
