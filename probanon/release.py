@@ -146,7 +146,7 @@ class Release:
     """A release ready to write: ``data`` (the published records, in released order),
     ``link`` (private: ``original_row`` -> ``released_row``, from 1), ``actions``
     ({column: what happened to it}, every input column and every added one) and ``promise``
-    (:class:`Promise`, or None: checked by :func:`probanon.cliargs.write_release` before
+    (:class:`Promise`, or None: checked by :func:`probanon.cli.options.write_release` before
     anything is written)."""
 
     data: pd.DataFrame

@@ -1,18 +1,48 @@
-"""The import graph of probanon/ (issue 41): read from the source with ast (imports inside
-functions included, as they run as soon as the function does), so that no import cycle comes
-back. The cycles issue 41 still has to break are listed below; any other cycle, or a listed one
-that grows, fails."""
+"""The architecture of probanon/ (issue 41), read from the source with ast (imports inside
+functions included, as they run as soon as the function does):
+
+- no import cycle;
+- the layers of DEVELOPERS.md import one way: a module never imports one of a higher layer;
+- only probanon/cli/ imports argparse or probanon.cli, prints, or reads parsed arguments
+  (``args.NAME``);
+- no module longer than MAX_LINES lines unless listed, with its reason, in LONG.
+"""
 
 import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "probanon"
 
-#: the import cycles that issue 41 has not broken yet (each to go; never to be added to)
-REMAINING = [
-    # cli.py <-> recipe.py <-> survey/cli.py: the command line moves to probanon/cli/ (issue 41.1)
-    {"probanon.cli", "probanon.recipe", "probanon.survey.cli"},
-]
+#: the floors, bottom up (DEVELOPERS.md, "Layers"): the top-level modules of probanon/ are the
+#: core (0) unless named here; a package's modules take its floor
+LAYERS = {
+    "microagg": 1,
+    "metrics": 2, "attacks": 2, "survey": 2, "swapping": 2, "diversity": 2, "setvalued": 2, "datasets": 2,
+    "probanon.release_report": 2,  # the reports run the attack suite (attacks) on a release
+    "service": 3, "distributed": 3, "reproduce": 3,
+    "cli": 4,
+}
+
+MAX_LINES = 600
+
+#: modules allowed above MAX_LINES lines, each with the reason it is one module
+LONG = {
+    # the reproductions: one module per paper, its tables and figures in the paper's order
+    "probanon.reproduce.surveys": 1000, "probanon.reproduce.swapping": 800, "probanon.reproduce.diversity": 620,
+    # one numba kernel family each: the local search of PCL (paper 3) and the sharded KM of paper 5 on Dask
+    "probanon.microagg.local_search": 950, "probanon.distributed.km": 850,
+    # Algorithm 1 of paper 4 (planning) and the generalisation of paper 5, each one algorithm with its checks
+    "probanon.diversity.planning": 720, "probanon.setvalued.generalize": 680,
+    # the published function: its kernels, its JSON reading and checks (issue 41.3 splits the rules out)
+    "probanon.microagg.function": 780,
+}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    if module in LAYERS:
+        return LAYERS[module]
+    return LAYERS.get(parts[1], 0) if len(parts) > 2 or (len(parts) == 2 and parts[1] in LAYERS) else 0
 
 
 def modules() -> dict:
@@ -99,10 +129,68 @@ def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycle_but_those_issue_41_still_has_to_break():
-    found = cycles(import_graph())
-    new = [sorted(c) for c in found if not any(c <= allowed for allowed in REMAINING)]
-    assert not new, f"import cycles: {new}"
+def test_no_import_cycle():
+    assert cycles(import_graph()) == []
+
+
+def test_the_layers_import_one_way():
+    """A module never imports one of a higher floor (LAYERS): the command line on top, then the
+    service, Dask and the reproductions, then the methods of the papers with the attacks and
+    metrics, then microaggregation, then the core modules."""
+    assert layer("probanon.cli.main") == 4 and layer("probanon.data") == 0 and layer("probanon.microagg") == 1
+    assert layer("probanon.release_report") == 2 and layer("probanon.survey.spec") == 2
+    upward = [f"{m} -> {t}" for m, targets in import_graph().items() for t in targets if layer(t) > layer(m)]
+    assert not upward, upward
+
+
+def _library():
+    """(module name, parsed tree) of every module outside probanon/cli/."""
+    for name, (path, _) in modules().items():
+        if not name.startswith("probanon.cli"):
+            yield name, ast.parse(path.read_text())
+
+
+def test_only_the_command_line_imports_argparse_or_the_command_line():
+    found = []
+    for name, tree in _library():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                found += [f"{name}: import {a.name}" for a in node.names
+                          if a.name == "argparse" or a.name.startswith("probanon.cli")]
+            elif isinstance(node, ast.ImportFrom) and node.module and (
+                    node.module == "argparse" or (node.level == 0 and node.module.startswith("probanon.cli"))
+                    or (node.level and node.module.split(".")[0] == "cli")):
+                found.append(f"{name}: from {node.module}")
+    assert not found, found
+
+
+def test_the_library_neither_prints_nor_reads_parsed_arguments():
+    """print(...) and reads of ``args.NAME`` (an argparse Namespace) only under probanon/cli/."""
+    found = []
+    for name, tree in _library():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{name}:{node.lineno}: print")
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "args":
+                found.append(f"{name}:{node.lineno}: args.{node.attr}")
+    assert not found, found
+
+
+def test_no_module_above_the_agreed_size_unless_listed():
+    sizes = {name: len(path.read_text().splitlines()) for name, (path, _) in modules().items()}
+    over = {name: n for name, n in sizes.items() if n > LONG.get(name, MAX_LINES)}
+    assert not over, f"modules above {MAX_LINES} lines (split them, or list them in LONG with the reason): {over}"
+    assert all(sizes.get(name, 0) > MAX_LINES for name in LONG), "a module of LONG is short again: take it off"
+
+
+def test_the_checks_find_what_they_look_for():
+    """Each check fails on a module that breaks its rule (a graph, a tree made up here)."""
+    assert cycles({"a": {"b"}, "b": {"a"}}) == [{"a", "b"}]
+    assert layer("probanon.service.app") > layer("probanon.survey.spec")
+    tree = ast.parse("import argparse\nprint(args.keys)\n")
+    assert any(isinstance(n, ast.Import) and n.names[0].name == "argparse" for n in ast.walk(tree))
+    assert any(isinstance(n, ast.Attribute) and n.value.id == "args" for n in ast.walk(tree)
+               if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name))
 
 
 def test_the_broken_cycles_stay_broken():

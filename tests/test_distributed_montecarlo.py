@@ -20,7 +20,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from probanon.cli import main
-from probanon.distributed import ClusterError, dask_client
+from probanon.distributed import ClusterError, batches_on_dask, dask_client
 from probanon.diversity import attack as diversity_attack
 from probanon.diversity.attack import linkage_monte_carlo
 from probanon.survey import simulation
@@ -109,7 +109,7 @@ def test_survey_simulate_same_result_on_the_cluster(client, survey, capsys):
     frame, spec, spec_path, pop_path = survey
     local = simulate_spec(spec, frame, 450, random_state=5)
     steps = []
-    remote = simulate_spec(spec, frame, 450, random_state=5, client=client,
+    remote = simulate_spec(spec, frame, 450, random_state=5, runner=batches_on_dask(client),
                            progress=lambda *a: steps.append(a))
     assert remote == local
     assert steps[0] == ("batches", 0, 5) and steps[-1] == ("batches", 5, 5) and len(steps) == 6
@@ -125,14 +125,14 @@ def test_cell_blocks_same_result_on_the_cluster(client, monkeypatch):
     """Cells drawn in blocks (fewer uniforms at once than records): still the same result."""
     cells = [np.full(48, 0.5)] * 20 + [np.linspace(0.2, 1.0, 33)]
     monkeypatch.setattr(simulation, "MAX_BATCH_ELEMENTS", 100)
-    assert simulate_cells(cells, 20, 230, random_state=8, client=client) == simulate_cells(cells, 20, 230,
+    assert simulate_cells(cells, 20, 230, random_state=8, runner=batches_on_dask(client)) == simulate_cells(cells, 20, 230,
                                                                                              random_state=8)
 
 
 def test_linkage_monte_carlo_same_result_on_the_cluster(client, plan_files, capsys):
     pmf = np.full((3, 4), 1 / 12)
     local = linkage_monte_carlo(pmf, [0, 0, 1], 30, 4, t=3, runs=1100, delta=0.05, random_state=2)
-    remote = linkage_monte_carlo(pmf, [0, 0, 1], 30, 4, t=3, runs=1100, delta=0.05, random_state=2, client=client)
+    remote = linkage_monte_carlo(pmf, [0, 0, 1], 30, 4, t=3, runs=1100, delta=0.05, random_state=2, runner=batches_on_dask(client))
     assert remote == local and local.release_failures > 0
     dist, plan = plan_files
     argv = ["attack", dist, "--mechanism", "l-delta", "--plan", plan, "--runs", "700", "--seed", "3", "--json"]
@@ -163,7 +163,7 @@ def test_a_worker_killed_in_the_middle_is_survived(client):
             os.kill(pid, signal.SIGKILL)
             killed.append(busy[0])
 
-    assert simulate_cells(cells, 20, 1200, random_state=9, client=client, progress=progress) == expected
+    assert simulate_cells(cells, 20, 1200, random_state=9, runner=batches_on_dask(client), progress=progress) == expected
     assert killed and killed[0] not in client.scheduler_info()["workers"]
     assert killed[0] in before
     client.wait_for_workers(2, timeout=60)  # the nanny's new worker, for the tests after this one

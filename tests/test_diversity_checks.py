@@ -29,7 +29,7 @@ from probanon.diversity.checks import (
     recursive_l_per_class,
     sensitive_counts,
 )
-from probanon.diversity.checks_cli import add_check_commands
+from probanon.cli.diversity_checks import add_check_commands
 from probanon.errors import InputError, ParameterError, ProbanonError
 
 

@@ -17,7 +17,7 @@ import pytest
 from scipy import stats
 
 from probanon.errors import InputError
-from probanon.reproduce import cli as reproduce_cli
+from probanon.cli import reproduce as reproduce_cli
 from probanon.reproduce.surveys import matches, reproduce_surveys, worst_cell_failure
 
 PNG = b"\x89PNG\r\n\x1a\n"

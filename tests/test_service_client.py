@@ -411,6 +411,7 @@ def test_the_client_needs_only_the_standard_library():
             "sys.meta_path.insert(0, Block())\n"
             "from probanon.service.client import respond, parse_pairs\n"
             "from probanon.cli import build_parser\n"
+            "build_parser()\n"
             "print(parse_pairs('a=1, b=x'))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
@@ -424,7 +425,7 @@ def test_demo_survey_part(tmp_path):
     import numpy as np
     import pandas as pd
 
-    from probanon.cli import SURVEY_DEMO, demo_survey
+    from probanon.cli.demo import SURVEY_DEMO, demo_survey
     from probanon.data import synthetic_survey
     from probanon.report import Report
 

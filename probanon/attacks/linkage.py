@@ -140,7 +140,7 @@ def _table(plan, counts: np.ndarray) -> pd.DataFrame:
 
 
 def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, runs: int = 2000,
-                 confidence: float = 0.99, random_state=None, client=None, progress=None) -> AttackReport:
+                 confidence: float = 0.99, random_state=None, runner=None, progress=None) -> AttackReport:
     """Failure rates of (l, delta)-diversity, alone and after linkage, against delta and t delta.
 
     Parameters
@@ -159,8 +159,9 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
     confidence : float
         Level of the Clopper-Pearson intervals.
     random_state : None, int or Generator
-    client : distributed.Client, optional
-        Run the simulation's seeded batches as tasks of this Dask cluster (the same result).
+    runner : callable, optional
+        Where the simulation's seeded batches run (:mod:`probanon.montecarlo`; None: here;
+        ``probanon.distributed.batches_on_dask(client)``: as tasks of a Dask cluster; the same result).
     progress : callable, optional
         ``progress("batches", done, total)`` over the simulation's batches (after the checks).
 
@@ -184,7 +185,7 @@ def linkage_test(plan, distribution=None, releases=(), *, t: int | None = None, 
     trials = _given(plan, tables, t) if tables else []
     if pmf is not None:
         mc = linkage_monte_carlo(pmf, plan.class_of, plan.n_samples, plan.l, t=t, runs=runs, delta=plan.delta,
-                                 confidence=confidence, random_state=rng, client=client, progress=progress)
+                                 confidence=confidence, random_state=rng, runner=runner, progress=progress)
         drawn = f"of N = {plan.n_samples:,} records drawn from the plan's distribution"
         trials.insert(0, ("one release (simulated)", KNOWS_ONE.format(l=plan.l), mc.release_trials,
                           mc.release_failures, plan.delta, f"delta = {plan.delta:g}",

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 
-from ..cliargs import add_input, add_match_options, example, positive_int, seed
+from .options import add_input, add_match_options, example, positive_int, seed
+from .parser import command
 from ..data import read_table
 from ..errors import InputError
 from ..progress import Progress
 from ..release import align, check_match, column_list, read_link
-from .setting import MECHANISMS
+from ..attacks.setting import MECHANISMS
 
 
 #: Releases that are not one table of keys -- set-valued records ('probanon km anonymize') and count
@@ -30,7 +31,7 @@ def _claim_report(args):
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism {mechanism}")
     if mechanism == "km":
-        from .uniqueness import DRAWS, attack_km_files
+        from ..attacks.uniqueness import DRAWS, attack_km_files
 
         if len(args.released) != 1:
             raise InputError("--mechanism km attacks one released file")
@@ -43,7 +44,7 @@ def _claim_report(args):
                                    by_position=args.by_position, m=args.m, k=args.k, sigma=args.sigma,
                                    intruders=intruders, runs=runs, targets=args.targets,
                                    confidence=args.confidence, random_state=args.seed, progress=bar)
-    from .linkage import linkage_test
+    from ..attacks.linkage import linkage_test
 
     if not args.plan:
         raise InputError("--mechanism l-delta needs --plan (the plan the releases were made under)")
@@ -51,13 +52,14 @@ def _claim_report(args):
                                    ("--intruders", args.intruders)) if v]
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism l-delta")
-    from ..distributed.cluster import cluster_from_args
+    from .options import batch_runner, cluster_from_args
 
     runs = args.runs or 2000
     with cluster_from_args(args) as client, Progress(f"attack: (l, delta) linkage, {runs:,} simulated sets of releases",
                                                      quiet=args.quiet or args.json, desc="l-delta") as bar:
         return linkage_test(args.plan, args.original, args.released, t=args.datasets, runs=runs,
-                            confidence=args.confidence, random_state=args.seed, client=client, progress=bar)
+                            confidence=args.confidence, random_state=args.seed, runner=batch_runner(client),
+                            progress=bar)
 
 
 def _print_report(report, confidence: float, knows: str) -> None:
@@ -78,8 +80,8 @@ def _print_report(report, confidence: float, knows: str) -> None:
 def _table_report(args):
     """The attack suite against one released table (:func:`probanon.attacks.attack`) and, when an
     intruder is above the bound, the office's options, each measured (:func:`probanon.attacks.remedies.remedies`)."""
-    from .remedies import remedies
-    from .suite import attack
+    from ..attacks.remedies import remedies
+    from ..attacks.suite import attack
 
     if len(args.released) != 1:
         raise InputError("give one released file" if not args.released else
@@ -131,7 +133,7 @@ def cmd_attack(args) -> int:
 
 
 def cmd_audit(args) -> int:
-    from .audit import audit
+    from ..attacks.audit import audit
 
     frame = read_table(args.input)
     keys, confidential = column_list(args.keys), column_list(args.confidential)
@@ -154,9 +156,7 @@ def cmd_audit(args) -> int:
 
 
 def add_parser(sub) -> None:
-    a = sub.add_parser("attack", help="run every applicable intruder against a release; success rates with "
-                                      "intervals beside the claimed bound (exit 1 when one is above it)",
-                       epilog=example(
+    a = command(sub, "attack", epilog=example(
         "probanon attack census.csv census_k5.csv --mechanism microaggregation -k 5 \\",
         "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
         "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
@@ -190,13 +190,12 @@ def add_parser(sub) -> None:
     a.add_argument("--seed", type=seed, default=None, help="seed of the intruders' tie-breaking")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")
     a.add_argument("--quiet", action="store_true", help="no progress bar")
-    from ..distributed.cluster import add_cluster_options
+    from .options import add_cluster_options
 
     add_cluster_options(a, "l-delta: the seeded batches of simulated releases")
     a.set_defaults(func=cmd_attack)
 
-    u = sub.add_parser("audit", help="find keys determined by confidential columns (and the reverse) before a "
-                                     "release (exit 1 when found)", epilog=example(
+    u = command(sub, "audit", epilog=example(
         "probanon audit census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,PTOTVAL,STATETAX \\",
         "    --confidential TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL   # exit 1: PTOTVAL = POTHVAL + PEARNVAL"))
     add_input(u, "input", help="the original table, before any release")

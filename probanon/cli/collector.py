@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..cliargs import add_input, add_output, example, positive_int
+from .options import add_input, add_output, example, positive_int
+from .parser import command
 from ..release import column_list
 from ..errors import ParameterError
 
@@ -34,12 +35,12 @@ def _seconds(text: str) -> float:
 
 
 def cmd_serve(args) -> int:
-    from . import missing_extra
+    from ..service import missing_extra
 
     if missing_extra():
         raise ParameterError(f"the collector needs the service extra ({missing_extra()} is missing): "
                              "pip install 'probanon[service]'")
-    from . import server
+    from ..service import server
 
     if args.init_admin:
         token = server.init_admin(args.database)
@@ -49,12 +50,12 @@ def cmd_serve(args) -> int:
         return 0
     server.serve(args.database, host=args.host, port=args.port, allowed_hosts=args.allowed_host or (),
                  header_timeout=args.header_timeout, idle_timeout=args.idle_timeout,
-                 max_connections=args.max_connections)
+                 max_connections=args.max_connections, announce=lambda line: print(line, file=sys.stderr, flush=True))
     return 0
 
 
 def _office(args):
-    from . import office
+    from ..service import office
 
     return office, office.read_token(args.token_file)
 
@@ -154,14 +155,13 @@ def cmd_audit(args) -> int:
 
 
 def _collector_parser(sub) -> None:
-    c = sub.add_parser("collector", help="the office's side of the collector: publish, invite, close, release",
-                       epilog=example(
+    c = command(sub, "collector", epilog=example(
         "probanon collector invite https://survey.example.org --survey 1 --count 100 -o letters.txt",
         "probanon collector close https://survey.example.org --survey 1",
         "probanon collector release https://survey.example.org --survey 1 -o release.csv"))
     cc = c.add_subparsers(dest="collector_command", required=True)
 
-    def command(name, help, func, survey=True, *lines):
+    def subcommand(name, help, func, survey=True, *lines):
         p = cc.add_parser(name, help=help, epilog=example(
             "# the token: PROBANON_TOKEN in the environment, or --token-file FILE (never on the command line)",
             *lines))
@@ -173,7 +173,7 @@ def _collector_parser(sub) -> None:
         p.set_defaults(func=func)
         return p
 
-    p = command("publish", "publish a verified specification as a new survey (admin)", cmd_publish, False,
+    p = subcommand("publish", "publish a verified specification as a new survey (admin)", cmd_publish, False,
                 "probanon collector publish https://survey.example.org --spec spec.json --answers answers.json \\",
                 "    --title \"Household finances 2027\" --opens 2027-01-01T00:00:00Z --closes 2027-03-31T23:59:59Z --frame 5000")
     add_input(p, "--spec", required=True, table=False, help="the specification (probanon survey design)")
@@ -201,7 +201,7 @@ def _collector_parser(sub) -> None:
                         "none, nothing is released before the close); each is refused unless every cell changed by "
                         "0 or by at least k responses since the release before it")
 
-    p = command("invite", "issue single-use invitations and write the letters, in a random order (admin)",
+    p = subcommand("invite", "issue single-use invitations and write the letters, in a random order (admin)",
                 cmd_invite, True,
                 "probanon collector invite https://survey.example.org --survey 1 --count 100 -o letters.txt \\",
                 "    --digest sha256:<the digest 'collector publish' printed>")
@@ -220,33 +220,33 @@ def _collector_parser(sub) -> None:
                         "the probanon installed here (the collector deliberately runs another version). Default: "
                         "refused, nothing issued")
 
-    p = command("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
+    p = subcommand("analyst", "issue an analyst token (admin); printed once", cmd_analyst, False,
                 "probanon collector analyst https://survey.example.org --survey 1 --note \"release team\" > analyst.token")
     p.add_argument("--survey", type=positive_int, help="the one survey whose release the token reads (default: "
                                                        "every survey's; a token for one survey gets 403 on the others)")
     p.add_argument("--note", help="who it is for (kept in the audit log)")
 
-    p = command("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, False,
+    p = subcommand("revoke", "revoke an admin or analyst token by its id (admin)", cmd_revoke, False,
                 "probanon collector revoke https://survey.example.org --id 3f9a0c12b7e4 --note \"analyst left the team\"")
     p.add_argument("--id", required=True, help="the token's id (12 hexadecimal digits, printed when it was issued "
                                                "and beside its actions in the audit log)")
     p.add_argument("--note", help="why (kept in the audit log)")
 
-    p = command("close", "close a survey now (admin)", cmd_close, True,
+    p = subcommand("close", "close a survey now (admin)", cmd_close, True,
                 "probanon collector close https://survey.example.org --survey 1 --note \"enough responses\"")
     p.add_argument("--note", help="why (kept in the audit log)")
 
-    p = command("release", "download the release and its report (analyst)", cmd_release, True,
+    p = subcommand("release", "download the release and its report (analyst)", cmd_release, True,
                 "probanon collector release https://survey.example.org --survey 1 -o release.csv --report release_report.json")
     add_output(p, "-o", "--output", required=True, metavar="FILE", help=".csv, .parquet or .json")
     add_output(p, "--report", metavar="REPORT.json", help="participation per cell, achieved k, guarantee")
 
-    command("audit", "print the audit log (admin)", cmd_audit, False, "probanon collector audit https://survey.example.org")
+    subcommand("audit", "print the audit log (admin)", cmd_audit, False, "probanon collector audit https://survey.example.org")
 
 
 def add_parser(sub) -> None:
     _collector_parser(sub)
-    s = sub.add_parser("serve", help="the survey collector service (HTTP API, respondent page)", epilog=example(
+    s = command(sub, "serve", epilog=example(
         "probanon serve --database collector.db --init-admin > admin.token     # once: the admin token",
         "probanon serve --database collector.db --port 8080"))
     s.add_argument("--database", required=True, metavar="URL",
@@ -259,7 +259,7 @@ def add_parser(sub) -> None:
                         "(repeatable); requests with any other Host header get 400 (DNS rebinding). Always allowed: "
                         "the --host address, and localhost, 127.0.0.1 and ::1 when that is a loopback or wildcard "
                         "address")
-    from .limits import HEADER_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, RESERVED_DESCRIPTORS
+    from ..service.limits import HEADER_SECONDS, IDLE_SECONDS, MAX_CONNECTIONS, RESERVED_DESCRIPTORS
 
     s.add_argument("--header-timeout", type=_seconds, default=HEADER_SECONDS, metavar="SECONDS",
                    help=f"a request's line and headers must arrive within this many seconds of the connection "

@@ -6,8 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cliargs import add_output, example
-from . import content, describe, file_name, names, path
+from .options import add_output, example
+from .parser import command
+from ..datasets import content, describe, file_name, names, path
 
 
 def _name(text: str) -> str:
@@ -34,8 +35,7 @@ def cmd_datasets(args) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("datasets", help="the example data sets shipped with probanon: list them, or write them out",
-                       epilog=example("probanon datasets                 # the names, files and origins",
+    p = command(sub, "datasets", epilog=example("probanon datasets                 # the names, files and origins",
                                       "probanon datasets census adult -o data   # data/census.csv, data/adult.csv"))
     p.add_argument("names", nargs="*", type=_name, metavar="NAME",
                    help=f"the data sets to list or write ({', '.join(names())}; default: all)")

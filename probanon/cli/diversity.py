@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
-from ..cliargs import add_input, add_output, example, positive_int, summary_lines
+from .options import add_input, add_output, example, positive_int, summary_lines
+from .parser import command
 from ..data import read_table
-from .distribution import check_margin, read_distribution
-from .planning import M_RULES, METHODS, pareto_front, plan_diversity
-from .release import count_note, load_plan, release_counts, release_summary
+from ..diversity.distribution import check_margin, read_distribution
+from ..diversity.planning import M_RULES, METHODS, pareto_front, plan_diversity
+from ..diversity.release import count_note, load_plan, release_counts, release_summary
 
 
 def cmd_plan(args) -> int:
@@ -91,8 +92,7 @@ def _order(text: str):
 
 
 def add_parser(sub) -> None:
-    d = sub.add_parser("diversity", help="(l, delta)-diversity: plan, release, check, attack (paper 4)",
-                       epilog=example(
+    d = command(sub, "diversity", epilog=example(
         "probanon diversity plan --distribution pmf.csv -l 3 --delta 0.05 -o plan.json",
         "probanon diversity release plan.json adult.csv --sensitive occupation -o counts.csv",
         "probanon diversity check counts.csv -k 20 -l 3"))
@@ -144,7 +144,7 @@ def add_parser(sub) -> None:
     r.set_defaults(func=cmd_release)
 
     try:
-        from .checks_cli import add_check_commands
+        from .diversity_checks import add_check_commands
     except ModuleNotFoundError as exc:  # the check/attack commands are not installed yet
         if exc.name != f"{__package__}.checks_cli":
             raise

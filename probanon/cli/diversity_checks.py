@@ -29,11 +29,11 @@ import json
 import numpy as np
 
 from .._validation import read_json_document, row_label
-from ..cliargs import add_input, example
+from .options import add_input, example
 from ..data import read_table
 from ..errors import InputError, ParameterError, SpecificationError
-from .attack import linkage_attack
-from .checks import DISTANCES, SENSES, diversity_report
+from ..diversity.attack import linkage_attack
+from ..diversity.checks import DISTANCES, SENSES, diversity_report
 
 
 def _print_json(obj) -> None:
@@ -90,7 +90,7 @@ def _class_of(path) -> dict:
     (``format``) must be a valid one (an edited plan is refused, as by ``diversity release``)."""
     plan = read_json_document(path, "plan")
     if isinstance(plan, dict) and "format" in plan:
-        from .planning import DiversityPlan
+        from ..diversity.planning import DiversityPlan
 
         try:
             DiversityPlan.from_dict(plan)

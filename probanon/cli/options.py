@@ -15,42 +15,14 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from ._validation import MAX_SEED
-from .errors import InputError
-from .outputs import Outputs, check_output_folder
+import numpy as np
 
-
-class Parser(argparse.ArgumentParser):
-    """argparse with one-line errors: ``probanon: error: <message> (see 'probanon ... --help')``;
-    within :meth:`raising`, an :class:`InputError` instead (a command line made from a recipe).
-    Descriptions and epilogs keep their lines (the worked example of :func:`example`)."""
-
-    _prefix = None
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
-        super().__init__(*args, **kwargs)
-
-    def error(self, message):
-        if Parser._prefix is not None:
-            raise InputError(f"{Parser._prefix}{message}")
-        self.exit(2, f"probanon: error: {message} (see '{self.prog} --help')\n")
-
-    @staticmethod
-    @contextlib.contextmanager
-    def raising(prefix: str):
-        """Usage errors raise ``InputError(prefix + message)`` within the block."""
-        Parser._prefix = prefix
-        try:
-            yield
-        finally:
-            Parser._prefix = None
-
-
-def example(*lines: str) -> str:
-    """The epilog that ends a command's ``--help``: a worked example. ``lines``: command lines
-    (``probanon ...``; a long one continued on the next line after `` \\``) and ``#`` comments."""
-    return "example:\n" + "\n".join(f"  {line}" for line in lines)
+from .._validation import MAX_SEED
+from ..distributed.cluster import ClusterError, dask_client, describe
+from ..errors import InputError
+from ..outputs import Outputs, check_output_folder
+from ..release import Promise, column_list
+from .parser import Parser, example  # noqa: F401  (re-exported: a command module takes every shared option from here)
 
 
 @dataclass(frozen=True)
@@ -133,8 +105,8 @@ def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
     ``--keep-other``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the
     keys against the columns released per record (confidential and passed-through ones): a finding
     stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
-    from .labelled import check_names
-    from .release import assign_roles
+    from ..labelled import check_names
+    from ..release import assign_roles
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
                          args.keep_other, weights=getattr(args, "weights", None), strata=getattr(args, "strata", None))
@@ -150,8 +122,8 @@ def pre_release_audit(args, frame, roles: dict) -> None:
     its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
     as :func:`release_roles` gives them): a finding stops the command unless ``--accept-risk``,
     when it is printed as a warning (:func:`audit_verdict`)."""
-    from .attacks.audit import audit as run_audit
-    from .release import columns_with
+    from ..attacks.audit import audit as run_audit
+    from ..release import columns_with
 
     published = [c for c, role in roles.items() if role in PER_RECORD]
     result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
@@ -169,7 +141,7 @@ def check_categorical_keys(args, original, released, roles: dict, categorical, w
     (``original`` and ``released``: the records row by row, released holding the keys' released
     values and the columns as released). A release that gives back masked key values is refused
     as the audit refuses (:func:`audit_verdict`; ``where``: on what, e.g. a sample)."""
-    from .attacks.audit import contradictions
+    from ..attacks.audit import contradictions
 
     per_record = [c for c, role in roles.items() if role in PER_RECORD]
     if not categorical or not per_record:
@@ -241,7 +213,7 @@ def positive_int(text: str) -> int:
 
 def decimals(text: str) -> int:
     """argparse type of ``--decimals``: an integer in 0..15."""
-    from .precision import MAX_DECIMALS
+    from ..precision import MAX_DECIMALS
 
     try:
         value = int(text)
@@ -316,3 +288,82 @@ def summary_lines(rows) -> str:
         wrapped = textwrap.wrap(text, max(40, SUMMARY_WIDTH - width), break_on_hyphens=False) or [""]
         lines += [f"{label + ':' if label and i == 0 else '':<{width}}{part}" for i, part in enumerate(wrapped)]
     return "\n".join(lines)
+
+
+def promise_of(k: int, keys: list, roles: dict, strata, mechanism: str, per_column: bool = False) -> Promise:
+    """The k-anonymity a microaggregation release promises: on its keys and released strata
+    columns together, or on each key alone (individual ranking)."""
+    released_strata = [c for c in column_list(strata) if roles.get(c) != "drop"]
+    columns = tuple((c,) for c in keys) if per_column else (tuple(keys + released_strata),)
+    return Promise(int(k), columns, mechanism)
+
+
+def function_promise(function, keys: list, roles: dict, strata) -> Promise:
+    """The promise of a published function applied to a file: the k it was fitted with (its
+    smallest declared cell where the function does not state k), on the keys, released strata
+    and the ``cell`` column written beside them (two cells may release the same values: the cell
+    number still tells them apart)."""
+    sizes = function.sizes if function.kind != "intervals" else [min(s) for s in function.sizes]
+    k = function.meta.get("k", int(np.min(sizes)))
+    name = f"the published function ({function.meta.get('method', function.kind)}, k = {k})"
+    if function.kind == "intervals":
+        return promise_of(k, keys, roles, strata, name, per_column=True)
+    return promise_of(k, keys + ["cell"], roles, strata, name)
+
+
+
+def rounded(values: np.ndarray, digits) -> np.ndarray:
+    """Released key values (records x numeric keys), column j rounded to ``digits[j]``
+    decimals (None: as they are; :func:`probanon.precision.round_columns`)."""
+    from ..precision import round_columns
+
+    return round_columns(values, digits) if values.shape[1] else values
+
+
+
+CHUNK_SIZE = 1_000_000
+
+
+def add_chunk_options(p) -> None:
+    """``--chunk-size`` and ``--quiet`` of the commands that apply a function to a file."""
+    p.add_argument("--chunk-size", type=positive_int, default=CHUNK_SIZE, metavar="ROWS",
+                   help=f"a file of more records is read, checked and released chunk by chunk of ROWS records "
+                        f"with bounded memory (default {CHUNK_SIZE:,}); the same release as at once")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+
+
+def add_cluster_options(parser, what: str) -> None:
+    """``--scheduler ADDRESS`` and ``--workers N`` of a command that can run on Dask (``what``:
+    what runs as tasks). Without either option the command runs in this process and nothing of
+    Dask is imported (this module imports dask only inside its functions)."""
+    parser.add_argument("--scheduler", metavar="ADDRESS",
+                        help=f"run {what} as tasks on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786); "
+                             "needs the distributed extra (pip install 'probanon[distributed]')")
+    parser.add_argument("--workers", type=positive_int, metavar="N",
+                        help=f"run {what} as tasks on a local Dask cluster of N worker processes (127.0.0.1 only)")
+
+
+@contextlib.contextmanager
+def cluster_from_args(args, stream=None):
+    """The client the options of :func:`add_cluster_options` ask for (its one-line description
+    written to ``stream``, default stderr), or None when neither is given."""
+    if getattr(args, "scheduler", None) is None and getattr(args, "workers", None) is None:
+        yield None
+        return
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        raise ClusterError("--scheduler/--workers need Dask: pip install 'probanon[distributed]'") from None
+    with dask_client(args.scheduler, args.workers) as client:
+        print(describe(client), file=stream or sys.stderr)
+        yield client
+
+
+def batch_runner(client):
+    """Where a Monte Carlo's seeded batches run (:mod:`probanon.montecarlo`): here when
+    ``client`` is None, else as tasks of its Dask cluster."""
+    if client is None:
+        return None
+    from ..distributed.montecarlo import batches_on_dask
+
+    return batches_on_dask(client)

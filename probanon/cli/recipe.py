@@ -29,10 +29,14 @@ a release can be repeated and audited exactly.
 from __future__ import annotations
 
 import hashlib
+import sys
 import tomllib
 from pathlib import Path
 
-from .errors import InputError
+from .. import __version__
+from ..errors import InputError
+from .options import add_input
+from .parser import Parser, command, example
 
 COMMANDS = ("microaggregate", "swap")
 TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
@@ -119,7 +123,6 @@ def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folde
 
     import tomli_w
 
-    from . import __version__
 
     def moved(p: str) -> str:
         return p if Path(p).is_absolute() else os.path.relpath(folder / p, home)
@@ -136,19 +139,16 @@ def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folde
         {**top, "options": options})
 
 
-def parse_recipe(path, force: bool):
+def parse_recipe(path, force: bool, parser):
     """(the command's parsed arguments, the resolved recipe's path, a function giving its TOML
     text from the arguments as they finally ran) of the recipe at ``path``: the command line
     parsed by the command's own parser (an unknown or bad option is a one-line
     :class:`InputError` naming the recipe), the input's digest checked against a resolved
-    recipe's."""
-    from .cli import build_parser
-    from .cliargs import Parser
+    recipe's; ``parser``: probanon's whole parser."""
 
     path = Path(path)
     recipe = read_recipe(path)
     argv = _argv(recipe, path.parent) + (["--force"] if force else [])
-    parser = build_parser()
     with Parser.raising(f"{path}: "):
         args = parser.parse_args(argv)
     source = Path(args.input)
@@ -174,4 +174,84 @@ def _subparser(parser, command: str):
     raise InputError(f"unknown command {command!r}")  # read_recipe checked it
 
 
-__all__ = ["COMMANDS", "digest", "parse_recipe", "read_recipe"]
+def _recipe_reports(run, release) -> dict:
+    """The reports of a recipe's release (``report = DIR``), computed before anything is written,
+    so that they are written with the release, all or nothing."""
+    from .._validation import weights_of
+    from ..data import read_table
+    from ..release import column_list
+    from ..release_report import report_contents
+    from .options import ordinal_keys
+
+    original = read_table(run.input)
+    order = release.link.sort_values("original_row")["released_row"].to_numpy() - 1
+    released = release.data.iloc[order].reset_index(drop=True)
+    categorical = column_list(getattr(run, "nominal", None)) + list(ordinal_keys(getattr(run, "ordinal", None)))
+    numeric = [c for c in column_list(run.keys) if c not in categorical]
+    weights = weights_of(original, getattr(run, "weights", None), f"{run.input}: ")
+    mechanism = "microaggregation" if run.command == "microaggregate" else run.method
+    return report_contents(run.report, original, released, numeric, categorical, run.k,
+                           f"{run.command} --method {run.method}, k = {run.k}", weights,
+                           probabilistic=run.command == "swap", mechanism=mechanism,
+                           confidential=column_list(getattr(run, "confidential", None)),
+                           dataset=Path(run.output).name, variables=release.actions)
+
+
+def cmd_release(args, parser) -> int:
+    """``probanon release RECIPE.toml`` (:mod:`probanon.recipe`): the recipe's command, run with
+    its outputs and the resolved recipe written together (``parser``: probanon's whole parser); a seed is drawn when the recipe has
+    none and recorded, so that the release can be repeated."""
+    import secrets
+
+    from .._validation import MAX_SEED
+    from ..data import csv_options
+    from ..outputs import check_output_folder
+    from .options import prepare_outputs
+
+    run, recipe_path, text = parse_recipe(args.recipe, args.force, parser)
+    made_by = read_recipe(args.recipe).get("probanon_version")
+    if made_by not in (None, __version__):
+        print(f"probanon: warning: {args.recipe} was resolved by probanon {made_by}, this is {__version__}: the release "
+              "may differ from the one it made", file=sys.stderr)
+    if getattr(run, "seed", None) is None:
+        run.seed = secrets.randbelow(MAX_SEED + 1)
+    run.quiet = args.quiet
+    run.outputs = prepare_outputs(run)
+    run.outputs.add(recipe_path)
+    run.extra_outputs = {recipe_path: text()}
+    if run.report:
+        run.outputs.add_folder(check_output_folder(run.report, ("internal/index.html", "external/index.html"),
+                                                   args.force))
+        run.report_contents = lambda release: _recipe_reports(run, release)
+    with csv_options(getattr(run, "sep", None), getattr(run, "encoding", None)):
+        code = run.func(run)
+    print(f"resolved recipe written to {recipe_path} (it holds the seed: keep it private, with the link file)",
+          file=sys.stderr)
+    return code
+
+
+
+def add_parser(sub, build_parser) -> None:
+    """``probanon release``; ``build_parser``: the function giving probanon's whole parser, with
+    which a recipe's command line is read."""
+    r = command(sub, "release", epilog=example(
+        "# census.toml, beside census.csv:",
+        "#   command = \"microaggregate\"",
+        "#   input = \"census.csv\"",
+        "#   output = \"census_k5.csv\"",
+        "#   report = \"census_k5_report\"",
+        "#   [options]",
+        "#   k = 5",
+        "#   keys = [\"AFNLWGT\", \"AGI\", \"EMCONTRB\", \"FEDTAX\", \"STATETAX\"]",
+        "#   confidential = [\"PTOTVAL\", \"TAXINC\", \"POTHVAL\", \"INTVAL\", \"PEARNVAL\", \"FICA\",",
+        "#                   \"WSALVAL\", \"ERNVAL\"]",
+        "#   link = \"census_k5.link.csv\"",
+        "probanon release census.toml",
+        "probanon release census_k5.csv.recipe.toml --force    # the resolved recipe: the same release, byte for byte"))
+    add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
+    r.add_argument("--force", action="store_true", help="overwrite existing output files (an input is never overwritten)")
+    r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.set_defaults(func=lambda args: cmd_release(args, build_parser()))
+
+
+__all__ = ["COMMANDS", "add_parser", "cmd_release", "digest", "parse_recipe", "read_recipe"]

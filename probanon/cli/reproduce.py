@@ -2,35 +2,36 @@
 
 from __future__ import annotations
 
-from ..cliargs import add_output, example, seed
+from .options import add_output, example, seed
+from .parser import command
 
 
 def _surveys(**kwargs) -> dict:
-    from .surveys import reproduce_surveys  # lazy: pulls in matplotlib
+    from ..reproduce.surveys import reproduce_surveys  # lazy: pulls in matplotlib
 
     return reproduce_surveys(**kwargs)
 
 
 def _pcl(**kwargs) -> dict:
-    from .pcl import reproduce_pcl  # lazy: pulls in matplotlib
+    from ..reproduce.pcl import reproduce_pcl  # lazy: pulls in matplotlib
 
     return reproduce_pcl(**kwargs)
 
 
 def _swapping(**kwargs) -> dict:
-    from .swapping import reproduce_swapping  # lazy: pulls in matplotlib
+    from ..reproduce.swapping import reproduce_swapping  # lazy: pulls in matplotlib
 
     return reproduce_swapping(**kwargs)
 
 
 def _diversity(**kwargs) -> dict:
-    from .diversity import reproduce_diversity  # lazy: pulls in matplotlib
+    from ..reproduce.diversity import reproduce_diversity  # lazy: pulls in matplotlib
 
     return reproduce_diversity(**kwargs)
 
 
 def _km(**kwargs) -> dict:
-    from .km import reproduce_km  # lazy: pulls in matplotlib
+    from ..reproduce.km import reproduce_km  # lazy: pulls in matplotlib
 
     return reproduce_km(**kwargs)
 
@@ -47,8 +48,7 @@ def cmd_reproduce(args) -> int:
 
 
 def add_parser(sub) -> None:
-    r = sub.add_parser("reproduce", help="recompute a paper's tables and figures, ours beside the paper's",
-                       epilog=example(
+    r = command(sub, "reproduce", epilog=example(
         "probanon reproduce surveys --quick --output-dir reproduce     # then open reproduce/surveys.html",
         "probanon reproduce pcl --data-dir ../shared/data --output-dir reproduce"))
     r.add_argument("paper", choices=sorted(PAPERS),

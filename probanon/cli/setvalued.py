@@ -12,13 +12,14 @@ import textwrap
 from pathlib import Path
 
 from .._validation import check_k
-from ..cliargs import SUMMARY_WIDTH, add_input, add_output, example, positive_int, seed
-from ..distributed.cluster import add_cluster_options, cluster_from_args
+from .options import SUMMARY_WIDTH, add_input, add_output, example, positive_int, seed
+from .parser import command
+from .options import add_cluster_options, cluster_from_args
 from ..outputs import TABLE_FORMATS
 from ..progress import Progress
 from ..release import record_order, shuffle_stream
 from ..errors import InputError, ParameterError
-from .cdr import TABLE_II, generate_cdr, write_cdr
+from ..setvalued.cdr import TABLE_II, generate_cdr, write_cdr
 
 
 def _partition_path(out) -> Path:
@@ -41,7 +42,7 @@ def cmd_generate_cdr(args) -> int:
 
 
 def _load_constraints(args, data):
-    from .constraints import (
+    from ..setvalued.constraints import (
         constraints_from_adjacency,
         constraints_from_coordinates,
         constraints_from_hierarchy,
@@ -74,10 +75,10 @@ def _shardable(args) -> bool:
 
 def cmd_anonymize(args) -> int:
 
-    from .data import load_records
-    from .cdr import _fimi_bytes
-    from .generalize import anonymize, release_data
-    from .sample_size import sample_size_plan
+    from ..setvalued.data import load_records
+    from ..setvalued.cdr import _fimi_bytes
+    from ..setvalued.generalize import anonymize, release_data
+    from ..setvalued.sample_size import sample_size_plan
 
     if args.m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {args.m}")
@@ -171,9 +172,9 @@ def _recorded(spec: dict, key: str, m: int | None, path: str, flag: str):
 def cmd_check(args) -> int:
     """Exit 0 when every level's fraction reaches its sigma, 1 when one does not, 2 on an error."""
 
-    from .check import check_release
-    from .data import load_records
-    from .sample_size import check_sigma
+    from ..setvalued.check import check_release
+    from ..setvalued.data import load_records
+    from ..setvalued.sample_size import check_sigma
 
     try:
         spec = json.loads(Path(args.partition).read_text())
@@ -241,8 +242,8 @@ def cmd_uniqueness(args) -> int:
     from ..progress import Progress
 
     from .._validation import check_random_state
-    from .data import load_records
-    from .sample_size import estimate_uniqueness, uniqueness_sample_size
+    from ..setvalued.data import load_records
+    from ..setvalued.sample_size import estimate_uniqueness, uniqueness_sample_size
 
     if args.m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {args.m}")
@@ -297,7 +298,7 @@ def _values(cast):
 
 
 def add_parser(sub) -> None:
-    km = sub.add_parser("km", help="probabilistic k^m-anonymity of set-valued data (paper 5)", epilog=example(
+    km = command(sub, "km", epilog=example(
         "probanon km generate-cdr --users 20000 -o cdr --seed 1",
         "probanon km anonymize cdr/records.txt -k 20 -m 3 --sigma 0.99 --coordinates cdr/towers.csv -o rel.txt",
         "probanon km check cdr/records.txt rel.txt.partition.json -m 2"))

@@ -7,7 +7,7 @@ import json
 import sys
 import textwrap
 
-from ..cliargs import (
+from .options import (
     SUMMARY_WIDTH,
     add_input,
     add_output,
@@ -18,10 +18,11 @@ from ..cliargs import (
     seed,
     summary_lines,
 )
+from .parser import command
 from ..data import read_table
 from ..errors import ParameterError, SpecificationError
 from ..labelled import labels_of
-from .anonymity import required_anonymity, table_failure, table_sizes
+from ..survey.anonymity import required_anonymity, table_failure, table_sizes
 
 
 def _print(obj) -> None:
@@ -81,7 +82,7 @@ def _plan_summary(out: dict) -> str:
 
 def _participation_model(args):
     """The logistic participation model of ``--previous-wave``, fitted."""
-    from .participation import LogisticParticipation
+    from ..survey.participation import LogisticParticipation
 
     if args.covariates is None:
         raise ParameterError("--previous-wave needs --covariates (the columns of the participation model)")
@@ -92,8 +93,8 @@ def _participation_model(args):
 
 def cmd_design(args) -> int:
     from ..progress import Progress
-    from .design import METHODS, design
-    from .spec import build_spec
+    from ..survey.design import METHODS, design
+    from ..survey.spec import build_spec
 
     frame = read_table(args.population)
     participation = args.participation if args.participation_column is None else args.participation_column
@@ -119,7 +120,7 @@ def cmd_design(args) -> int:
 
 def _warn_length(spec: dict, function) -> None:
     """A tree design's questionnaire too long to print (:func:`.questionnaire.length_warning`)."""
-    from .questionnaire import length_warning
+    from ..survey.questionnaire import length_warning
 
     warning = length_warning(spec, function)
     if warning is not None:
@@ -128,8 +129,8 @@ def _warn_length(spec: dict, function) -> None:
 
 def cmd_questionnaire(args) -> int:
     """The printable questionnaire of a verified tree specification (issue 18.1)."""
-    from .questionnaire import questionnaire_html
-    from .spec import verify
+    from ..survey.questionnaire import questionnaire_html
+    from ..survey.spec import verify
 
     labels = {}
     for item in args.label or []:
@@ -148,7 +149,7 @@ def cmd_questionnaire(args) -> int:
 def cmd_verify(args) -> int:
     """Exit 0: valid (and, with --digest, the very specification published); 1: well-formed
     but not the published one or its guarantee fails; 2: malformed, unreadable or altered."""
-    from .spec import GuaranteeError, verify
+    from ..survey.spec import GuaranteeError, verify
 
     try:
         v = verify(args.spec, expected_digest=args.digest)
@@ -164,9 +165,9 @@ def cmd_verify(args) -> int:
 
 
 def cmd_assign(args) -> int:
-    from ..cli import apply_to_file
+    from .apply import apply_to_file
     from ..release import column_list
-    from .spec import assign, verify
+    from ..survey.spec import assign, verify
 
     v = verify(args.spec)
     if v.function.encoding is not None:  # categorical keys (a tree design's): read as they are
@@ -185,10 +186,10 @@ def cmd_assign(args) -> int:
 def cmd_simulate(args) -> int:
     """Refuses (exit 2) a population that is not the one the specification declares. With
     --scheduler/--workers the seeded batches run as tasks on a Dask cluster (the same result)."""
-    from ..distributed.cluster import cluster_from_args
+    from .options import batch_runner, cluster_from_args
     from ..progress import Progress
-    from .simulation import simulate_spec
-    from .spec import verify
+    from ..survey.simulation import simulate_spec
+    from ..survey.spec import verify
 
     if args.runs < 1:
         raise ParameterError(f"runs must be >= 1, got {args.runs}")
@@ -196,7 +197,8 @@ def cmd_simulate(args) -> int:
     frame = read_table(args.population)
     note = f"survey simulate: {args.runs:,} runs of {len(frame):,} records"
     with cluster_from_args(args) as client, Progress(note, quiet=args.quiet, desc="survey simulate") as progress:
-        result = simulate_spec(v, frame, args.runs, random_state=args.seed, client=client, progress=progress)
+        result = simulate_spec(v, frame, args.runs, random_state=args.seed, runner=batch_runner(client),
+                               progress=progress)
     if args.json:
         _print(result.to_dict())
     else:
@@ -416,7 +418,7 @@ class _RefuseToken(argparse.Action):
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("survey", help="p-probabilistic k-anonymous survey design (paper 1)", epilog=example(
+    s = command(sub, "survey", epilog=example(
         "probanon survey plan -k 5 --participation 0.6 --risk 0.001",
         "probanon survey design census.csv -k 5 --participation 0.6 --risk 0.001 --columns AGI,FEDTAX -o spec.json",
         "probanon survey simulate spec.json census.csv --runs 2000 --seed 1"))
@@ -510,7 +512,7 @@ def add_parser(sub) -> None:
     add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
                         confidential_help="the answers (kept unchanged)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
-    from ..cli import add_chunk_options
+    from .apply import add_chunk_options
 
     add_chunk_options(a)
     a.set_defaults(func=cmd_assign)
@@ -587,7 +589,7 @@ def add_parser(sub) -> None:
                                                            "entropy)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
-    from ..distributed.cluster import add_cluster_options
+    from .options import add_cluster_options
 
     add_cluster_options(m, "the seeded batches of runs")
     m.set_defaults(func=cmd_simulate)

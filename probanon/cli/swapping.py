@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from ..cliargs import (
+from .options import (
     add_decimals_option,
     add_input,
     add_output,
@@ -19,13 +19,14 @@ from ..cliargs import (
     seed,
     write_release,
 )
+from .parser import command
 from ..data import quasi_identifiers, read_table
 from ..errors import InputError, ParameterError
 from ..microagg.strata import recode_merged
 from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
-from .correlation import correlation_differences
-from .groups import METHODS
-from .release import released_table, swap
+from ..swapping.correlation import correlation_differences
+from ..swapping.groups import METHODS
+from ..swapping.release import released_table, swap
 
 
 def _groups_frame(result, columns: list) -> pd.DataFrame:
@@ -107,8 +108,7 @@ def _rounded_means(args, frame, columns, values) -> dict:
 
 
 def add_parser(sub) -> None:
-    s = sub.add_parser("swap", help="probabilistic k-anonymity by swapping inside groups (MDAV-SWAP, IR-SWAP)",
-                       epilog=example(
+    s = command(sub, "swap", epilog=example(
         "probanon swap census.csv -o swapped.csv -k 5 --method mdav-swap-informed \\",
         "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
         "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL --seed 1 --link swapped.link.csv"))

@@ -4,13 +4,15 @@ distributed goes through Dask's futures.
 
 - :mod:`.cluster`: connecting (:func:`dask_client`), describing and running tasks;
 - :mod:`.blocks`: blocked microaggregation with its blocks as tasks (:func:`on_dask`);
-- :mod:`.montecarlo`: Monte Carlo runs as seeded batches, here or as tasks (``client=``).
+- :mod:`.montecarlo`: the seeded batches of a Monte Carlo (:mod:`probanon.montecarlo`) as tasks
+  (``runner=batches_on_dask(client)``).
 """
 
 from .blocks import on_dask
 from .cluster import ClusterError, dask_client, describe, run_tasks
+from .montecarlo import batches_on_dask
 
-__all__ = ["ClusterError", "dask_client", "describe", "on_dask", "run_tasks"]
+__all__ = ["ClusterError", "batches_on_dask", "dask_client", "describe", "on_dask", "run_tasks"]
 
 from .._validation import guard_public  # noqa: E402
 

@@ -114,42 +114,5 @@ def run_tasks(client, function, count: int, arguments, progress=None, stage: str
         yield j, result
 
 
-
-
-def add_cluster_options(parser, what: str) -> None:
-    """``--scheduler ADDRESS`` and ``--workers N`` of a command that can run on Dask (``what``:
-    what runs as tasks). Without either option the command runs in this process and nothing of
-    Dask is imported (this module imports dask only inside its functions)."""
-    parser.add_argument("--scheduler", metavar="ADDRESS",
-                        help=f"run {what} as tasks on the Dask cluster of this scheduler (e.g. tcp://10.0.0.5:8786); "
-                             "needs the distributed extra (pip install 'probanon[distributed]')")
-    parser.add_argument("--workers", type=_positive, metavar="N",
-                        help=f"run {what} as tasks on a local Dask cluster of N worker processes (127.0.0.1 only)")
-
-
-def _positive(text: str) -> int:
-    from ..cliargs import positive_int
-
-    return positive_int(text)
-
-
-@contextlib.contextmanager
-def cluster_from_args(args, stream=None):
-    """The client the options of :func:`add_cluster_options` ask for (its one-line description
-    written to ``stream``, default stderr), or None when neither is given."""
-    import sys
-
-    if getattr(args, "scheduler", None) is None and getattr(args, "workers", None) is None:
-        yield None
-        return
-    try:
-        import distributed  # noqa: F401
-    except ImportError:
-        raise ClusterError("--scheduler/--workers need Dask: pip install 'probanon[distributed]'") from None
-    with dask_client(args.scheduler, args.workers) as client:
-        print(describe(client), file=stream or sys.stderr)
-        yield client
-
-
-__all__ = ["CONNECT_TIMEOUT", "ClusterError", "add_cluster_options", "cluster_from_args", "dask_client", "describe",
+__all__ = ["CONNECT_TIMEOUT", "ClusterError", "dask_client", "describe",
            "run_tasks"]

@@ -321,7 +321,7 @@ def _linkage_batch(pvals: np.ndarray, n_samples: int, l: int, t: int, classes: i
 
 
 def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs: int = 1000,
-                        delta=None, confidence: float = 0.99, random_state=None, client=None,
+                        delta=None, confidence: float = 0.99, random_state=None, runner=None,
                         progress=None) -> LinkageMonteCarlo:
     """Monte Carlo of Algorithm 1's releases: draw t independent samples of N records from the
     joint pmf, publish counts per (class, sensitive), check l-diversity of each release and of
@@ -353,9 +353,9 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     random_state : None, int or numpy Generator
         The runs are seeded batches of :data:`RUNS_PER_BATCH` runs, batch b drawn from
         ``default_rng(SeedSequence(seed).spawn(batches)[b])``; their failure counts are summed.
-    client : distributed.Client, optional
-        Run the batches as tasks of this Dask cluster (:mod:`probanon.distributed.montecarlo`):
-        the same result as in this process.
+    runner : callable, optional
+        Where the seeded batches run (:mod:`probanon.montecarlo`; None: here;
+        ``probanon.distributed.batches_on_dask(client)``: as tasks of a Dask cluster): the same result.
     progress : callable, optional
         ``progress("batches", done, total)`` over the batches.
 
@@ -363,7 +363,7 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     -------
     LinkageMonteCarlo
     """
-    from ..distributed.montecarlo import seeded_totals
+    from ..montecarlo import seeded_totals
 
     P = pmf.probabilities if isinstance(pmf, JointDistribution) else check_pmf(pmf, "the pmf")
     labels = np.asarray(class_of)
@@ -387,7 +387,7 @@ def linkage_monte_carlo(pmf, class_of, n_samples: int, l: int, t: int = 2, runs:
     np.add.at(merged, codes, P)
     pvals = merged.ravel() / merged.sum()
     release_failures, linked_failures = seeded_totals(_linkage_batch, runs, RUNS_PER_BATCH, rng,
-                                                      fixed=(n_samples, l, t, R), shared=(pvals,), client=client,
+                                                      fixed=(n_samples, l, t, R), shared=(pvals,), runner=runner,
                                                       progress=progress)
     release_trials = runs * t
     release_interval = _interval(release_failures, release_trials, confidence)

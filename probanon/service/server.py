@@ -49,11 +49,12 @@ def init_admin(database: str) -> str:
 
 def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_hosts=(),
           header_timeout: float = limits.HEADER_SECONDS, idle_timeout: float = limits.IDLE_SECONDS,
-          max_connections: int | None = None) -> None:
+          max_connections: int | None = None, announce=None) -> None:
     """Serve the collector until interrupted, answering requests whose ``Host`` is the address it
     listens on (and the loopback names when that is a loopback or wildcard address) or one of
     ``allowed_hosts`` (``--allowed-host``: the name clients use, e.g. behind a reverse proxy), with
-    the connection limits of :mod:`.limits`."""
+    the connection limits of :mod:`.limits`. ``announce``: called with each line that says where
+    it listens and for which hosts, once it listens (the command prints them)."""
     import uvicorn
 
     from . import app as service_app
@@ -67,10 +68,11 @@ def serve(database: str, host: str = "127.0.0.1", port: int = 8000, allowed_host
         sock = socket.create_server((host, port))
     except OSError as exc:
         raise ParameterError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
-    print(f"probanon collector on http://{host}:{sock.getsockname()[1]} (respondent page /respond/ID, "
-          f"API description /openapi.json); stop with Ctrl-C", file=sys.stderr, flush=True)
-    print(f"answering for the hosts {', '.join(hosts)} (others get 400; add names with --allowed-host)",
-          file=sys.stderr, flush=True)
+    for line in (f"probanon collector on http://{host}:{sock.getsockname()[1]} (respondent page /respond/ID, "
+                 f"API description /openapi.json); stop with Ctrl-C",
+                 f"answering for the hosts {', '.join(hosts)} (others get 400; add names with --allowed-host)"):
+        if announce is not None:
+            announce(line)
     config.app = app
     uvicorn.Server(config).run(sockets=[sock])
 

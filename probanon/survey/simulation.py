@@ -36,8 +36,8 @@ Intervals (level ``confidence``, default 0.99):
 The runs are independent seeded batches of :data:`RUNS_PER_BATCH` runs (the last one shorter):
 batch b draws from ``default_rng(SeedSequence(seed).spawn(batches)[b])`` and returns integer
 counts, which are summed, so the result depends only on the cells, k, runs and the random state,
-whether the batches run in this process or as tasks of a Dask cluster (``client``,
-:mod:`probanon.distributed.montecarlo`). Within a batch, records are drawn at most
+whether the batches run in this process or as tasks of a Dask cluster (``runner``,
+:mod:`probanon.montecarlo`). Within a batch, records are drawn at most
 :data:`MAX_BATCH_ELEMENTS` uniforms at a time, so memory stays bounded whatever ``runs``.
 """
 
@@ -253,7 +253,7 @@ def _simulate_batch(pis: np.ndarray, sizes: np.ndarray, k: int, blocks: list, ru
     """One seeded batch of ``runs`` runs drawn from ``default_rng(seed)``, cell block by cell
     block (:func:`_blocks`): the integer counts (failing pairs, failing runs, sum K, sum K^2,
     sum Y, sum Y^2, sum Y n_c over the (cell, run) pairs, Y = K 1{0 < K < k}), summed over the
-    batches by :func:`probanon.distributed.montecarlo.seeded_totals`."""
+    batches by :func:`probanon.montecarlo.seeded_totals`."""
     rng = np.random.default_rng(seed)
     ends = np.cumsum(sizes)
     starts = ends - sizes
@@ -280,18 +280,19 @@ def _simulate_batch(pis: np.ndarray, sizes: np.ndarray, k: int, blocks: list, ru
     return failing, int(np.count_nonzero(run_failed)), active, active_sq, unprotected, unprotected_sq, unprotected_n
 
 
-def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: float = 0.99, client=None,
+def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: float = 0.99, runner=None,
                    progress=None) -> SimulationResult:
     """Simulate ``runs`` independent participations of the table ``cells`` and compare the
     observed failure metrics with Algorithm A.
 
     ``cells`` is a list of 1-D arrays, one per cell, of per-record participation probabilities
     in (0, 1] (a constant-pi cell is ``np.full(n, pi)``). ``random_state``: None, an int or a
-    :class:`numpy.random.Generator`; the same seed gives the same result. ``client``: a Dask
-    client whose cluster runs the seeded batches as tasks (the same result as in this process);
+    :class:`numpy.random.Generator`; the same seed gives the same result. ``runner``: where the seeded
+    batches run (:mod:`probanon.montecarlo`; None: here; ``batches_on_dask(client)``: as tasks of a
+    Dask cluster, with the same result);
     ``progress("batches", done, total)`` over the batches.
     """
-    from ..distributed.montecarlo import seeded_totals
+    from ..montecarlo import seeded_totals
 
     k = check_k(k)
     runs = check_runs(runs)
@@ -302,7 +303,7 @@ def simulate_cells(cells, k: int, runs: int, random_state=None, confidence: floa
     starts = ends - sizes
 
     failing, failing_runs, active, active_sq, unprotected, unprotected_sq, unprotected_n = seeded_totals(
-        _simulate_batch, runs, RUNS_PER_BATCH, rng, fixed=(k, _blocks(sizes)), shared=(pis, sizes), client=client,
+        _simulate_batch, runs, RUNS_PER_BATCH, rng, fixed=(k, _blocks(sizes)), shared=(pis, sizes), runner=runner,
         progress=progress)
 
     pairs = sizes.size * runs
@@ -356,11 +357,11 @@ def table_cells(records: int, k: int, participation: float, risk: float) -> list
 
 
 def simulate_table(records: int, k: int, participation: float, risk: float, runs: int,
-                   random_state=None, confidence: float = 0.99, client=None, progress=None) -> SimulationResult:
+                   random_state=None, confidence: float = 0.99, runner=None, progress=None) -> SimulationResult:
     """:func:`simulate_cells` on the table of :func:`table_cells` (constant participation);
     its ``predicted_table_failure`` equals :func:`~probanon.survey.anonymity.table_failure`."""
     cells = table_cells(records, k, participation, risk)
-    return simulate_cells(cells, k, runs, random_state=random_state, confidence=confidence, client=client,
+    return simulate_cells(cells, k, runs, random_state=random_state, confidence=confidence, runner=runner,
                           progress=progress)
 
 
@@ -427,7 +428,7 @@ def _spec_population(verified, population) -> list[np.ndarray]:
     return groups
 
 
-def simulate_spec(spec, population, runs: int, random_state=None, confidence: float = 0.99, client=None,
+def simulate_spec(spec, population, runs: int, random_state=None, confidence: float = 0.99, runner=None,
                   progress=None) -> SimulationResult:
     """:func:`simulate_cells` on the population a published specification was designed on.
 
@@ -439,7 +440,7 @@ def simulate_spec(spec, population, runs: int, random_state=None, confidence: fl
     to it, and (per-record) every cell's participation probabilities within a relative
     ``PARTICIPATION_RTOL``; otherwise :class:`InputError` names the first difference, since the
     simulation would otherwise check another table than the one the guarantee is about.
-    ``client``, ``progress``: as for :func:`simulate_cells`.
+    ``runner``, ``progress``: as for :func:`simulate_cells`.
     """
     from .spec import VerifiedSpec, verify
 
@@ -449,4 +450,4 @@ def simulate_spec(spec, population, runs: int, random_state=None, confidence: fl
     verified = spec if isinstance(spec, VerifiedSpec) else verify(spec)
     groups = _spec_population(verified, population)
     return simulate_cells(groups, verified.guarantee["k"], runs, random_state=rng, confidence=confidence,
-                          client=client, progress=progress)
+                          runner=runner, progress=progress)

@@ -1,0 +1,266 @@
+"""``probanon microaggregate``: MDAV, V-MDAV, PCL and individual ranking on a file (or a directory of
+Parquet files on Dask), the release written after its promise is checked."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .options import (add_input, add_output, add_decimals_option, add_release_options, add_strata_options, check_categorical_keys,
+                      ordinal_keys, positive_int, release_roles, example, seed, write_release, promise_of, rounded,
+                      add_cluster_options, cluster_from_args)
+from .parser import command
+from .._validation import weights_of
+from ..data import MISSING_HINT, input_decimals, quasi_identifiers, read_table
+from ..errors import InputError
+from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
+from ..progress import Progress
+from ..microagg import METHODS
+from ..microagg.strata import recode_merged
+from ..release import assign_roles, column_list, columns_with, make_release, shuffle_stream
+
+
+def _method(args):
+    """The estimator ``--method`` names, with its options; it returns arrays (the command
+    builds the release itself)."""
+    return _estimator(args).set_output(transform="default")
+
+
+def _estimator(args):
+    cls = METHODS[args.method]
+    blocks = {"block_size": args.block_size}
+    if args.method == "mdav":
+        return cls(args.k, keep_duplicates=not args.split_duplicates, **blocks)
+    if args.split_duplicates:
+        raise InputError(f"--split-duplicates applies to mdav, not {args.method} (its groups never split identical "
+                         "key tuples)")
+    if args.method == "vmdav":
+        return cls(args.k, gamma=args.gamma, **blocks)
+    if args.method == "pcl":
+        return cls(args.k, init=args.init, random_state=args.seed, **blocks)
+    if args.block_size is not None:
+        raise InputError(f"--block-size applies to mdav, vmdav and pcl, not {args.method}")
+    return cls(args.k)
+
+
+@contextlib.contextmanager
+def _blocks_on_cluster(args, model):
+    """``--scheduler``/``--workers``: the blocks of a blocked fit as tasks on a Dask cluster
+    (:mod:`probanon.distributed`); nothing else changes, the result included."""
+    if (args.scheduler is not None or args.workers is not None) and "block_size" not in model._param_names:
+        raise InputError(f"--scheduler/--workers run the blocks of mdav, vmdav and pcl, not {args.method}")
+    with cluster_from_args(args) as client:
+        if client is None:
+            yield
+            return
+        from ..distributed.blocks import on_dask
+
+        with on_dask(client):
+            yield
+
+
+METHOD_NAMES = {"mdav": "MDAV", "vmdav": "V-MDAV", "ranking": "individual ranking", "pcl": "PCL"}
+
+
+def _microaggregate_folder(args) -> int:
+    """``microaggregate`` of a directory of Parquet files: on Dask, the files read and the
+    release written by the workers, one ``-o`` file per input file (``-o`` names the new
+    directory); :func:`probanon.distributed.partitioned.fit_parquet`."""
+    from .options import audit_verdict
+    from ..distributed.partitioned import audit_files, fit_parquet, parquet_files, parquet_schema
+    from ..outputs import table_format
+
+    if args.scheduler is None and args.workers is None:
+        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
+                         "(a local cluster) or --scheduler ADDRESS")
+    unsupported = [name for name, given in (("--nominal", args.nominal), ("--ordinal", args.ordinal),
+                                            ("--missing pattern", args.missing == "pattern"),
+                                            ("--weights", args.weights), ("--strata", args.strata),
+                                            ("--link", args.link)) if given]
+    if unsupported:
+        raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files")
+    if table_format(args.output, "output") != "parquet":
+        raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
+    files = parquet_files(args.input)
+    model = _method(args)
+    if "block_size" not in model._param_names:
+        raise InputError(f"a directory of Parquet files is microaggregated in blocks by mdav, vmdav or pcl, "
+                         f"not {args.method}")
+    name = METHOD_NAMES[args.method]
+    with cluster_from_args(args) as client:
+        roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
+                             args.keep_other)
+        keys, drop = columns_with(roles, "key"), columns_with(roles, "drop")
+        published = [c for c, role in roles.items() if role in ("confidential", "other")]
+        for where, result in audit_files(client, files, keys, published) if published else []:
+            audit_verdict(args, result, where)
+        with Progress(f"{name}: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}", quiet=args.quiet,
+                      desc=args.method) as progress:
+            fitted = fit_parquet(client, model, files, keys=keys, output=args.output, labels=False, drop=drop,
+                                 keep_order=args.keep_order, random_state_output=shuffle_stream(args.seed),
+                                 progress=progress)
+    if args.function:
+        args.outputs.write({args.function: fitted.function_.to_json(indent=1)})
+    n = int(fitted.sizes_.sum())
+    print(f"wrote {args.output} ({len(files)} Parquet files, {n} records, "
+          f"{'input order kept' if args.keep_order else 'records in random order within each file'})", file=sys.stderr)
+    print(f"{args.method}: {n} records, {len(keys)} quasi-identifiers, k = {fitted.k_}, smallest group "
+          f"{int(fitted.sizes_.min())}, information loss = {format_information_loss(fitted.information_loss_)}, "
+          f"{fitted.blocks_}",
+          file=sys.stderr)
+    return 0
+
+
+def cmd_microaggregate(args) -> int:
+    if Path(args.input).is_dir():
+        return _microaggregate_folder(args)
+    frame = read_table(args.input)
+    nominal, ordinal = column_list(args.nominal), ordinal_keys(args.ordinal)
+    categorical = nominal + list(ordinal)
+    roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
+    keys = columns_with(roles, "key")
+    numeric = [c for c in keys if c not in categorical]
+    pattern = args.missing == "pattern"
+    X, columns = quasi_identifiers(frame, numeric, pattern, MISSING_HINT) if numeric else \
+        (np.empty((len(frame), 0)), [])
+    lacking = bool(np.isnan(X).any()) or (pattern and bool(frame[categorical].isna().to_numpy().any()))
+    if lacking and args.function:
+        raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
+    weights = weights_of(frame, args.weights, f"{args.input}: ")
+    digits = _released_decimals(args, frame, numeric)
+    model = _method(args)
+    name = METHOD_NAMES[args.method]
+    note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
+    strata = None if args.strata is None else frame[column_list(args.strata)]
+    data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
+    with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress:
+        released = model.fit_transform(data, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
+                                       missing=args.missing, nominal=nominal, ordinal=ordinal, progress=progress)
+    values = dict(zip(keys, released.T))
+    if categorical:  # the share of categorical values a group's level replaced (a suppressed one included)
+        same = [(values[c] == frame[c].to_numpy()) | (pd.isna(values[c]) & frame[c].isna().to_numpy())
+                for c in categorical]
+        print(f"probanon: categorical keys: {100 * (1 - np.mean(same)):.2f}% of their values replaced by the group's "
+              "mode (nominal) or median level (ordinal)", file=sys.stderr)
+    released = rounded(np.column_stack([values[c] for c in numeric]).astype(np.float64) if numeric else X,
+                        [digits[c] for c in numeric])  # what is released: the information loss is computed on it
+    values.update(zip(numeric, released.T))
+    if getattr(model, "records_settled_", 0):
+        print(f"probanon: {name}: {model.records_settled_:,} records moved from the method's groups to the cells of "
+              "its published function (identical key tuples share a cell, every cell holds k; the function is the "
+              "release)", file=sys.stderr)
+    for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
+        print(f"probanon: {line}", file=sys.stderr)
+    if lacking:
+        kept = int(np.isnan(X).sum()) + int(frame[categorical].isna().to_numpy().sum())
+        suppressed = int((np.isnan(released) & ~np.isnan(X)).sum()) + sum(
+            int((pd.isna(values[c]) & frame[c].notna().to_numpy()).sum()) for c in categorical)
+        print(f"probanon: missing key values: {kept} kept missing, {suppressed} more suppressed so that every group "
+              "agrees on each released value", file=sys.stderr)
+        report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True)) \
+            if numeric else None
+    else:
+        report = utility_report(X, released, weights=weights) if numeric else None
+    recoded = {} if strata is None else recode_merged(model.strata_, strata)
+    check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
+                           categorical)
+    group = f"{name} group {'weighted ' * (weights is not None)}"
+    rounding = {c: f", rounded to {digits[c]} decimals" if digits[c] is not None else "" for c in numeric}
+    release = make_release(frame, roles, replaced={**values, **recoded},
+                           actions={**{c: f"key: replaced by its {group}mean{rounding[c]}" for c in numeric},
+                                    **{c: f"key: replaced by its {group}mode" for c in nominal},
+                                    **{c: f"key: replaced by its {group}median level" for c in ordinal},
+                                    **{c: "stratum: released, merged strata recoded" for c in recoded}},
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), means=digits,
+                           promise=promise_of(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"))
+    extra = {}
+    if args.function:
+        if model.function_ is None:
+            raise InputError(f"--function: {model.unpublished_}; drop --split-duplicates to publish one")
+        model.function_.columns = keys
+        model.function_.meta["decimals"] = {c: digits[c] for c in numeric}  # apply rounds as this release did
+        extra[args.function] = model.function_.to_json(indent=1)
+    write_release(args, release, extra)
+    loss = "no numeric key" if report is None else format_information_loss(report.information_loss)
+    print(
+        f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
+        f"k achieved = {k_achieved(release.data, keys + [c for c in column_list(args.strata) if c in release.data])}"
+        ", "
+        f"{'weighted ' * (weights is not None)}information loss{' of the numeric keys' * bool(categorical)} = {loss}"
+        + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+
+def _released_decimals(args, frame, numeric) -> dict:
+    """{numeric key: the decimals its released means are rounded to}: ``--decimals``, else the
+    input's own (:func:`probanon.data.input_decimals`)."""
+    if args.decimals is not None:
+        return {c: args.decimals for c in numeric}
+    return input_decimals(args.input, frame, numeric)
+
+
+
+def add_parser(sub) -> None:
+    m = command(sub, "microaggregate", epilog=example(
+        "# census.csv: the CASC census file (1,080 records, 13 numeric columns)",
+        "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
+        "    --function census_k5.json --link census_k5.link.csv --seed 7"))
+    add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
+                               "Parquet files with --workers or --scheduler)")
+    add_output(m, "-o", "--output", required=True, table=True,
+               help="the release, in the format of its ending (.csv, .csv.gz, .parquet, .sav, .dta)")
+    m.add_argument("-k", type=positive_int, required=True,
+                   help="minimum group size: an intruder who links by the keys alone picks a person's row with "
+                        "probability <= 1/k; linking through the confidential columns (released per record) is not "
+                        "bounded ('probanon audit', 'probanon attack')")
+    m.add_argument("--method", choices=sorted(METHODS), default="mdav",
+                   help="mdav (default), vmdav (V-MDAV: groups of k..2k-1 records), pcl (k-anonymous Lloyd, paper 3: "
+                        "lower information loss), ranking (individual ranking: each column alone, NOT k-anonymous)")
+    add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
+    m.add_argument("--nominal", metavar="COLS",
+                   help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
+                        "different categories (Gower-type, as sdcMicro's microaggrGower), each group's mode released")
+    m.add_argument("--ordinal", metavar="COLS",
+                   help="mdav, vmdav, pcl: comma-separated ordinal keys, NAME (levels in numeric, else text order) or "
+                        "NAME=L1<L2<... (levels in that order): distance "
+                        "on z-scored ranks, each group's median level released")
+    m.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="missing key values: raise (default) refuses them; pattern (mdav, vmdav, pcl) groups the records "
+                        "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "
+                        "missing value missing and suppresses a key some member of a group lacks (no --function)")
+    add_strata_options(m, "mdav, vmdav, pcl: the records are microaggregated")
+    add_cluster_options(m, "the blocks of a blocked fit (mdav, vmdav, pcl; see --block-size)")
+    m.add_argument("--weights", metavar="COL",
+                   help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "
+                        "weighted totals; information loss and moments are weighted; the column is released "
+                        "unchanged (or --drop it)")
+    add_output(m, "--function", metavar="FUNC.json", help="also write the fitted, publishable function")
+    m.add_argument("--seed", type=seed, default=None,
+                   help="seed of the record order and of PCL's local search (default: fresh entropy; a "
+                        "given seed makes the release reproducible: keep it secret, it undoes the order)")
+    add_decimals_option(m, "as many as the input's values have: for a CSV file as written, e.g. 2 for 12.50")
+    m.add_argument("--gamma", type=float, default=0.2, help="V-MDAV extension parameter")
+    m.add_argument("--init", choices=("auto", "mdav", "pca"), default="auto",
+                   help="PCL start: MDAV (the paper's), principal-direction bisection, or auto "
+                        "(both for groups of >= 256 records, keeping the better; default)")
+    m.add_argument("--split-duplicates", action="store_true",
+                   help="MDAV: classical MDAV (as sdcMicro), which may put identical key tuples in different groups; "
+                        "such a fit publishes no function (--function is refused). Default: identical tuples share "
+                        "a group, so the published function reproduces the release")
+    m.add_argument("--block-size", type=int, default=None, metavar="B",
+                   help="mdav, vmdav, pcl: split the records along principal axes into blocks of k..B records "
+                        "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "
+                        "200,000 records, blocks of at most 500,000 above, 32,000 for pcl); the output says how the data "
+                        "were blocked")
+    m.add_argument("--quiet", action="store_true", help="no progress bar")
+    m.set_defaults(func=cmd_microaggregate)
+

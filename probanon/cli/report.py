@@ -1,0 +1,329 @@
+"""``probanon evaluate``, ``risk`` and ``report``: utility, anonymity and risk of a release or a
+file, as text, JSON or the HTML risk-utility reports."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .options import add_input, add_match_options, add_output, positive_int, example, summary_lines
+from .parser import command
+from .._validation import weights_of
+from ..data import MISSING_HINT, quasi_identifiers, read_table
+from ..errors import InputError
+from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
+from ..metrics.frequency import VIOLATION_KS, frequency_risk, main_risk_level
+from ..release import align, column_list
+
+
+def _aligned(args, original: pd.DataFrame, released: pd.DataFrame, keys: list, changed=()) -> pd.DataFrame:
+    """``released`` reordered so that its row i is the release of ``original``'s row i, by
+    ``--link``, ``--id`` or ``--by-position``, checked: the columns released unchanged (shared,
+    not ``keys`` nor ``changed``) agree under the match (:func:`probanon.release.align`)."""
+    position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position,
+                     changed=changed)
+    return released.iloc[position].reset_index(drop=True)
+
+
+def check_loss_of_match(X, Y, weights, missing: bool, how: str) -> None:
+    """Refuse a match of original and release whose information loss exceeds 100%: a release
+    that replaces each record's keys by its group's mean (microaggregation, individual ranking,
+    cell centroids) loses at most SSE/SST = 1, since the mean minimises each group's sum of squares
+    (SSE = the within-group sum <= the total SST, and a suppressed value counts as the overall mean),
+    whereas the records matched to another release's rows lose about SST(original) + SST(release),
+    up to 200%."""
+    if X.shape[1] == 0 or X.shape[0] < 2:
+        return
+    loss = information_loss(X, Y, weights=weights, missing=missing)
+    if loss > 100.0 * (1 + 1e-9):
+        raise InputError(f"{how}: information loss {loss:.1f}% > 100% is impossible for a correct match (replacing "
+                         "each record by its group's mean loses at most SSE/SST = 100%, as replacing every record "
+                         "by the column means does): the records are matched wrongly (the link file of another "
+                         "release?)")
+
+
+def _match_name(args) -> str:
+    return f"--link {args.link}" if args.link else f"--id {args.id}" if args.id else "--by-position"
+
+
+def _key_names(args, tables: dict, numeric_required: bool = True) -> tuple[list, list]:
+    """The numeric ``--keys`` and the ``--categorical-keys`` ({name: table} must all hold them):
+    named once each, at least one (a numeric one when ``numeric_required``)."""
+    keys, categorical = column_list(args.keys), column_list(args.categorical_keys)
+    if not keys and (numeric_required or not categorical):
+        raise InputError("name the quasi-identifiers with --keys" + " or --categorical-keys" * (not numeric_required))
+    both = sorted(set(keys) & set(categorical))
+    if both:
+        raise InputError(f"{both[0]!r} is named by both --keys and --categorical-keys")
+    for name, table in tables.items():
+        absent = [c for c in keys + categorical if c not in table.columns]
+        if absent:
+            where = f"{name} has no column {absent[0]!r}" if len(tables) == 1 else \
+                f"{name} table has no column {absent[0]!r}: the key {absent[0]!r} is not in both tables"
+            raise InputError(where)
+    return keys, categorical
+
+
+def _matched_keys(args, lacking: bool = False, changed=()):
+    """The tables of ``evaluate`` and ``report``, checked and matched: (original, released in
+    the original's order, numeric key matrices X and Y, numeric keys, categorical keys,
+    weights). ``--keys`` are numeric (``lacking``: missing values allowed), ``--categorical-keys``
+    compared as categories; every key in both tables. The match is checked: the shared columns
+    other than the keys and ``changed`` agree under it, and the information loss is <= 100%."""
+    original, released = read_table(args.original), read_table(args.released)
+    keys, categorical = _key_names(args, {"original": original, "released": released})
+    X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
+    weights = weights_of(original, args.weights, f"{args.original}: ")
+    quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
+    released = _aligned(args, original, released, numeric + categorical, changed)
+    Y, _ = quasi_identifiers(released, numeric, missing=lacking)
+    check_loss_of_match(X, Y, weights, lacking, _match_name(args))
+    return original, released, X, Y, numeric, categorical, weights
+
+
+def cmd_evaluate(args) -> int:
+    lacking = args.missing == "pattern"
+    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking)
+    every = columns + categorical
+    if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
+        result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
+                  "columns": columns, "correlation_difference_max": None,
+                  "suppressed": int((np.isnan(Y) & ~np.isnan(X)).sum())}
+    else:
+        result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
+                                weights=weights).to_dict()
+    result["k_achieved"] = k_achieved(released, every)
+    risk_before, risk_after = (frequency_risk(table, every, weights) for table in (original, released))
+    result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
+    if args.risk:
+        from ..metrics import interval_disclosure, record_linkage
+
+        if lacking and (np.isnan(X).any() or np.isnan(Y).any()):
+            raise InputError("--risk (record linkage, interval disclosure) needs keys without missing values")
+        result["record_linkage"] = record_linkage(X, Y)
+        result["interval_disclosure"] = interval_disclosure(X, Y)
+    holds = None if args.k is None else result["k_achieved"] >= args.k
+    if holds is not None:
+        result["k"], result["holds"] = args.k, holds
+    if args.json:
+        print(json.dumps(result, allow_nan=False))
+    else:
+        print(f"records:            {result['n_records']}")
+        print(f"quasi-identifiers:  {', '.join(columns)}")
+        print(f"information loss:   {format_information_loss(result['information_loss'])}"
+              + " (weighted)" * (weights is not None))
+        print(f"k achieved:         {result['k_achieved']}"
+              + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
+        if result["correlation_difference_max"] is not None:
+            print(f"max |corr diff|:    {result['correlation_difference_max']:.4f}")
+        print(f"sample uniques:     {risk_before.sample_uniques} in the original, {risk_after.sample_uniques} released")
+        print("records violating:  " + ", ".join(
+            f"{k}-anonymity {risk_before.violations(k)} -> {risk_after.violations(k)}" for k in VIOLATION_KS))
+        model = "weighted" if weights is not None else "no weights: the file is the population"
+        print(f"expected re-identifications (individual risk, Benedetti-Franconi, {model}): "
+              f"{risk_before.expected_reidentifications:.2f} ({100 * risk_before.global_risk:.2f} %) in the original, "
+              f"{risk_after.expected_reidentifications:.2f} ({100 * risk_after.global_risk:.2f} %) released")
+        if args.risk:
+            print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
+            print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
+    return 1 if holds is False else 0
+
+
+RISK_MISSING_HINT = "; give --missing pattern to let a missing value match any value (sdcMicro's rule)"
+
+
+def cmd_risk(args) -> int:
+    """``probanon risk FILE``: the frequency-based risk profile of one file, as sdcMicro's
+    ``print(sdc, "risk")`` and ``print(sdc, "kAnon")`` (:mod:`probanon.metrics.frequency`)."""
+    frame = read_table(args.input)
+    keys, categorical = _key_names(args, {args.input: frame}, numeric_required=False)
+    if keys:  # numbers, checked with the line of a bad value; a missing value only with --missing pattern
+        quasi_identifiers(frame, keys, args.missing == "pattern", RISK_MISSING_HINT)
+    weights = weights_of(frame, args.weights, f"{args.input}: ")
+    risk = frequency_risk(frame, keys + categorical, weights)
+    above = risk.above(args.threshold)
+    if args.output:
+        clash = sorted(set(keys + categorical) & {"record", "fk", "Fk", "risk", "above_level"})
+        if clash:
+            raise InputError(f"-o: the key {clash[0]!r} has the name of a column of the risk file; rename it")
+        table = frame[keys + categorical].reset_index(drop=True)
+        table.insert(0, "record", np.arange(1, risk.n + 1))
+        args.outputs.write({args.output: table.assign(fk=risk.fk, Fk=risk.Fk, risk=risk.risk, above_level=above)})
+    result = risk.to_dict(level=args.threshold)
+    result.update(numeric_keys=keys, categorical_keys=categorical, weights=args.weights,
+                  risk_level_rule="--threshold" if args.threshold is not None else "max(0.1, median + 2 MAD)")
+    if args.json:
+        print(json.dumps(result, allow_nan=False))
+    else:
+        lacking = int(frame[keys + categorical].isna().any(axis=1).sum())
+        print(_risk_summary(args, risk, keys, categorical, int(above.sum()), lacking))
+    return 0
+
+
+def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking: int) -> str:
+    """The readable profile of :func:`cmd_risk` (sdcMicro's wording where it has one); ``above``:
+    records above the risk level, ``lacking``: records with a missing key value."""
+    n = risk.n
+    share = lambda count: f"{count:,} ({100 * count / n:.3f} %)"  # noqa: E731
+    q = risk.risk_summary()
+    named = [f"{', '.join(names)} ({kind})" for names, kind in ((keys, "numeric"), (categorical, "categorical"))
+             if names]
+    population = (f"estimated from the weights in {args.weights!r} (F_k = sum of the weights sharing a record's keys)"
+                  if args.weights else "no weights: the file is the population (F_k = f_k)")
+    if args.threshold is None:
+        level = (f"(risk > {main_risk_level(risk.risk):.4g} = max(0.1, median + 2 MAD): sdcMicro's \"higher risk "
+                 "than the main part of the data\")")
+    else:
+        level = f"(risk > {args.threshold:g}, --threshold)"
+    rows = [("records", f"{n:,}"), ("keys", "; ".join(named))]
+    if lacking:
+        rows.append(("", f"{share(lacking)} with a missing key value, which matches any value (sdcMicro's rule)"))
+    rows += [("population frequencies", population),
+            ("sample uniques", share(risk.sample_uniques) + " (f_k = 1: no other record shares their keys)")]
+    rows += [("records violating" if i == 0 else "", f"{k}-anonymity: {share(risk.violations(k))}")
+             for i, k in enumerate(VIOLATION_KS)]
+    rows += [("individual risk", f"min {q['min']:.4g}, 25 % {q['q25']:.4g}, median {q['median']:.4g}, "
+                                 f"75 % {q['q75']:.4g}, max {q['max']:.4g}, mean {q['mean']:.4g}"),
+             ("", "(Benedetti-Franconi, as sdcMicro's measure_risk: the probability that an intruder who knows a "
+                  "person's keys picks that person's record)"),
+             ("expected re-identifications", f"{risk.expected_reidentifications:,.2f} "
+                                             f"({100 * risk.global_risk:.2f} % of the records: the global risk)"),
+             ("records above the risk level", share(above)), ("", level)]
+    if args.output:
+        rows.append(("per-record risk", f"written to {args.output} (record, keys, fk, Fk, risk, above_level)"))
+    return summary_lines(rows)
+
+
+def _risk_level(text: str) -> float:
+    """argparse type of ``risk --threshold``: a probability in (0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a risk in (0, 1], got {text}")
+    return value
+
+
+
+def cmd_report(args) -> int:
+    """``probanon report ORIGINAL RELEASED``: the internal and external risk-utility reports
+    (:mod:`probanon.release_report`)."""
+    from ..release_report import assess, report_contents
+
+    from ..attacks.setting import MECHANISMS
+
+    column_wise = args.probabilistic or MECHANISMS.get(args.mechanism) == "column-wise"
+    swapped = column_list(args.confidential) if column_wise else []  # may be swapped: not checked
+    original, released, X, _, numeric, categorical, weights = _matched_keys(args, changed=swapped)
+    compared = []
+    for entry in args.compare or []:
+        label, _, rest = entry.partition("=")
+        path, _, link = rest.partition(",")
+        if not label or not path:
+            raise InputError(f"--compare {entry!r}: expected LABEL=RELEASED[,LINK]")
+        other = read_table(path)
+        other = other.iloc[align(original, other, numeric + categorical, link=link or None,
+                                 by_position=not link, changed=swapped)].reset_index(drop=True)
+        Y = quasi_identifiers(other, numeric)[0]
+        check_loss_of_match(X, Y, weights, False, f"--compare {label}")
+        compared.append(assess(label, X, Y, other, numeric + categorical, args.k, weights))
+    out = Path(args.output_dir)
+    confidential = column_list(args.confidential)
+    if args.mechanism is not None:
+        from ..attacks.setting import check_mechanism
+
+        check_mechanism(args.mechanism)
+    args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
+                                       compared, args.probabilistic, args.mechanism, confidential,
+                                       dataset=Path(args.released).name))
+    print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
+          f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
+    return 0
+
+
+
+def add_parser(sub) -> None:
+    e = command(sub, "evaluate", epilog=example(
+        "probanon evaluate census.csv census_k5.csv -k 5 --risk \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv"))
+    add_input(e, "original", help="the original table")
+    add_input(e, "released", help="its release (records matched by --link, --id or --by-position)")
+    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
+                   help="comma-separated quasi-identifier columns (numeric)")
+    e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="pattern: keys may have missing values (a release of microaggregate --missing pattern); the "
+                        "information loss counts a suppressed value as replaced by the mean")
+    e.add_argument("--categorical-keys", metavar="COLS",
+                   help="quasi-identifiers compared as categories only (text or codes; missing values match any "
+                        "category, as in sdcMicro): counted in k achieved and the frequency risk, not in the "
+                        "information loss")
+    e.add_argument("--weights", metavar="COL",
+                   help="sampling weights (a column of the original, numbers > 0): weighted information loss and "
+                        "moments; population frequencies F_k and the individual risk estimated with them (default: "
+                        "the file is the population)")
+    add_match_options(e)
+    e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
+    e.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    e.add_argument("--risk", action="store_true",
+                   help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
+    e.set_defaults(func=cmd_evaluate)
+
+    k = command(sub, "risk", epilog=example(
+        "# adult.csv: UCI Adult (48,842 records); fnlwgt: its census weights",
+        "probanon risk adult.csv --keys age --categorical-keys sex,race,workclass,education --weights fnlwgt",
+        "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv"))
+    add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
+    k.add_argument("--keys", metavar="COLS",
+                   help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
+    k.add_argument("--categorical-keys", metavar="COLS",
+                   help="comma-separated quasi-identifiers compared as categories (text or codes)")
+    k.add_argument("--weights", metavar="COL",
+                   help="sampling weights (numbers > 0): the population frequency F_k of a record's keys is the sum "
+                        "of the weights of the records sharing them (default: the file is the population)")
+    k.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="a missing value of a numeric key: raise (default) refuses it, naming its line; pattern lets "
+                        "it match any value, as a missing categorical value always does (sdcMicro's rule)")
+    k.add_argument("--threshold", type=_risk_level, default=None, metavar="R",
+                   help="count the records whose individual risk is above R, in (0, 1] (default: sdcMicro's level "
+                        "max(0.1, median + 2 MAD) of print(sdc, \"risk\"))")
+    add_output(k, "-o", "--output", table=True, metavar="FILE",
+               help="also write every record's risk: record (from 1), the keys, fk, Fk, risk, above_level")
+    k.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
+    k.set_defaults(func=cmd_risk)
+
+    rr = command(sub, "report", epilog=example(
+        "probanon report census.csv census_k5.csv -k 5 --method \"MDAV, k = 5\" \\",
+        "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv -o census_k5_report"))
+    add_input(rr, "original", help="the original table")
+    add_input(rr, "released", help="its release (records matched by --link, --id or --by-position)")
+    rr.add_argument("--keys", metavar="COLS", help="comma-separated numeric quasi-identifiers")
+    rr.add_argument("--categorical-keys", metavar="COLS", help="quasi-identifiers compared as categories only")
+    rr.add_argument("--weights", metavar="COL", help="sampling weights (a column of the original)")
+    rr.add_argument("-k", type=positive_int, default=2, help="the k the release must meet (default 2)")
+    rr.add_argument("--method", default="method not stated",
+                    help="the method and its parameters, as the reports state them (e.g. 'MDAV, k = 5')")
+    rr.add_argument("--confidential", metavar="COLS",
+                    help="comma-separated confidential columns the release attaches to each record (for the attack "
+                         "suite)")
+    rr.add_argument("--mechanism", metavar="NAME",
+                    help="how the release was made (microaggregation, survey, mdav-id, mdav-swap, mdav-swap-informed, "
+                         "ir-swap): the internal report adds the attack suite of that mechanism")
+    rr.add_argument("--probabilistic", action="store_true",
+                    help="the release is probabilistically k-anonymous (swap: values swapped within groups of k), "
+                         "so its released tuples need not be shared by k records")
+    rr.add_argument("--compare", action="append", metavar="LABEL=RELEASED[,LINK]",
+                    help="another release of the same original for the risk-utility map (repeatable; matched by "
+                         "its link file, or by position)")
+    add_match_options(rr)
+    add_output(rr, "-o", "--output-dir", required=True, metavar="DIR",
+               folder=lambda args: ("internal/index.html", "external/index.html"),
+               help="folder of the reports: DIR/internal/index.html (for the office) and DIR/external/index.html "
+                    "(publishable); created if absent, in a folder that exists")
+    rr.set_defaults(func=cmd_report)
+
