@@ -135,7 +135,7 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
     key is text in every chunk as in the whole file), checked as the whole file is (its line or
     row in the file named), its keys replaced and its records placed at their released positions
     (the same permutation as at once: :class:`probanon.outputs.OrderedTableWriter`); (3) the
-    release written in order. The pre-release audit (:func:`probanon.cliargs.pre_release_audit`:
+    release written in order. The pre-release audit (:func:`probanon.cli.options.pre_release_audit`:
     the keys against the numeric columns released per record, strata and weights included, as on
     the whole file) runs on a systematic sample of max(``chunk_size``, :data:`AUDIT_SAMPLE`)
     records (evenly spaced in the file); the promise (as in :func:`apply_to_file`) is checked on

@@ -11,6 +11,7 @@ is imported when that command runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -36,6 +37,23 @@ def _declare(sub, module: str) -> None:
         family.add_parser(sub)
 
 
+@contextlib.contextmanager
+def _starting(command: str, argv: list):
+    """On a terminal, a first line while the command's module (and NumPy, pandas, the library,
+    a second or two) is imported, erased once it is: the user sees at once that the command runs.
+    Nothing in a file or a pipe, nor for --help."""
+    shown = sys.stderr.isatty() and not {"-h", "--help"} & set(argv)
+    if shown:
+        sys.stderr.write(f"probanon {command}: starting ...")
+        sys.stderr.flush()
+    try:
+        yield
+    finally:
+        if shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
 def build_parser(argv: list | None = None) -> Parser:
     """probanon's parser. With ``argv``, only the module of the command ``argv`` names declares
     its options; the other commands are named with their one-line help (what ``probanon --help``
@@ -54,7 +72,8 @@ def build_parser(argv: list | None = None) -> Parser:
     else:
         chosen = _command_of(argv)
         if chosen is not None:
-            _declare(sub, COMMANDS[chosen].module)
+            with _starting(chosen, argv):
+                _declare(sub, COMMANDS[chosen].module)
         for name, command in COMMANDS.items():
             if name not in sub.choices:
                 sub.add_parser(name, help=command.help)

@@ -198,7 +198,7 @@ def _recipe_reports(run, release) -> dict:
 
 
 def cmd_release(args, parser) -> int:
-    """``probanon release RECIPE.toml`` (:mod:`probanon.recipe`): the recipe's command, run with
+    """``probanon release RECIPE.toml`` (:mod:`probanon.cli.recipe`): the recipe's command, run with
     its outputs and the resolved recipe written together (``parser``: probanon's whole parser); a seed is drawn when the recipe has
     none and recorded, so that the release can be repeated."""
     import secrets
@@ -248,7 +248,7 @@ def add_parser(sub, build_parser) -> None:
         "#   link = \"census_k5.link.csv\"",
         "probanon release census.toml",
         "probanon release census_k5.csv.recipe.toml --force    # the resolved recipe: the same release, byte for byte"))
-    add_input(r, "recipe", table=False, help="the recipe (see probanon.recipe): command, input, output, [options]")
+    add_input(r, "recipe", table=False, help="the recipe (see probanon.cli.recipe): command, input, output, [options]")
     r.add_argument("--force", action="store_true", help="overwrite existing output files (an input is never overwritten)")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.set_defaults(func=lambda args: cmd_release(args, build_parser()))
