@@ -27,16 +27,17 @@ def cmd_apply(args) -> int:
     if function.columns and keys and keys != list(function.columns):
         raise InputError(f"--keys {','.join(keys)} differ from the function's columns {','.join(function.columns)}")
 
-    if function.encoding is not None:  # categorical keys: read as they are, the function embeds them
-        args.categorical = function.encoding.categorical()
+    # categorical keys: read as they are, the function embeds them
+    categorical = function.encoding.categorical() if function.encoding is not None else ()
+    strata = None
     if function.kind == "stratified":
         if function.rule["columns"] is None:
             raise InputError("the function's strata have no column names (fitted on an array): assign through the "
                              "API with strata=")
-        args.strata = function.rule["columns"]  # the strata columns: read, and released unchanged
+        strata = function.rule["columns"]  # the strata columns: read, and released unchanged
 
     columns = list(function.columns or keys)
-    numeric = [j for j, c in enumerate(columns) if c not in getattr(args, "categorical", ())]
+    numeric = [j for j, c in enumerate(columns) if c not in categorical]
     digits = _function_decimals(args, function, [columns[j] for j in numeric])
 
     def centroids(X, frame):
@@ -58,8 +59,8 @@ def cmd_apply(args) -> int:
             values[:, numeric] = rounded(values[:, numeric].astype(np.float64), digits)
         return values, added, recoded
 
-    strata = function.rule["columns"] if function.kind == "stratified" else None
-    return apply_to_file(args, columns, cells, means={columns[j]: d for j, d in zip(numeric, digits)},
+    return apply_to_file(args, args.input, columns, cells, categorical=categorical, strata=strata,
+                         means={columns[j]: d for j, d in zip(numeric, digits)},
                          promise=lambda roles: function_promise(function, columns, roles, strata))
 
 
@@ -80,40 +81,41 @@ def _function_decimals(args, function, numeric) -> list:
 
 
 
-def _key_values(args, frame, keys):
+def _key_values(frame, keys, categorical):
     """The keys of ``frame`` for a published function: the checked numeric matrix, or, for a
-    function with categorical keys (``args.categorical``), the key columns themselves (its
-    encoding checks them)."""
-    if getattr(args, "categorical", ()):
+    function with ``categorical`` keys, the key columns themselves (its encoding checks them)."""
+    if categorical:
         absent = [c for c in keys if c not in frame.columns]
         if absent:
             raise InputError(f"the table has no key column {absent[0]!r}")
-        numeric = [c for c in keys if c not in args.categorical]
+        numeric = [c for c in keys if c not in categorical]
         if numeric:
             quasi_identifiers(frame, numeric)  # checked, messages naming the file's line
         return frame[list(keys)], list(keys)
     return quasi_identifiers(frame, list(keys))
 
 
-def apply_to_file(args, keys, cells, promise=None, means: dict | None = None) -> int:
-    """Release ``args.input`` with its ``keys`` replaced through ``cells`` (a published
+def apply_to_file(args, source, keys, cells, categorical=(), strata=None, promise=None,
+                  means: dict | None = None) -> int:
+    """Release the file ``source`` with its ``keys`` replaced through ``cells`` (a published
     function: (X, the records' table) -> (the keys' new values, added columns or None,
-    {column: values} of other columns it recodes, e.g. merged strata)). ``promise``: None, or
+    {column: values} of other columns it recodes, e.g. merged strata)); ``categorical``: the keys
+    read as categories; ``strata``: the strata columns (released unchanged; default ``--strata``).
+    The release's options (roles, order, link, output) are the command's ``args``. ``promise``: None, or
     roles -> the :class:`probanon.release.Promise` checked before anything is written;
     ``means``: {key: decimals} of the keys it replaces by group means, see
     :func:`probanon.release.make_release`. A file of at most ``args.chunk_size`` records is read
     at once; a larger one chunk by chunk
     (:func:`apply_in_chunks`), with the same release."""
-    chunks = read_chunks(args.input, args.chunk_size)
+    chunks = read_chunks(source, args.chunk_size)
     frame = next(chunks)
     if next(chunks, None) is not None:
         chunks.close()
-        return apply_in_chunks(args, keys, cells, promise, means)
-    roles = release_roles(args, frame, keys=keys)
-    X, columns = _key_values(args, frame, keys)  # in the function's order
+        return apply_in_chunks(args, source, keys, cells, categorical, strata, promise, means)
+    roles = release_roles(args, frame, keys=keys, strata=strata)
+    X, columns = _key_values(frame, keys, categorical)  # in the function's order
     values, added, recoded = cells(X, frame)
     replaced = {**dict(zip(columns, values.T)), **recoded}
-    categorical = getattr(args, "categorical", ())
     check_categorical_keys(args, frame, frame.assign(**{c: replaced[c] for c in (*categorical, *recoded)}), roles,
                            categorical)
     release = make_release(frame, roles, replaced=replaced, added=added,
@@ -128,7 +130,8 @@ AUDIT_SAMPLE = 100_000
 APPLY_ACTIONS = {"key": "key: replaced by its cell's centroid", "cell": "added: the cell index"}
 
 
-def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) -> int:
+def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, promise=None,
+                    means: dict | None = None) -> int:
     """:func:`apply_to_file` of a file larger than one chunk, in three passes over the file:
     (1) the number of records and the column types of the whole file (numeric keys with text
     refused); (2) each chunk, read with those types (every column, keys included: a categorical
@@ -148,13 +151,13 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
     from ..release import record_order
 
     size = args.chunk_size
-    note = f"apply: {args.input}, chunks of {size:,} records"
+    note = f"apply: {source}, chunks of {size:,} records"
     with Progress(note, quiet=args.quiet, desc="apply", unit="record") as progress:
         types, n, roles, numbers = [], 0, None, []
-        for chunk in read_chunks(args.input, size):
+        for chunk in read_chunks(source, size):
             if roles is None:
-                roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False)
-                numeric_keys = NumericColumns([c for c in keys if c not in getattr(args, "categorical", ())])
+                roles = release_roles(args, chunk.iloc[:0], keys=keys, audit=False, strata=strata)
+                numeric_keys = NumericColumns([c for c in keys if c not in categorical])
             numeric_keys.add(chunk)
             types.append(chunk.dtypes.to_dict())
             numbers.append(whole_numbers(chunk))  # integer columns with empty cells, over the whole file
@@ -172,13 +175,13 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
         sampled = np.unique(np.linspace(0, n - 1, min(n, max(size, AUDIT_SAMPLE))).astype(np.int64))
         sample, done, counts = [], 0, None
         promised = None if promise is None else promise(roles)
-        categorical = list(getattr(args, "categorical", ()))
+        categorical = list(categorical)
         per_record = [c for c, role in roles.items() if role in PER_RECORD] if categorical else []
         pairs = []  # sampled (original, released) keys and columns released per record: categorical keys checked
         writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
-            integers = integer_columns(None, numbers) if table_format(args.input) == "csv" else []  # as read_table
-            for chunk in read_chunks(args.input, size, dtypes=dtypes):
+            integers = integer_columns(None, numbers) if table_format(source) == "csv" else []  # as read_table
+            for chunk in read_chunks(source, size, dtypes=dtypes):
                 first, done = done, done + len(chunk)
                 chunk.attrs["integer_columns"] = integers
                 numeric = [c for c in chunk.columns if is_numeric_column(chunk[c])]
@@ -186,7 +189,7 @@ def apply_in_chunks(args, keys, cells, promise=None, means: dict | None = None) 
                 with in_file(chunk):  # the checks of the audit (numeric columns; confidential ones may lack values)
                     for group, lacking in zip(audited, (False, True)) if all(audited) else ():
                         quasi_identifiers(chunk, group, missing=lacking)
-                    X, columns = _key_values(args, chunk, keys)
+                    X, columns = _key_values(chunk, keys, categorical)
                 values, added, recoded = cells(X, chunk)
                 part = make_release(chunk, roles, replaced={**dict(zip(columns, values.T)), **recoded}, added=added,
                                     actions=APPLY_ACTIONS, keep_order=True, means=means)

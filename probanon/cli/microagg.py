@@ -3,7 +3,6 @@ Parquet files on Dask), the release written after its promise is checked."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import sys
 from pathlib import Path
@@ -162,10 +161,9 @@ def cmd_microaggregate(args) -> int:
             int((pd.isna(values[c]) & frame[c].notna().to_numpy()).sum()) for c in categorical)
         print(f"probanon: missing key values: {kept} kept missing, {suppressed} more suppressed so that every group "
               "agrees on each released value", file=sys.stderr)
-        report = argparse.Namespace(information_loss=information_loss(X, released, weights=weights, missing=True)) \
-            if numeric else None
+        loss = information_loss(X, released, weights=weights, missing=True) if numeric else None
     else:
-        report = utility_report(X, released, weights=weights) if numeric else None
+        loss = utility_report(X, released, weights=weights).information_loss if numeric else None
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
     check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
                            categorical)
@@ -186,7 +184,7 @@ def cmd_microaggregate(args) -> int:
         model.function_.meta["decimals"] = {c: digits[c] for c in numeric}  # apply rounds as this release did
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra)
-    loss = "no numeric key" if report is None else format_information_loss(report.information_loss)
+    loss = "no numeric key" if loss is None else format_information_loss(loss)
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
         f"k achieved = {k_achieved(release.data, keys + [c for c in column_list(args.strata) if c in release.data])}"

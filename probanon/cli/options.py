@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import MAX_SEED
+from ..attacks.audit import audit as run_audit, contradictions
 from ..distributed.cluster import ClusterError, dask_client, describe
 from ..errors import InputError
 from ..outputs import Outputs, check_output_folder
@@ -100,16 +101,17 @@ def add_match_options(p) -> None:
                        help="row i of one file is row i of the other (checked: the non-key columns must agree)")
 
 
-def release_roles(args, frame, keys=None, audit: bool = True) -> dict:
+def release_roles(args, frame, keys=None, audit: bool = True, strata=None) -> dict:
     """The role of every column (``--keys`` or ``keys``, ``--confidential``, ``--drop``,
-    ``--keep-other``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the
+    ``--keep-other``, ``--strata`` or ``strata``), then the pre-release audit (:func:`probanon.attacks.audit.audit`) of the
     keys against the columns released per record (confidential and passed-through ones): a finding
     stops the command unless ``--accept-risk`` is given, when it is printed as a warning."""
     from ..labelled import check_names
     from ..release import assign_roles
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
-                         args.keep_other, weights=getattr(args, "weights", None), strata=getattr(args, "strata", None))
+                         args.keep_other, weights=getattr(args, "weights", None),
+                         strata=strata if strata is not None else getattr(args, "strata", None))
     if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if audit:
@@ -122,7 +124,6 @@ def pre_release_audit(args, frame, roles: dict) -> None:
     its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
     as :func:`release_roles` gives them): a finding stops the command unless ``--accept-risk``,
     when it is printed as a warning (:func:`audit_verdict`)."""
-    from ..attacks.audit import audit as run_audit
     from ..release import columns_with
 
     published = [c for c, role in roles.items() if role in PER_RECORD]
@@ -141,7 +142,6 @@ def check_categorical_keys(args, original, released, roles: dict, categorical, w
     (``original`` and ``released``: the records row by row, released holding the keys' released
     values and the columns as released). A release that gives back masked key values is refused
     as the audit refuses (:func:`audit_verdict`; ``where``: on what, e.g. a sample)."""
-    from ..attacks.audit import contradictions
 
     per_record = [c for c, role in roles.items() if role in PER_RECORD]
     if not categorical or not per_record:

@@ -170,17 +170,17 @@ def cmd_assign(args) -> int:
     from ..survey.spec import assign, verify
 
     v = verify(args.spec)
-    if v.function.encoding is not None:  # categorical keys (a tree design's): read as they are
-        args.categorical = v.function.encoding.categorical()
+    # categorical keys (a tree design's): read as they are
+    categorical = v.function.encoding.categorical() if v.function.encoding is not None else ()
 
     def cells(X, frame):
         found, centroids = assign(v, X)
         return centroids, {"cell": found}, {}
 
-    args.input = args.responses  # read whole or in chunks (--chunk-size) as by 'probanon apply'
     keys = list(v.function.columns or column_list(args.keys))
-    means = {c: None for c in keys if c not in getattr(args, "categorical", ())}  # centroids: floats, not codes
-    return apply_to_file(args, keys, cells, means=means)
+    means = {c: None for c in keys if c not in categorical}  # centroids: floats, not codes
+    # read whole or in chunks (--chunk-size) as by 'probanon apply'
+    return apply_to_file(args, args.responses, keys, cells, categorical=categorical, means=means)
 
 
 def cmd_simulate(args) -> int:
