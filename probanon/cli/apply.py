@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .options import (PER_RECORD, add_input, add_output, add_decimals_option, add_release_options, check_categorical_keys,
-                      pre_release_audit, release_roles, example, seed, write_release, function_promise, rounded,
-                      add_chunk_options)
+from .options import (PER_RECORD, add_chunk_options, add_decimals_option, add_input, add_output,
+                      add_release_options, check_categorical_keys, example, function_promise,
+                      pre_release_audit, release_roles, rounded, seed, write_release)
 from .parser import command
 from .._validation import is_numeric_column
 from ..data import quasi_identifiers, read_chunks

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_input, add_output, add_decimals_option, add_release_options, add_strata_options, check_categorical_keys,
-                      ordinal_keys, positive_int, release_roles, example, seed, write_release, promise_of, rounded,
-                      add_cluster_options, cluster_from_args)
+from .options import (add_cluster_options, add_decimals_option, add_input, add_output, add_release_options,
+                      add_strata_options, check_categorical_keys, cluster_from_args, example,
+                      ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
+                      write_release)
 from .parser import command
 from .._validation import weights_of
 from ..data import MISSING_HINT, input_decimals, quasi_identifiers, read_table
