@@ -389,7 +389,8 @@ class Standardizer:
 
 def zscore(X) -> np.ndarray:
     """Z-score the columns of ``X`` (population sd, constant columns only centred)."""
-    return Standardizer.fit(X).transform(check_matrix(X))
+    X = check_matrix(X)
+    return Standardizer.fit_valid(X).transform(X)
 
 
 def synthetic_survey(n: int = 2000, random_state=None) -> pd.DataFrame:

@@ -458,6 +458,9 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     say = progress or (lambda *a: None)
     if not estimator._blockable:
         raise ParameterError(f"fit_parquet fits MDAV, V-MDAV or PCL in blocks, not {type(estimator).__name__}")
+    if len(estimator.nominal) or len(estimator.ordinal) or estimator.missing != "raise":
+        raise ParameterError("fit_parquet fits numeric keys without missing values: categorical keys (nominal=, "
+                             "ordinal=) and missing='pattern' are not available for Parquet files")
     if output is not None and os.path.exists(output):
         raise InputError(f"{output}: already exists (a directory release is never overwritten: remove it first)")
     files = parquet_files(source)

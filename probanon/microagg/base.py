@@ -137,7 +137,6 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = self.missing == "pattern"
-        tags.non_deterministic = False
         return tags
 
     def _validate_params(self) -> None:
@@ -176,32 +175,14 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
         strata and the missing-value patterns (:class:`Prepared`); sets ``k_``,
         ``n_features_in_``, ``feature_names_in_`` (fitted on a DataFrame) and ``standardizer_``."""
         categorical = bool(len(self.nominal) or len(self.ordinal))
-        if categorical:
-            if not isinstance(X, pd.DataFrame):
-                raise ParameterError("categorical keys need a DataFrame X (columns by name)")
-            self._needs_blocks("categorical keys")
-        frame = encoding = lacking = widths = None
-        if categorical:
-            pattern = self.missing == "pattern" and bool(X.isna().to_numpy().any())
-            frame = X
-            encoding = Encoding.fit(frame, self.nominal, self.ordinal, missing=pattern)
-            V = encoding.values(frame, missing=pattern)
-            E = encoding.embed_values(V)
-            lacking = np.isnan(V) if pattern else None
-            widths = encoding.widths() if pattern else None
-            self.feature_names_in_ = list(encoding.columns)
-        else:
-            E = self._validate_input(X)
-            if self.missing == "pattern" and np.isnan(E).any():
-                self._needs_blocks("missing='pattern'")
-                lacking, widths = np.isnan(E), np.ones(E.shape[1], np.int64)
+        E, encoding, lacking, widths = self._categorical_keys(X) if categorical else self._numeric_keys(X)
         n = E.shape[0]
         w = None if sample_weight is None else check_weights(sample_weight, n, "sample_weight", sample_weight)
         self.n_features_in_ = len(encoding.columns) if categorical else E.shape[1]
-        if lacking is not None:  # unweighted: the groups do not depend on the weights
-            self.standardizer_ = encoding.standardizer(E) if categorical else observed_standardizer(E)
-        else:  # numbers and ordinal ranks z-scored; nominal indicators as they are
-            self.standardizer_ = encoding.standardizer(E) if categorical else Standardizer.fit_valid(E)
+        if categorical:  # numbers and ordinal ranks z-scored (observed values), nominal indicators as they are
+            self.standardizer_ = encoding.standardizer(E)
+        else:  # unweighted: the groups do not depend on the weights
+            self.standardizer_ = Standardizer.fit_valid(E) if lacking is None else observed_standardizer(E)
         self.k_ = check_k(self.k, n)  # the parameter itself stays as given
         stratum = groups = columns = None
         if strata is not None:
@@ -210,7 +191,30 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
             stratum, groups, self.strata_merged_ = group_strata(values, self.k_, bool(self.merge_small_strata))
             self.strata_ = groups
         Z = np.ascontiguousarray(self.standardizer_.transform(E))
-        return Prepared(E, Z, w, frame, encoding, lacking, widths, stratum, groups, columns)
+        return Prepared(E, Z, w, X if categorical else None, encoding, lacking, widths, stratum, groups, columns)
+
+    def _numeric_keys(self, X):
+        """(keys checked, None, lacking, widths) of numeric keys: ``lacking`` (True where a key is
+        missing) and ``widths`` (one column per key) for a fit by missing-value patterns, else None."""
+        E = self._validate_input(X)
+        if self.missing == "pattern" and np.isnan(E).any():
+            self._needs_blocks("missing='pattern'")
+            return E, None, np.isnan(E), np.ones(E.shape[1], np.int64)
+        return E, None, None, None
+
+    def _categorical_keys(self, frame):
+        """(embedding, :class:`.mixed.Encoding`, lacking, widths) of the keys of the DataFrame
+        ``frame`` with categorical ones (:mod:`.mixed`); ``lacking`` (records x keys) and ``widths``
+        (embedded columns per key) for a fit by missing-value patterns, else None."""
+        if not isinstance(frame, pd.DataFrame):
+            raise ParameterError("categorical keys need a DataFrame X (columns by name)")
+        self._needs_blocks("categorical keys")
+        pattern = self.missing == "pattern" and bool(frame.isna().to_numpy().any())
+        encoding = Encoding.fit(frame, self.nominal, self.ordinal, missing=pattern)
+        V = encoding.values(frame, missing=pattern)
+        self.feature_names_in_ = list(encoding.columns)
+        return encoding.embed_values(V), encoding, np.isnan(V) if pattern else None, \
+            encoding.widths() if pattern else None
 
     def _needs_blocks(self, what: str) -> None:
         if not self._blockable:
@@ -399,6 +403,11 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
         return True
 
     # ------------------------------------------------------------------ transform
+
+    def get_feature_names_out(self, input_features=None) -> np.ndarray:
+        """The released columns: the keys, as fitted (scikit-learn's ``OneToOneFeatureMixin``;
+        an array of names, ``feature_names_in_`` staying the list it is)."""
+        return np.asarray(super().get_feature_names_out(input_features), dtype=object)
 
     def __sklearn_is_fitted__(self) -> bool:
         return hasattr(self, "function_")

@@ -264,11 +264,6 @@ class Swapper(BaseEstimator):
         self.random_state = random_state
         self.merge_small_strata = merge_small_strata
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.non_deterministic = False
-        return tags
-
     def fit(self, X, y=None, *, strata=None):
         """One release of X; ``strata``: swap within each stratum (see :func:`swap`)."""
         check_params(self)
