@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import numbers
 import os
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from .errors import InputError, ParameterError
+from .errors import InputError, NotNumbersError, ParameterError
 
 
 def check_k(k, n: int | None = None, name: str = "k") -> int:
@@ -47,13 +48,20 @@ def check_confidence(confidence) -> float:
     return float(confidence)
 
 
-def check_matrix(X, name: str = "X", missing: bool = False, hint: str = "") -> np.ndarray:
+def check_matrix(X, name: str = "X", missing: bool = False, hint: str = "", two_d: bool = False) -> np.ndarray:
     """Return ``X`` as a finite 2-D float64 array with at least one row and column.
 
     Accepts NumPy arrays, pandas DataFrames (all columns must be numeric) and
-    nested sequences. Raises :class:`InputError` on text, NaN or infinity (``missing``: NaN,
-    a missing value, is allowed; ``hint`` ends the message of a missing value).
+    nested sequences; a 1-D input is one column, unless ``two_d`` (the estimators, as
+    scikit-learn's contract wants: then it is refused). Raises :class:`InputError` on a sparse
+    matrix, complex numbers, text, NaN or infinity (``missing``: NaN, a missing value, is
+    allowed; ``hint`` ends the message of a missing value).
     """
+    if hasattr(X, "toarray") or hasattr(X, "tocsr"):
+        raise InputError(f"{name} is a sparse matrix, which is not supported: give a dense table (X.toarray())")
+    kinds = list(X.dtypes) if isinstance(X, pd.DataFrame) else [getattr(X, "dtype", None)]
+    if any(getattr(kind, "kind", None) == "c" for kind in kinds):
+        raise InputError(f"{name} holds complex numbers: Complex data not supported")
     labels, frame = None, X
     if isinstance(X, pd.DataFrame):
         bad = [c for c in X.columns if not is_numeric_column(X[c])]
@@ -64,16 +72,22 @@ def check_matrix(X, name: str = "X", missing: bool = False, hint: str = "") -> n
     else:
         try:
             X = np.asarray(X, dtype=np.float64)
-        except (TypeError, ValueError):
+        except TypeError as exc:  # an object that is no number at all (scikit-learn wants a TypeError)
+            raise NotNumbersError(f"{name} contains values that are not numbers ({exc})") from None
+        except ValueError:
             raise InputError(f"{name} contains values that are not numbers") from None
     if X.ndim == 1:
+        if two_d:
+            raise InputError(f"{name} must be a 2-D table (records x columns), got a 1-D array: Reshape your data "
+                             "either using X.reshape(-1, 1) if it has a single column or X.reshape(1, -1) if it is "
+                             "a single record")
         X = X.reshape(-1, 1)
     if X.ndim != 2:
         raise InputError(f"{name} must be a 2-D table, got {X.ndim} dimensions")
     if X.shape[0] == 0:
         raise InputError(f"{name} is empty (no records)")
     if X.shape[1] == 0:
-        raise InputError(f"{name} has no columns")
+        raise InputError(f"{name} has no columns: 0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
     bad = np.isinf(X) if missing else ~np.isfinite(X)
     if bad.any():
         row, col = np.argwhere(bad)[0]
@@ -117,7 +131,8 @@ def check_weights(weights, n: int, name: str = "weights", frame=None) -> np.ndar
     if bad.size:
         where = row_label(frame, int(bad[0])) if frame is not None else f"row {bad[0]}"
         more = f" (and {bad.size - 1} more)" if bad.size > 1 else ""
-        raise InputError(f"{name}: every weight must be a number > 0; {where} holds {raw[bad[0]]!r}{more}")
+        zero = " (every weight is zero)" if (w == 0).all() else ""
+        raise InputError(f"{name}: every weight must be a number > 0; {where} holds {raw[bad[0]]!r}{more}{zero}")
     return w
 
 
@@ -208,3 +223,103 @@ def guard_public(namespace: dict, names) -> None:
         value = namespace.get(name)
         if inspect.isfunction(value) and not getattr(value, "checked_call", False):
             namespace[name] = checked_call(value)
+
+
+# ------------------------------------------------------------------ declared parameter constraints
+# scikit-learn's ``_parameter_constraints`` (sklearn/utils/_param_validation.py), with our one
+# message format and our ParameterError: an estimator declares, per constructor parameter, the
+# forms it accepts; ``check_params`` reads the parameter names from the constructor's signature
+# and checks every value once, at the start of ``fit``. The private steps after it assume valid
+# parameters.
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One accepted form of a parameter: ``test(value, params)`` says whether ``value`` has it
+    (``params``: every parameter of the estimator, for forms that depend on another one), and
+    ``what(params)`` how a message names it ("an integer >= 1")."""
+
+    what: object  # str, or a callable of params giving the text
+    test: object
+
+    def describe(self, params) -> str:
+        return self.what(params) if callable(self.what) else self.what
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
+def integer(low=None, *, integral_reals: bool = False) -> Constraint:
+    """An integer (booleans refused) >= ``low``; ``integral_reals``: a real with an integer
+    value (3.0) too."""
+    def test(value, params):
+        whole = _is_integer(value) or (integral_reals and _is_real(value) and float(value).is_integer())
+        return whole and (low is None or value >= low)
+    what = "an integer" if low is None else "a non-negative integer" if low == 0 else f"an integer >= {low}"
+    return Constraint(what, test)
+
+
+def real(low=None, high=None, *, closed: str = "both") -> Constraint:
+    """A finite real number (booleans refused) in the interval from ``low`` to ``high``
+    (None: unbounded), ``closed`` "both", "left", "right" or "neither"."""
+    import math
+
+    def test(value, params):
+        if not _is_real(value) or not math.isfinite(float(value)):
+            return False
+        v = float(value)
+        above = low is None or (v >= low if closed in ("both", "left") else v > low)
+        below = high is None or (v <= high if closed in ("both", "right") else v < high)
+        return above and below
+    if low is not None and high is not None:
+        left, right = "[" if closed in ("both", "left") else "(", "]" if closed in ("both", "right") else ")"
+        what = f"a number in {left}{low}, {high}{right}"
+    elif low is not None:
+        what = f"a finite number {'>=' if closed in ('both', 'left') else '>'} {low}"
+    else:
+        what = "a finite number"
+    return Constraint(what, test)
+
+
+def one_of(*options) -> Constraint:
+    """One of ``options`` (compared with ==, strings only)."""
+    return Constraint("one of " + ", ".join(repr(o) for o in options),
+                      lambda value, params: isinstance(value, str) and value in options)
+
+
+#: None; a boolean (Python's or NumPy's); a NumPy random Generator
+NONE = Constraint("None", lambda value, params: value is None)
+BOOLEAN = Constraint("True or False", lambda value, params: isinstance(value, (bool, np.bool_)))
+GENERATOR = Constraint("a numpy Generator", lambda value, params: isinstance(value, np.random.Generator))
+#: a random_state: None, an int seed or a Generator (:func:`check_random_state`)
+RANDOM_STATE = [NONE, Constraint("an integer in 0..2**63 - 1",
+                                 lambda value, params: _is_integer(value) and 0 <= value <= MAX_SEED), GENERATOR]
+
+
+def names(what: str = "column names") -> Constraint:
+    """A list or tuple of names (strings)."""
+    return Constraint(f"a list of {what}", lambda value, params: isinstance(value, (list, tuple))
+                      and all(isinstance(v, str) for v in value))
+
+
+def check_params(estimator) -> dict:
+    """Check every constructor parameter of ``estimator`` (names from its ``__init__``
+    signature, scikit-learn's ``get_params``) against its class's ``_parameter_constraints``
+    ({name: [Constraint, ...]}: the value must have one of the forms); the first that has none
+    is a :class:`ParameterError` "NAME must be FORM, FORM or FORM, got VALUE". Returns the
+    parameters."""
+    params = estimator.get_params(deep=False)
+    table = type(estimator)._parameter_constraints
+    for name, value in params.items():
+        forms = table[name]  # a KeyError here is the developer's: every parameter is declared
+        if not any(form.test(value, params) for form in forms):
+            said = [form.describe(params) for form in forms]
+            text = said[0] if len(said) == 1 else ", ".join(said[:-1]) + " or " + said[-1]
+            raise ParameterError(f"{name} must be {text}, got {value!r}")
+    return params
+

@@ -343,7 +343,12 @@ class Standardizer:
 
     @classmethod
     def fit(cls, X, weights=None) -> "Standardizer":
-        X = check_matrix(X)
+        return cls.fit_valid(check_matrix(X), weights)
+
+    @classmethod
+    def fit_valid(cls, X: np.ndarray, weights=None) -> "Standardizer":
+        """:meth:`fit` of a matrix already checked (finite float64, 2-D): the estimators' path,
+        which validated X once at their edge."""
         # Exactly rounded sums (:mod:`probanon.exactsum`, as math.fsum): NumPy's SIMD sums
         # depend on memory alignment in the last bit, and a last bit can decide a tie in MDAV.
         # Same input, same output, also when the sums are made in pieces on a cluster.
@@ -384,7 +389,8 @@ class Standardizer:
 
 def zscore(X) -> np.ndarray:
     """Z-score the columns of ``X`` (population sd, constant columns only centred)."""
-    return Standardizer.fit(X).transform(check_matrix(X))
+    X = check_matrix(X)
+    return Standardizer.fit_valid(X).transform(X)
 
 
 def synthetic_survey(n: int = 2000, random_state=None) -> pd.DataFrame:

@@ -14,6 +14,11 @@ class InputError(ProbanonError):
     """The input data cannot be used (empty, NaN/inf, text in numeric columns...)."""
 
 
+class NotNumbersError(InputError, TypeError):
+    """The input holds objects that are not numbers at all (a dict, a list...): also a
+    ``TypeError``, as scikit-learn's estimator checks expect."""
+
+
 class ParameterError(ProbanonError):
     """A parameter is out of range (k < 1, k > n, unknown method...)."""
 

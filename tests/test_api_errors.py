@@ -126,6 +126,6 @@ def test_dataframe_in_dataframe_out(make):
 
 def test_dataframe_out_keeps_categorical_keys_as_text():
     frame = pd.DataFrame({"age": [20, 21, 22, 50, 51, 52], "sex": list("MMFFFF")}, index=list("abcdef"))
-    out = MDAV(3).fit_transform(frame, nominal=["sex"])
+    out = MDAV(3, nominal=["sex"]).fit_transform(frame)
     assert list(out.index) == list("abcdef") and out["age"].dtype.kind == "f"
     assert set(out["sex"]) <= {"M", "F"}

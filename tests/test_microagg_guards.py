@@ -40,7 +40,7 @@ def no_work(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("PCL started working although it should have refused")
 
-    monkeypatch.setattr(pcl_module, "mdav_partition", forbidden)
+    monkeypatch.setattr(pcl_module, "_mdav_partition", forbidden)
 
 
 # ------------------------------------------------------------------ memory guard (13.14)
@@ -116,13 +116,13 @@ def test_pcl_reports_progress_before_any_compilation(monkeypatch, k, speed, stag
     X = np.random.default_rng(3).normal(size=(max(300, 2 * k), 2))
     reference = PCL(k, kicks=20, speed=speed, random_state=0).fit(X).labels_
     log = []
-    real = pcl_module.mdav_partition
+    real = pcl_module._mdav_partition
 
     def traced(*args, **kwargs):  # the first numba-compiled step of PCL
         log.append("MDAV kernel")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(pcl_module, "mdav_partition", traced)
+    monkeypatch.setattr(pcl_module, "_mdav_partition", traced)
     labels = PCL(k, kicks=20, speed=speed, random_state=0).fit(X, progress=record_calls(log)).labels_
     assert isinstance(log[0], tuple) and log[0][0] == "mdav start" and "MDAV kernel" in log
     reports = [e for e in log if isinstance(e, tuple)]
@@ -136,8 +136,8 @@ def test_pcl_reports_progress_before_any_compilation(monkeypatch, k, speed, stag
 def test_other_methods_report_progress(monkeypatch, make, stage):
     X = np.random.default_rng(4).normal(size=(203, 3))
     log = []
-    real = mdav_module.mdav_partition
-    monkeypatch.setattr(mdav_module, "mdav_partition", lambda *a, **kw: (log.append("MDAV kernel"), real(*a, **kw))[1])
+    real = mdav_module._mdav_partition
+    monkeypatch.setattr(mdav_module, "_mdav_partition", lambda *a, **kw: (log.append("MDAV kernel"), real(*a, **kw))[1])
     out = make().fit_transform(X, progress=record_calls(log))
     np.testing.assert_array_equal(out, make().fit_transform(X))
     assert log[0] == (stage, 0, log[0][2])  # first, before any kernel

@@ -27,7 +27,7 @@ def test_the_default_refuses_and_names_the_policy():
         MDAV(5).fit(X)
     X[0, 0] = np.inf
     with pytest.raises(InputError, match="infinite value"):
-        MDAV(5).fit(X, missing="pattern")
+        MDAV(5, missing="pattern").fit(X)
 
 
 def test_merge_rule_by_hand():
@@ -46,7 +46,7 @@ def test_merge_rule_by_hand():
 @pytest.mark.parametrize("model", [MDAV(5), VMDAV(5), PCL(5, random_state=0, kicks=300)])
 def test_released_groups_agree_on_every_value_and_missing_stays_missing(model):
     X = _with_holes(casc("census")[:, :5])
-    released = model.fit_transform(X, missing="pattern")
+    released = model.set_params(missing="pattern").fit_transform(X)
     assert (np.isnan(X) <= np.isnan(released)).all()  # a missing value stays missing
     table = pd.DataFrame(released)
     assert table.groupby(list(table.columns), dropna=False).size().min() >= 5
@@ -102,9 +102,9 @@ def test_information_loss_with_missing_values_by_hand():
 def test_records_lacking_every_key_form_their_own_groups():
     X = casc("census")[:200, :3].copy()
     X[:7] = np.nan  # 7 records with no key value (>= k = 3)
-    model = MDAV(3).fit(X, missing="pattern")
+    model = MDAV(3, missing="pattern").fit(X)
     released = model.centroids_[model.labels_]
     assert np.isnan(released[:7]).all() and not np.isnan(released[7:]).any()
     assert np.bincount(model.labels_).min() >= 3
     w = np.random.default_rng(0).uniform(1, 9, len(X))
-    np.testing.assert_array_equal(MDAV(3).fit(X, missing="pattern", weights=w).labels_, model.labels_)
+    np.testing.assert_array_equal(MDAV(3, missing="pattern").fit(X, sample_weight=w).labels_, model.labels_)

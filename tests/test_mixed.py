@@ -30,7 +30,7 @@ def _first_mode(values: pd.Series):
 @pytest.mark.parametrize("model", [MDAV(5, keep_duplicates=True), VMDAV(5), PCL(5, random_state=0, kicks=300)])
 def test_released_categories_are_the_groups_modes_and_median_levels(model):
     frame = _adult()
-    model.fit(frame[KEYS], nominal=NOMINAL, ordinal=["education-num"])
+    model.set_params(nominal=NOMINAL, ordinal=["education-num"]).fit(frame[KEYS])
     released = pd.DataFrame(model.centroids_[model.labels_], columns=KEYS)
     assert np.bincount(model.labels_).min() >= 5
     for g, rows in pd.Series(range(len(frame))).groupby(model.labels_):
@@ -44,7 +44,7 @@ def test_released_categories_are_the_groups_modes_and_median_levels(model):
 
 def test_function_embeds_records_and_round_trips():
     frame = _adult()
-    model = MDAV(5, keep_duplicates=True).fit(frame[KEYS], nominal=NOMINAL, ordinal=["education-num"])
+    model = MDAV(5, keep_duplicates=True, nominal=NOMINAL, ordinal=["education-num"]).fit(frame[KEYS])
     f = model.function_
     np.testing.assert_array_equal(f.assign(frame), model.labels_)
     g = function_from_json(f.to_json())
@@ -72,9 +72,9 @@ def test_function_embeds_records_and_round_trips():
 def test_text_keys_must_be_declared():
     frame = _adult(200)
     with pytest.raises(InputError, match="'race' holds text: name it nominal or ordinal"):
-        MDAV(5).fit(frame[KEYS], nominal=["sex", "workclass"])
+        MDAV(5, nominal=["sex", "workclass"]).fit(frame[KEYS])
     with pytest.raises(InputError, match="not a key column"):
-        MDAV(5).fit(frame[KEYS], nominal=["colour"])
+        MDAV(5, nominal=["colour"]).fit(frame[KEYS])
 
 
 def test_cli_mixed_keys_and_apply(tmp_path, capsys):
@@ -99,7 +99,7 @@ def test_cli_mixed_keys_and_apply(tmp_path, capsys):
 
 def test_only_categorical_keys():
     frame = pd.DataFrame({"a": list("xxyyzzxy"), "b": list("ppqqppqq")})
-    model = MDAV(2).fit(frame, nominal=["a", "b"])
+    model = MDAV(2, nominal=["a", "b"]).fit(frame)
     released = pd.DataFrame(model.centroids_[model.labels_], columns=["a", "b"])
     assert released.groupby(["a", "b"]).size().min() >= 2
     for g, rows in pd.Series(range(len(frame))).groupby(model.labels_):

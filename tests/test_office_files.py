@@ -120,8 +120,8 @@ def test_pattern_with_nominal_and_ordinal_keys(method):
     frame = _with_missing(_adult())
     keys, k = ["age", "hours", "sex", "edu"], 4
     model = METHODS[method](k, random_state=0) if method == "pcl" else METHODS[method](k)
-    released = pd.DataFrame(model.fit_transform(frame[keys], missing="pattern", nominal=["sex"], ordinal=["edu"]),
-                            columns=keys)
+    model.set_params(missing="pattern", nominal=["sex"], ordinal=["edu"])
+    released = pd.DataFrame(model.fit_transform(frame[keys]), columns=keys)
     assert model.function_ is None and model.missing_patterns_ >= 2
     _check_pattern_groups(frame, released, model.labels_, keys, ["sex", "edu"], k)
     assert _smallest_class(released, keys) >= k
@@ -134,7 +134,7 @@ def test_pattern_within_strata():
     frame = _with_missing(_adult(), seed=1, columns=("age", "edu"))
     keys, k = ["age", "hours", "edu"], 3
     model = METHODS["mdav"](k)
-    released = pd.DataFrame(model.fit_transform(frame[keys], missing="pattern", strata=frame[["sex"]]),
+    released = pd.DataFrame(model.set_params(missing="pattern").fit_transform(frame[keys], strata=frame[["sex"]]),
                             columns=keys)
     labels = model.labels_
     assert (frame["sex"].groupby(labels).nunique() == 1).all()

@@ -53,7 +53,7 @@ def test_a_small_stratum_is_refused_or_merged_into_its_neighbour():
     frame = _census()
     with pytest.raises(InputError, match="stratum X has 3 records, fewer than k = 5"):
         MDAV(5).fit(frame[KEYS], strata=frame["region"])
-    model = MDAV(5).fit(frame[KEYS], strata=frame["region"], merge_small_strata=True)
+    model = MDAV(5, merge_small_strata=True).fit(frame[KEYS], strata=frame["region"])
     # sorted strata E < N < S < W < X: the last one merges into the previous, W
     assert model.strata_merged_ == ["stratum X (3 records < k = 5) merged into stratum W"]
     assert [("W",), ("X",)] in model.strata_

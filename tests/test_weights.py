@@ -18,7 +18,7 @@ W = np.array([1, 2, 3, 4, 5, 6], dtype=float)
 
 @pytest.mark.parametrize("model", [MDAV(3), VMDAV(3), PCL(3, random_state=0), IndividualRanking(3)])
 def test_weighted_centroids_by_hand(model):
-    released = model.fit_transform(TWO_CLUSTERS, weights=W)
+    released = model.fit_transform(TWO_CLUSTERS, sample_weight=W)
     # cluster A: (0*1 + 1*2 + 0*3)/6 = 1/3 and (0 + 0 + 1*3)/6 = 1/2;
     # cluster B: (10*4 + 11*5 + 10*6)/15 = 155/15 and (10*4 + 10*5 + 11*6)/15 = 156/15
     expected = np.array([[1 / 3, 1 / 2]] * 3 + [[155 / 15, 156 / 15]] * 3)
@@ -33,7 +33,7 @@ def test_weights_keep_the_weighted_totals_and_not_the_partition(cls):
     X = casc("census")
     w = np.random.default_rng(1).uniform(0.5, 40, len(X))
     plain = cls(5, **({"random_state": 0} if cls is PCL else {})).fit(X)
-    weighted = cls(5, **({"random_state": 0} if cls is PCL else {})).fit(X, weights=w)
+    weighted = cls(5, **({"random_state": 0} if cls is PCL else {})).fit(X, sample_weight=w)
     np.testing.assert_array_equal(weighted.labels_, plain.labels_)
     released = weighted.centroids_[weighted.labels_]
     for g in range(weighted.labels_.max() + 1):  # every group keeps its weighted total
@@ -64,7 +64,7 @@ def test_weighted_utility_equals_the_replicated_file():
                                            ([1, 2], "2 values for 6 records")])
 def test_bad_weights_in_the_api(bad, fragment):
     with pytest.raises(InputError, match=fragment):
-        MDAV(3).fit(TWO_CLUSTERS, weights=bad)
+        MDAV(3).fit(TWO_CLUSTERS, sample_weight=bad)
 
 
 def _census_file(tmp_path, spoil=None):

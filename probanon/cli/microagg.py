@@ -52,7 +52,7 @@ def _estimator(args):
 def _blocks_on_cluster(args, model):
     """``--scheduler``/``--workers``: the blocks of a blocked fit as tasks on a Dask cluster
     (:mod:`probanon.distributed`); nothing else changes, the result included."""
-    if (args.scheduler is not None or args.workers is not None) and "block_size" not in model._param_names:
+    if (args.scheduler is not None or args.workers is not None) and not model._blockable:
         raise InputError(f"--scheduler/--workers run the blocks of mdav, vmdav and pcl, not {args.method}")
     with cluster_from_args(args) as client:
         if client is None:
@@ -88,7 +88,7 @@ def _microaggregate_folder(args) -> int:
         raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
     files = parquet_files(args.input)
     model = _method(args)
-    if "block_size" not in model._param_names:
+    if not model._blockable:
         raise InputError(f"a directory of Parquet files is microaggregated in blocks by mdav, vmdav or pcl, "
                          f"not {args.method}")
     name = METHOD_NAMES[args.method]
@@ -133,14 +133,14 @@ def cmd_microaggregate(args) -> int:
         raise InputError("--function: a fit with missing key values (--missing pattern) publishes no function")
     weights = weights_of(frame, args.weights, f"{args.input}: ")
     digits = _released_decimals(args, frame, numeric)
-    model = _method(args)
+    model = _method(args).set_params(nominal=nominal, ordinal=ordinal, missing=args.missing,
+                                     merge_small_strata=args.merge_small_strata)
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
     data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
     with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress:
-        released = model.fit_transform(data, weights=weights, strata=strata, merge_small_strata=args.merge_small_strata,
-                                       missing=args.missing, nominal=nominal, ordinal=ordinal, progress=progress)
+        released = model.fit_transform(data, sample_weight=weights, strata=strata, progress=progress)
     values = dict(zip(keys, released.T))
     if categorical:  # the share of categorical values a group's level replaced (a suppressed one included)
         same = [(values[c] == frame[c].to_numpy()) | (pd.isna(values[c]) & frame[c].isna().to_numpy())

@@ -52,8 +52,8 @@ from ..microagg.blocks import (
     BLOCK_ATTRIBUTES,
     _fit_block,
     _seeds,
+    block_size_for,
     blocks_note,
-    check_block_size,
     directions,
     node_moments,
 )
@@ -456,8 +456,11 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     from ..release import Promise, shuffle_stream
 
     say = progress or (lambda *a: None)
-    if "block_size" not in estimator._param_names:
+    if not estimator._blockable:
         raise ParameterError(f"fit_parquet fits MDAV, V-MDAV or PCL in blocks, not {type(estimator).__name__}")
+    if len(estimator.nominal) or len(estimator.ordinal) or estimator.missing != "raise":
+        raise ParameterError("fit_parquet fits numeric keys without missing values: categorical keys (nominal=, "
+                             "ordinal=) and missing='pattern' are not available for Parquet files")
     if output is not None and os.path.exists(output):
         raise InputError(f"{output}: already exists (a directory release is never overwritten: remove it first)")
     files = parquet_files(source)
@@ -479,8 +482,8 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     say("read", len(files), len(files))
     n = sum(f[0] for f in first)
     k = estimator.k_ = check_k(estimator.k, n)
-    estimator._check_params()
-    B = check_block_size(estimator.block_size, k, n, estimator._default_block_size)
+    estimator._validate_params()
+    B = block_size_for(estimator.block_size, k, n, estimator._default_block_size)
     if B == 0:
         raise ParameterError(f"fit_parquet fits in blocks: {n:,} rows need block_size (an integer < n), or at least "
                              "200,000 rows for the automatic blocks")

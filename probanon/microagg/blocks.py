@@ -62,14 +62,18 @@ def check_block_size(block_size, k: int, n: int, default: int = DEFAULT_BLOCK) -
     """The block size B to use (0: no blocks). ``block_size``: None (automatic: ``default``
     from AUTO_MIN records on, none below), 0 (never), or an integer B >= 2k. B >= n means
     one block, i.e. none."""
-    if block_size is None:
-        B = max(default, 2 * k) if n >= AUTO_MIN else 0
-    elif isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral):
-        raise ParameterError(f"block_size must be None, 0 or an integer >= 2k, got {block_size!r}")
-    else:
-        B = int(block_size)
-        if B != 0 and B < 2 * k:
-            raise ParameterError(f"block_size must be 0 (no blocks) or at least 2k = {2 * k}, got {B}")
+    if block_size is not None:
+        if isinstance(block_size, (bool, np.bool_)) or not isinstance(block_size, numbers.Integral):
+            raise ParameterError(f"block_size must be None, 0 or an integer >= 2k, got {block_size!r}")
+        if block_size != 0 and block_size < 2 * k:
+            raise ParameterError(f"block_size must be 0 (no blocks) or at least 2k = {2 * k}, got {int(block_size)}")
+    return block_size_for(block_size, k, n, default)
+
+
+def block_size_for(block_size, k: int, n: int, default: int = DEFAULT_BLOCK) -> int:
+    """:func:`check_block_size` of a ``block_size`` already checked (the estimators declare it
+    in their constraint table)."""
+    B = (max(default, 2 * k) if n >= AUTO_MIN else 0) if block_size is None else int(block_size)
     return 0 if B >= n else B
 
 

@@ -40,11 +40,11 @@ import numba
 import numpy as np
 
 from .._threads import governor
-from .._validation import check_k, check_matrix
+from .._validation import BOOLEAN, check_k, check_matrix
 from ..errors import ParameterError
 from ._mdav_kernel import mdav_numba
 from ._mdav_reference import mdav_numpy
-from .base import Microaggregator
+from .base import CONSTRAINTS, Microaggregator
 
 
 FLOAT32_FILTER_MAX = 1e15
@@ -77,17 +77,22 @@ def mdav_partition(Z, k: int, keep_duplicates: bool = False, engine: str = "numb
     same partition. Values beyond 1e15 in absolute value (possible only without
     standardisation) go to the reference: the kernel's float32 filter would overflow.
     """
+    if engine not in ("numba", "numpy"):
+        raise ParameterError(f"unknown engine {engine!r} (use 'numba' or 'numpy')")
     Z = np.ascontiguousarray(check_matrix(Z, name="data"))
-    k = check_k(k, Z.shape[0])
+    return _mdav_partition(Z, check_k(k, Z.shape[0]), keep_duplicates, engine)
+
+
+def _mdav_partition(Z: np.ndarray, k: int, keep_duplicates: bool = False, engine: str = "numba") -> MDAVPartition:
+    """:func:`mdav_partition` of valid arguments: ``Z`` finite, C-contiguous float64, 1 <= k <= n
+    (the estimators and PCL checked them at their edge)."""
     if engine == "numba" and np.abs(Z).max() > FLOAT32_FILTER_MAX:
         engine = "numpy"  # the float32 filter of the kernel needs |z| <= 1e15: use the exact path
     if engine == "numba":
         threads = numba.get_num_threads()
         out = mdav_numba(Z, k, bool(keep_duplicates), max(2, threads), governor(threads=threads))
-    elif engine == "numpy":
-        out = mdav_numpy(Z, k, bool(keep_duplicates))
     else:
-        raise ParameterError(f"unknown engine {engine!r} (use 'numba' or 'numpy')")
+        out = mdav_numpy(Z, k, bool(keep_duplicates))
     return MDAVPartition(*out)
 
 
@@ -107,21 +112,27 @@ class MDAV(Microaggregator):
     True
     """
 
-    _param_names = ("k", "keep_duplicates", "block_size", "n_jobs")
+    _parameter_constraints = {**CONSTRAINTS, "keep_duplicates": [BOOLEAN]}
+    _blockable = True
     _split_option = "keep_duplicates=False"
 
-    def __init__(self, k: int = 3, *, keep_duplicates: bool = True, block_size=None, n_jobs=None):
+    def __init__(self, k: int = 3, *, keep_duplicates: bool = True, block_size=None, n_jobs=None, nominal=(),
+                 ordinal=(), missing="raise", merge_small_strata=False):
         self.k = k
         self.keep_duplicates = keep_duplicates
         self.block_size = block_size  # blocks for large files: see Microaggregator
         self.n_jobs = n_jobs
+        self.nominal = nominal  # options of every microaggregator: see Microaggregator
+        self.ordinal = ordinal
+        self.missing = missing
+        self.merge_small_strata = merge_small_strata
 
     def _keeps_identical(self) -> bool:
         return bool(self.keep_duplicates)
 
     def _partition(self, Z, X, progress):
         progress("MDAV", 0, 1)  # one numba kernel: no finer steps
-        part = mdav_partition(Z, self.k_, self.keep_duplicates)
+        part = _mdav_partition(Z, self.k_, self.keep_duplicates)
         progress("MDAV", 1, 1)
         self.partition_ = part
         balls = part.references[:-1]

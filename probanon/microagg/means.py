@@ -35,5 +35,5 @@ def observed_standardizer(X: np.ndarray, weights=None):
         seen = ~np.isnan(X[:, j])
         if not seen.any():
             raise InputError(f"key {j} has no observed value")
-        parts.append(Standardizer.fit(X[seen, j:j + 1], None if weights is None else np.asarray(weights)[seen]))
+        parts.append(Standardizer.fit_valid(X[seen, j:j + 1], None if weights is None else np.asarray(weights)[seen]))
     return Standardizer(mean_=np.concatenate([p.mean_ for p in parts]), scale_=np.concatenate([p.scale_ for p in parts]))

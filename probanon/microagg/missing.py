@@ -35,13 +35,8 @@ import numpy as np
 from ..errors import InputError
 from .means import group_means, observed_standardizer, released_means  # noqa: F401 - named here too
 
+#: the values of the estimators' parameter ``missing``
 POLICIES = ("raise", "pattern")
-
-
-def check_policy(missing) -> str:
-    if missing not in POLICIES:
-        raise InputError(f"missing must be one of {', '.join(POLICIES)}, got {missing!r}")
-    return missing
 
 
 def pattern_sets(lacking: np.ndarray, k: int, names=None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
@@ -99,75 +94,9 @@ def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=
     return which, observed, notes
 
 
-def fit_numeric(model, X: np.ndarray, weights, strata, merge: bool, progress):
-    """``fit`` of ``model`` (MDAV, V-MDAV, PCL) on numeric keys ``X`` with missing values (NaN),
-    policy "pattern" (module docstring); ``weights`` checked, ``strata`` and ``merge`` as for
-    ``fit``. Sets what ``fit`` sets; ``function_`` is None (no published function)."""
-    model.n_features_in_ = X.shape[1]
-    standardizer = observed_standardizer(X)  # unweighted: the groups do not depend on the weights
-    labels = _pattern_partition(model, X, np.isnan(X), np.ones(X.shape[1], np.int64), standardizer, strata, merge,
-                                progress)
-    return _fitted(model, standardizer, labels, released_means(X, labels, weights))
-
-
-def fit_mixed(model, frame, weights, strata, merge: bool, nominal, ordinal, progress):
-    """``fit`` of ``model`` on the DataFrame of numeric and categorical keys ``frame``
-    (:mod:`.mixed`) with missing values, policy "pattern" (module docstring)."""
-    from .._validation import check_weights
-    from .mixed import Encoding
-
-    model.__dict__.pop("feature_names_in_", None)
-    encoding = Encoding.fit(frame, nominal, ordinal, missing=True)
-    V = encoding.values(frame, missing=True)
-    E = encoding.embed_values(V)
-    w = None if weights is None else check_weights(weights, E.shape[0], "weights", weights)
-    model.n_features_in_ = len(encoding.columns)
-    model.feature_names_in_ = list(encoding.columns)
-    standardizer = encoding.standardizer(E)  # observed numbers and ordinal ranks z-scored; indicators as they are
-    labels = _pattern_partition(model, E, np.isnan(V), encoding.widths(), standardizer, strata, merge, progress)
-    return _fitted(model, standardizer, labels, encoding.released(frame, labels, w))
-
-
-def _fitted(model, standardizer, labels, centroids):
-    model.standardizer_, model.labels_, model.centroids_ = standardizer, labels, centroids
-    model.sizes_ = np.bincount(labels)
-    model.function_ = None
-    model.unpublished_ = "a fit with missing='pattern' publishes no function"
-    return model
-
-
-def _pattern_partition(model, E: np.ndarray, lacking: np.ndarray, widths, standardizer, strata, merge: bool,
-                       progress) -> np.ndarray:
-    """The labels of a "pattern" fit (module docstring, steps 1-3): ``E`` the keys as embedded
-    (numeric keys: themselves), NaN where missing, z-scored by ``standardizer``; ``lacking``
-    (records x keys) the keys each record lacks; ``widths`` the embedded columns of each key.
-    Sets ``k_``, ``missing_patterns_``, ``missing_merged_``, ``blocks_`` and, with strata,
-    ``strata_`` and ``strata_merged_``; each set is fitted by ``model._partition_subsets``."""
-    from .._validation import check_k
-    from .strata import group_strata, stratum_label, strata_of
-
-    model.k_ = check_k(model.k, E.shape[0])
-    model._check_params()
-    if strata is None:
-        stratum, groups = np.zeros(E.shape[0], np.int64), None
-    else:
-        stratum, groups, model.strata_merged_ = group_strata(strata_of(strata, E.shape[0])[1], model.k_, merge)
-        model.strata_ = groups
-    which, observed, model.missing_merged_ = pattern_sets_within(
-        lacking, stratum, model.k_, getattr(model, "feature_names_in_", None),
-        None if groups is None else [stratum_label(g) for g in groups])
-    columns = [np.repeat(seen, widths) for seen in observed]
-    labels, _ = model._partition_subsets(standardizer.transform(E), E, which, columns, "missing-value pattern",
-                                         progress)
-    model.missing_patterns_ = len(observed)
-    model.blocks_ = ("" if groups is None else f"{len(groups)} strata, ") + f"{len(observed)} missing-value patterns"
-    return labels
-
-
 def _names(mask, names) -> str:
     positions = np.flatnonzero(mask)
     return "no key" if positions.size == 0 else ",".join(names[p] for p in positions)
 
 
-__all__ = ["POLICIES", "check_policy", "fit_mixed", "fit_numeric", "observed_standardizer", "pattern_sets",
-           "pattern_sets_within", "released_means"]
+__all__ = ["POLICIES", "observed_standardizer", "pattern_sets", "pattern_sets_within", "released_means"]

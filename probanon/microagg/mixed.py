@@ -123,7 +123,7 @@ class Encoding:
         mean, scale = np.zeros(E.shape[1]), np.ones(E.shape[1])
         if scaled.any():
             part = E[:, scaled]
-            fitted = observed_standardizer(part, weights) if np.isnan(part).any() else Standardizer.fit(part, weights)
+            fitted = observed_standardizer(part, weights) if np.isnan(part).any() else Standardizer.fit_valid(part, weights)
             mean[scaled], scale[scaled] = fitted.mean_, fitted.scale_
         return Standardizer(mean_=mean, scale_=scale)
 

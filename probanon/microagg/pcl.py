@@ -62,23 +62,22 @@ If that fails, the exact path above is used.
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from scipy.spatial import cKDTree
 
-from .._validation import check_random_state
+from .._validation import (BOOLEAN, NONE, RANDOM_STATE, Constraint, check_k, check_matrix, check_random_state,
+                           integer, real)
 from ..errors import ParameterError
 from . import memory
-from .base import Microaggregator, _quiet, group_means
+from .base import CONSTRAINTS, Microaggregator, _quiet, group_means
 from .bisection import principal_bisection
 from .candidates import pooled_cells
 from .local_search import CellLists, _neighbour_lists, iterated_local_search, local_search, searches
-from .mdav import mdav_partition
+from .mdav import _mdav_partition
 from .offsets import _assign, fill_deficits, lm_offsets
 from .potentials import strict_offsets
 from .transport import squared_distances, transport_assign
-from .univariate import optimal_univariate
+from .univariate import _optimal_univariate
 
 
 def _sse(Z, labels, Q=None) -> float:
@@ -251,6 +250,15 @@ STARTS = ("mdav", "pca", "k-means++")
 KMEANS_PLUSPLUS_STARTS = 4
 
 
+def _init_ok(init, params) -> bool:
+    """Whether ``init`` names starts (:func:`_starts`) that PCL with ``params["k"]`` can run."""
+    try:
+        _starts(init, int(params["k"]))
+    except ParameterError:
+        return False
+    return True
+
+
 def _starts(init, k):
     """The starts that ``init`` names: "auto" is MDAV, bisection and KMEANS_PLUSPLUS_STARTS
     k-means++ starts for cells of >= SMOOTH_MIN_K records (their Lloyd iterations stay in the
@@ -405,7 +413,9 @@ def pcl_partition(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kic
     ("Lloyd" with damped steps only, "local search", "kicks", "free-size kicks", "offsets",
     "publish"), with ``done`` of ``total``
     units of that stage; a stage that converges early ends with done == total."""
-    return _pcl(Z, k, max_iter, speed, neighbours, kicks, random_state, init, progress, free_sizes)[:4]
+    Z = check_matrix(Z, "Z")
+    return _pcl(Z, check_k(k, Z.shape[0]), max_iter, speed, neighbours, kicks, random_state, init, progress,
+                free_sizes)[:4]
 
 
 def _constant_columns_back(Z, constant, result):
@@ -442,7 +452,7 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
     rng = check_random_state(random_state)
     if Z.shape[1] == 1:  # one column: the optimum itself, sizes free in k..2k-1 (Hansen & Mukherjee 2003)
         progress("optimal univariate", 0, 1)
-        labels = optimal_univariate(Z[:, 0], k)
+        labels = _optimal_univariate(Z[:, 0], k)
         centers = group_means(Z, labels, int(labels.max()) + 1)
         strict = strict_offsets(Z, centers, labels)
         progress("optimal univariate", 1, 1)
@@ -460,13 +470,13 @@ def _pcl(Z, k, max_iter: int = 40, speed=None, neighbours: int = 6, kicks=None, 
             if result is None:
                 continue
         else:
-            start = mdav_partition(Z, k).labels if name == "mdav" else principal_bisection(Z, sizes)
+            start = _mdav_partition(Z, k).labels if name == "mdav" else principal_bisection(Z, sizes)
             result = _from_start(Z, start, k, max_iter, speed, neighbours, kicks, rng, progress, free_sizes)
         sse = _sse(Z, result[0])
         if best is None or sse < best[0]:
             best = (sse, *result[:3], name, result[3])
     if best is None:  # only k-means++ starts, none of which reached exact sizes
-        result = _from_start(Z, mdav_partition(Z, k).labels, k, max_iter, speed, neighbours, kicks, rng, progress,
+        result = _from_start(Z, _mdav_partition(Z, k).labels, k, max_iter, speed, neighbours, kicks, rng, progress,
                              free_sizes)
         best = (0.0, *result[:3], "mdav", result[3])
     return best[1:]
@@ -496,13 +506,22 @@ class PCL(Microaggregator):
     a :class:`ParameterError` before any work.
     """
 
-    _param_names = ("k", "init", "speed", "kicks", "free_sizes", "random_state", "block_size", "n_jobs")
+    _parameter_constraints = {
+        **CONSTRAINTS,
+        "init": [Constraint(f"'auto', 'mdav', 'pca', 'k-means++' (cells of at least {SMOOTH_MIN_K} records: k >= "
+                            f"{SMOOTH_MIN_K}) or a sequence of them", _init_ok)],
+        "speed": [NONE, real(0, 2, closed="neither")],
+        "kicks": [NONE, integer(0)],
+        "free_sizes": [BOOLEAN],
+        "random_state": RANDOM_STATE,
+    }
+    _blockable = True
     #: automatic blocks of PCL (from 200,000 records): at most 32,000 records, i.e. 8 blocks of
     #: 25,000 at 200,000 records, 32 of 31,250 at 10^6 and 512 of 19,531 at 10^7 (fits of seconds)
     _default_block_size = 32_000
 
     def __init__(self, k: int = 3, *, init="auto", speed=None, kicks=None, free_sizes=True, random_state=None,
-                 block_size=None, n_jobs=None):
+                 block_size=None, n_jobs=None, nominal=(), ordinal=(), missing="raise", merge_small_strata=False):
         self.k = k
         self.free_sizes = free_sizes
         self.init = init
@@ -511,14 +530,10 @@ class PCL(Microaggregator):
         self.random_state = random_state
         self.block_size = block_size  # blocks for large files: see Microaggregator (per-block seeds)
         self.n_jobs = n_jobs
-
-    def _check_params(self):
-        _starts(self.init, self.k_)
-        if self.speed is not None and not 0.0 < float(self.speed) < 2.0:
-            raise ParameterError(f"speed must be in (0, 2), got {self.speed!r}")
-        if self.kicks is not None and (isinstance(self.kicks, bool) or not isinstance(self.kicks, numbers.Integral)
-                                       or self.kicks < 0):
-            raise ParameterError(f"kicks must be a non-negative integer, got {self.kicks!r}")
+        self.nominal = nominal  # options of every microaggregator: see Microaggregator
+        self.ordinal = ordinal
+        self.missing = missing
+        self.merge_small_strata = merge_small_strata
 
     def _sites_are_group_means(self) -> bool:
         """Small cells: the sites are the cell means of the last exact assignment's start; large

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_k, check_matrix
-from .base import Microaggregator
+from .._validation import BOOLEAN, check_k, check_matrix
+from .base import CONSTRAINTS, Microaggregator
 
 __all__ = [
     "individual_ranking_partition",
@@ -76,12 +76,17 @@ def individual_ranking_partition(X, k, keep_ties: bool = False) -> np.ndarray:
         numbered 0, 1, ... by increasing values within each column.
     """
     X = check_matrix(X, "X")
+    return _ranking_partition(X, check_k(k, X.shape[0]), bool(keep_ties))
+
+
+def _ranking_partition(X: np.ndarray, k: int, keep_ties: bool) -> np.ndarray:
+    """:func:`individual_ranking_partition` of valid arguments (``X`` finite float64 (n, d),
+    1 <= k <= n): the estimator checked them at its edge."""
     n, d = X.shape
-    k = check_k(k, n)
     labels = np.empty((n, d), dtype=np.int64)
     for j in range(d):
         order = np.argsort(X[:, j], kind="stable")
-        labels[order, j] = _column_groups(X[order, j], k, bool(keep_ties))
+        labels[order, j] = _column_groups(X[order, j], k, keep_ties)
     return labels
 
 
@@ -97,7 +102,7 @@ def individual_ranking(X, k, keep_ties: bool = False) -> np.ndarray:
     (up to rounding).
     """
     X = check_matrix(X, "X")
-    labels = individual_ranking_partition(X, k, keep_ties)
+    labels = _ranking_partition(X, check_k(k, X.shape[0]), bool(keep_ties))
     out = np.empty_like(X)
     for j in range(X.shape[1]):
         out[:, j] = _group_means(X[:, j], labels[:, j])[labels[:, j]]
@@ -118,7 +123,7 @@ def ranking_intervals(X, k, keep_ties: bool = True) -> list[tuple[np.ndarray, np
     values split across a boundary is mapped entirely to the first of those groups.
     """
     X = check_matrix(X, "X")
-    labels = individual_ranking_partition(X, k, keep_ties)
+    labels = _ranking_partition(X, check_k(k, X.shape[0]), bool(keep_ties))
     out = []
     for j in range(X.shape[1]):
         x, lab = X[:, j], labels[:, j]
@@ -151,19 +156,25 @@ class IndividualRanking(Microaggregator):
     "intervals" function reproduces the labels) never splits equal values across groups.
     """
 
-    _param_names = ("k", "keep_ties")
+    _parameter_constraints = {**{p: c for p, c in CONSTRAINTS.items() if p not in ("block_size", "n_jobs")},
+                              "keep_ties": [BOOLEAN]}
     _split_option = "keep_ties=False"
 
-    def __init__(self, k: int = 3, *, keep_ties: bool = True):
+    def __init__(self, k: int = 3, *, keep_ties: bool = True, nominal=(), ordinal=(), missing="raise",
+                 merge_small_strata=False):
         self.k = k
         self.keep_ties = keep_ties
+        self.nominal = nominal  # options of every microaggregator (categorical keys, missing-value patterns and
+        self.ordinal = ordinal  # strata are refused: individual ranking aggregates each column on its own)
+        self.missing = missing
+        self.merge_small_strata = merge_small_strata
 
     def _keeps_identical(self) -> bool:
         return bool(self.keep_ties)
 
     def _partition(self, Z, X, progress):
         progress("individual ranking", 0, 1)
-        labels = individual_ranking_partition(X, self.k_, keep_ties=self.keep_ties)
+        labels = _ranking_partition(X, self.k_, bool(self.keep_ties))
         upper = []
         for j in range(X.shape[1]):  # largest value of each group, in one pass per column
             top = np.full(labels[:, j].max() + 1, -np.inf)

@@ -60,7 +60,11 @@ def optimal_univariate(z, k) -> np.ndarray:
         raise ParameterError(f"optimal_univariate needs a 1-D array, got shape {z.shape}")
     if not np.isfinite(z).all():
         raise ParameterError("optimal_univariate needs finite values")
-    k = check_k(k, z.size)
+    return _optimal_univariate(z, check_k(k, z.size))
+
+
+def _optimal_univariate(z: np.ndarray, k: int) -> np.ndarray:
+    """:func:`optimal_univariate` of valid arguments (``z`` finite float64, 1-D; 1 <= k <= n)."""
     order = np.argsort(z, kind="stable")
     F, last = _shortest_path(np.ascontiguousarray(z[order]), k)
     sizes = []

@@ -20,9 +20,9 @@ import numbers
 
 import numpy as np
 
-from .._validation import check_k, check_matrix
+from .._validation import check_k, check_matrix, real
 from ..errors import ParameterError
-from .base import Microaggregator, group_means
+from .base import CONSTRAINTS, Microaggregator, group_means
 
 __all__ = ["vmdav_partition"]
 
@@ -116,10 +116,13 @@ def vmdav_partition(Z, k, gamma: float = 0.2, progress=None) -> np.ndarray:
     candidate ``u`` and the nearest assigned record of a leftover.
     """
     Z = check_matrix(Z, "Z")
-    n, d = Z.shape
-    k = check_k(k, n)
-    gamma = _check_gamma(gamma)
+    return _vmdav_partition(Z, check_k(k, Z.shape[0]), _check_gamma(gamma), progress)
 
+
+def _vmdav_partition(Z: np.ndarray, k: int, gamma: float, progress=None) -> np.ndarray:
+    """:func:`vmdav_partition` of valid arguments (``Z`` finite float64, 1 <= k <= n, gamma a
+    finite float >= 0): the estimator checked them at its edge."""
+    n = Z.shape[0]
     labels = np.full(n, -1, dtype=np.int64)
     idx = np.arange(n)  # unassigned rows, increasing: position order == row order
     A = np.ascontiguousarray(Z.T)  # d x m, compacted unassigned records
@@ -194,18 +197,21 @@ class VMDAV(Microaggregator):
     whose group differs from V-MDAV's.
     """
 
-    _param_names = ("k", "gamma", "block_size", "n_jobs")
+    _parameter_constraints = {**CONSTRAINTS, "gamma": [real(0)]}
+    _blockable = True
 
-    def __init__(self, k: int = 3, *, gamma: float = 0.2, block_size=None, n_jobs=None):
+    def __init__(self, k: int = 3, *, gamma: float = 0.2, block_size=None, n_jobs=None, nominal=(), ordinal=(),
+                 missing="raise", merge_small_strata=False):
         self.k = k
         self.gamma = gamma
         self.block_size = block_size  # blocks for large files: see Microaggregator
         self.n_jobs = n_jobs
-
-    def _check_params(self):
-        _check_gamma(self.gamma)
+        self.nominal = nominal  # options of every microaggregator: see Microaggregator
+        self.ordinal = ordinal
+        self.missing = missing
+        self.merge_small_strata = merge_small_strata
 
     def _partition(self, Z, X, progress):
-        labels = vmdav_partition(Z, self.k_, self.gamma, progress=progress)
+        labels = _vmdav_partition(Z, self.k_, float(self.gamma), progress=progress)
         centers = group_means(Z, labels, int(labels.max()) + 1)
         return labels, "power-diagram", {"centers": np.ascontiguousarray(centers), "offsets": np.zeros(len(centers))}

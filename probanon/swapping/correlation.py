@@ -30,8 +30,8 @@ from ..progress import Progress
 from .._validation import check_k, check_matrix, check_random_state
 from ..errors import InputError, ParameterError
 from ..metrics.utility import constant_columns
-from .groups import check_confidential, swap_groups
-from .release import release_values
+from .groups import check_confidential, check_method, partition_groups
+from .release import _release_values
 
 
 def confidential_pairs(d: int, confidential) -> np.ndarray:
@@ -100,13 +100,13 @@ def correlation_difference_runs(X, k, method: str, confidential, runs: int = 100
     k = check_k(k, X.shape[0])
     conf = check_confidential(confidential, X.shape[1])
     pairs = confidential_pairs(X.shape[1], conf)
-    groups = swap_groups(X, k, method, conf, standardize)
+    groups = partition_groups(X, k, method, check_method(method, conf, X.shape[1]), standardize)
     rng = check_random_state(random_state)
     drawn = 1 if method == "mdav-id" else int(runs)
     r = pearson_correlations(X, "original")[pairs[:, 0], pairs[:, 1]]
     diffs = np.empty((drawn, len(pairs)))
     with Progress(None, quiet=not progress, desc=f"{method} k={k}", total=drawn, leave=False) as bar:
         for run in bar.iterate(range(drawn)):
-            Y, _ = release_values(X, groups, rng)
+            Y, _ = _release_values(X, groups, rng)
             diffs[run] = np.abs(pearson_correlations(Y, "released")[pairs[:, 0], pairs[:, 1]] - r)
     return CorrelationDifference(float(diffs.mean()), float(diffs.std()), diffs, pairs, int(runs), method, k)

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_k, check_matrix
-from ..data import zscore
+from ..data import Standardizer
 from ..errors import ParameterError
-from ..microagg.mdav import mdav_partition
-from ..microagg.ranking import individual_ranking_partition
+from ..microagg.mdav import _mdav_partition
+from ..microagg.ranking import _ranking_partition
 
 METHODS = ("mdav-id", "mdav-swap", "mdav-swap-informed", "ir-swap")
 
@@ -85,47 +85,71 @@ def check_confidential(confidential, d: int, names=None) -> tuple:
 
 
 def _mdav_labels(Z: np.ndarray, k: int) -> np.ndarray:
-    return mdav_partition(np.ascontiguousarray(Z), k).labels
+    return _mdav_partition(np.ascontiguousarray(Z), k).labels
 
 
 def _metric_space(X: np.ndarray, standardize: bool) -> np.ndarray:
-    return zscore(X) if standardize else X
+    return Standardizer.fit_valid(X).transform(X) if standardize else X
+
+
+def check_method(method: str, confidential, d: int):
+    """The confidential positions ``method`` works on (None for MDAV-ID, which aggregates every
+    attribute), after the method's own requirements on them; ``confidential``: positions in a
+    table of ``d`` columns (or None)."""
+    if method not in METHODS:
+        raise ParameterError(f"unknown swapping method {method!r} (use one of {', '.join(METHODS)})")
+    if method == "mdav-id":
+        return None
+    conf = check_confidential(confidential, d)
+    if method == "mdav-swap" and len(conf) == d:
+        raise ParameterError("mdav-swap needs a quasi-identifier: every attribute is confidential")
+    if method == "mdav-swap-informed" and d < 2:
+        raise ParameterError("mdav-swap-informed needs at least one attribute besides the confidential one")
+    return conf
+
+
+def partition_groups(X: np.ndarray, k: int, method: str, conf, standardize: bool = True) -> Grouping:
+    """The partitions of ``method`` (module docstring) of valid arguments: ``X`` finite float64,
+    1 <= k <= n, ``conf`` from :func:`check_method`. The public functions below check their
+    arguments, then call it."""
+    if method == "mdav-id":
+        labels = _mdav_labels(_metric_space(X, standardize), k)
+        return Grouping(labels[:, None], (tuple(range(X.shape[1])),), "mdav-id", k)
+    if method == "mdav-swap":
+        qi = tuple(j for j in range(X.shape[1]) if j not in conf)
+        labels = _mdav_labels(_metric_space(X, standardize)[:, qi], k)
+        return Grouping(labels[:, None], (qi,), "mdav-swap", k)
+    if method == "mdav-swap-informed":
+        Z = _metric_space(X, standardize)
+        labels = np.column_stack([_mdav_labels(np.delete(Z, c, axis=1), k) for c in conf])
+        return Grouping(labels, tuple((c,) for c in conf), "mdav-swap-informed", k)
+    labels = _ranking_partition(-X[:, list(conf)], k, False)
+    return Grouping(labels, tuple((c,) for c in conf), "ir-swap", k)
+
+
+def _checked(X, k, method: str, confidential, standardize: bool) -> Grouping:
+    X = check_matrix(X, name="data")
+    k = check_k(k, X.shape[0])
+    return partition_groups(X, k, method, check_method(method, confidential, X.shape[1]), standardize)
 
 
 def mdav_groups(X, k, standardize: bool = True) -> Grouping:
     """MDAV-ID partition: classical MDAV on every attribute (paper 2, Sec. V, first method)."""
-    X = check_matrix(X, name="data")
-    k = check_k(k, X.shape[0])
-    labels = _mdav_labels(_metric_space(X, standardize), k)
-    return Grouping(labels[:, None], (tuple(range(X.shape[1])),), "mdav-id", k)
+    return _checked(X, k, "mdav-id", None, standardize)
 
 
 def quasi_identifier_groups(X, k, confidential, standardize: bool = True) -> Grouping:
     """MDAV-SWAP for the uninformed intruder (Sec. IV-A): one MDAV partition on the
     quasi-identifiers QI = all attributes but the confidential ones; QI tuples move jointly,
     so P(X'(qi_i^E) = qi | T', E, M) = 1/|G| inside the record's group G."""
-    X = check_matrix(X, name="data")
-    k = check_k(k, X.shape[0])
-    conf = check_confidential(confidential, X.shape[1])
-    qi = tuple(j for j in range(X.shape[1]) if j not in conf)
-    if not qi:
-        raise ParameterError("mdav-swap needs a quasi-identifier: every attribute is confidential")
-    labels = _mdav_labels(_metric_space(X, standardize)[:, qi], k)
-    return Grouping(labels[:, None], (qi,), "mdav-swap", k)
+    return _checked(X, k, "mdav-swap", confidential, standardize)
 
 
 def informed_groups(X, k, confidential, standardize: bool = True) -> Grouping:
     """MDAV-SWAP for informed intruders (Sec. IV-B, Table V): for each confidential ``c``,
     MDAV on the original data of all attributes except ``c``; only ``c`` moves (the inverse
     permutation of the one the quasi-identifiers of intruder I_c would get)."""
-    X = check_matrix(X, name="data")
-    k = check_k(k, X.shape[0])
-    conf = check_confidential(confidential, X.shape[1])
-    if X.shape[1] < 2:
-        raise ParameterError("mdav-swap-informed needs at least one attribute besides the confidential one")
-    Z = _metric_space(X, standardize)
-    labels = np.column_stack([_mdav_labels(np.delete(Z, c, axis=1), k) for c in conf])
-    return Grouping(labels, tuple((c,) for c in conf), "mdav-swap-informed", k)
+    return _checked(X, k, "mdav-swap-informed", confidential, standardize)
 
 
 def ranking_groups(X, k, confidential) -> Grouping:
@@ -137,22 +161,12 @@ def ranking_groups(X, k, confidential) -> Grouping:
     values are dense; on the census it reproduces Table X (k = 100: .025 against the paper's
     .020), while increasing order merges the remainder into the long upper tail and gives
     .037 (+85%)."""
-    X = check_matrix(X, name="data")
-    k = check_k(k, X.shape[0])
-    conf = check_confidential(confidential, X.shape[1])
-    labels = individual_ranking_partition(-X[:, list(conf)], k, keep_ties=False)
-    return Grouping(labels, tuple((c,) for c in conf), "ir-swap", k)
+    return _checked(X, k, "ir-swap", confidential, True)
 
 
 def swap_groups(X, k, method: str, confidential=None, standardize: bool = True) -> Grouping:
     """The partitions of ``method`` (one of :data:`METHODS`); ``confidential`` is ignored by
     MDAV-ID (all attributes are aggregated) and ``standardize`` by IR-SWAP."""
-    if method == "mdav-id":
-        return mdav_groups(X, k, standardize)
-    if method == "mdav-swap":
-        return quasi_identifier_groups(X, k, confidential, standardize)
-    if method == "mdav-swap-informed":
-        return informed_groups(X, k, confidential, standardize)
-    if method == "ir-swap":
-        return ranking_groups(X, k, confidential)
-    raise ParameterError(f"unknown swapping method {method!r} (use one of {', '.join(METHODS)})")
+    if method not in METHODS:
+        raise ParameterError(f"unknown swapping method {method!r} (use one of {', '.join(METHODS)})")
+    return _checked(X, k, method, confidential, standardize)

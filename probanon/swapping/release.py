@@ -21,11 +21,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .._params import ParamsMixin
-from .._validation import check_matrix, check_random_state
+from sklearn.base import BaseEstimator
+
+from .._validation import (BOOLEAN, NONE, RANDOM_STATE, Constraint, check_k, check_matrix, check_params,
+                           check_random_state, integer, one_of)
 from ..errors import ParameterError
-from ..microagg.base import group_means
-from .groups import Grouping, check_confidential, swap_groups
+from ..microagg.means import group_means
+from .groups import METHODS, Grouping, check_confidential, check_method, partition_groups
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,11 @@ def release_values(X, groups: Grouping, random_state=None) -> tuple[np.ndarray, 
     the moved columns of each partition inside its groups, partitions in order, each from
     the ORIGINAL values (partitions move disjoint columns).
     """
-    X = check_matrix(X, name="data")
+    return _release_values(check_matrix(X, name="data"), groups, random_state)
+
+
+def _release_values(X: np.ndarray, groups: Grouping, random_state=None) -> tuple[np.ndarray, np.ndarray | None]:
+    """:func:`release_values` of a matrix already checked (finite float64)."""
     out = X.copy()
     if groups.method == "mdav-id":
         labels = groups.labels[:, 0]
@@ -121,10 +127,11 @@ def released_table(frame: pd.DataFrame, columns: list, result: SwapResult) -> pd
     return out
 
 
-def _as_matrix(X, confidential) -> tuple[np.ndarray, tuple | None, pd.DataFrame | None]:
-    """Float matrix, confidential positions (None if not given) and the input DataFrame."""
+def _as_matrix(X, confidential, two_d: bool = False) -> tuple[np.ndarray, tuple | None, pd.DataFrame | None]:
+    """Float matrix, confidential positions (None if not given) and the input DataFrame
+    (``two_d``: a 1-D X refused, see :func:`check_matrix`)."""
     frame = X if isinstance(X, pd.DataFrame) else None
-    M = check_matrix(X, name="data")
+    M = check_matrix(X, name="data", two_d=two_d)
     if confidential is None:
         return M, None, frame
     names = list(frame.columns) if frame is not None else None
@@ -137,7 +144,7 @@ def stratified_groups(M, k, method: str, confidential, standardize: bool, strata
     from ..microagg.strata import group_strata, strata_of
 
     which, strata, notes = group_strata(strata_of(strata, M.shape[0])[1], k, merge)
-    parts = [(rows, swap_groups(M[rows], k, method, confidential, standardize))
+    parts = [(rows, partition_groups(M[rows], k, method, confidential, standardize))
              for rows in (np.flatnonzero(which == s) for s in range(len(strata)))]
     first = parts[0][1]
     labels = np.empty((M.shape[0], first.labels.shape[1]), np.int64)
@@ -171,12 +178,25 @@ def swap(X, k, method: str, confidential=None, random_state=None, standardize: b
         moves between strata; a stratum of fewer than ``k`` records is an error unless
         ``merge_small_strata`` (merged into its neighbour, :mod:`probanon.microagg.strata`).
     """
-    M, conf, frame = _as_matrix(X, confidential)
+    return _swap(*_checked(X, k, method, confidential), random_state, standardize, strata, merge_small_strata)
+
+
+def _checked(X, k, method: str, confidential, two_d: bool = False):
+    """(matrix, input DataFrame or None, k, method, confidential positions) of :func:`swap`'s
+    arguments, checked once."""
+    if method not in METHODS:
+        raise ParameterError(f"unknown swapping method {method!r} (use one of {', '.join(METHODS)})")
+    M, conf, frame = _as_matrix(X, confidential, two_d)
+    return M, frame, check_k(k, M.shape[0]), method, check_method(method, conf, M.shape[1])
+
+
+def _swap(M, frame, k, method, conf, random_state, standardize, strata, merge_small_strata) -> SwapResult:
+    """:func:`swap` of checked arguments (:func:`_checked`)."""
     if strata is None:
-        groups, names, notes = swap_groups(M, k, method, conf, standardize), None, ()
+        groups, names, notes = partition_groups(M, k, method, conf, standardize), None, ()
     else:
         groups, names, notes = stratified_groups(M, k, method, conf, standardize, strata, merge_small_strata)
-    values, sources = release_values(M, groups, random_state)
+    values, sources = _release_values(M, groups, random_state)
     released = values if frame is None else pd.DataFrame(values, columns=frame.columns, index=frame.index)
     return SwapResult(released, groups, sources, names, list(notes))
 
@@ -205,12 +225,18 @@ def ir_swap(X, k, confidential, *, random_state=None) -> SwapResult:
     return swap(X, k, "ir-swap", confidential, random_state)
 
 
-class Swapper(ParamsMixin):
+def _is_column(value, params) -> bool:
+    return isinstance(value, str) or integer(0).test(value, params)
+
+
+class Swapper(BaseEstimator):
     """scikit-learn style front end of :func:`swap`.
 
     ``fit(X)`` draws one release and sets ``groups_``, ``labels_``, ``sources_`` and
     ``released_``; ``fit_transform(X)`` returns ``released_``. There is no ``transform``:
-    a swap is defined on the data set it permutes, not on new records.
+    a swap is defined on the data set it permutes, not on new records. ``fit(X, strata=...)``
+    swaps within each stratum; ``merge_small_strata`` merges a stratum of fewer than k records
+    into its neighbour instead of refusing it (see :func:`swap`).
 
     >>> import numpy as np
     >>> X = np.random.default_rng(0).normal(size=(50, 3))
@@ -219,20 +245,34 @@ class Swapper(ParamsMixin):
     True
     """
 
-    _param_names = ("k", "method", "confidential", "standardize", "random_state")
+    _parameter_constraints = {
+        "k": [integer(1, integral_reals=True)],
+        "method": [one_of(*METHODS)],
+        "confidential": [NONE, Constraint("a column name or position", _is_column),
+                         Constraint("a list of them", lambda value, params: isinstance(value, (list, tuple)))],
+        "standardize": [BOOLEAN],
+        "random_state": RANDOM_STATE,
+        "merge_small_strata": [BOOLEAN],
+    }
 
     def __init__(self, k: int = 5, method: str = "mdav-swap-informed", confidential=None, *,
-                 standardize: bool = True, random_state=None):
+                 standardize: bool = True, random_state=None, merge_small_strata: bool = False):
         self.k = k
         self.method = method
         self.confidential = confidential
         self.standardize = standardize
         self.random_state = random_state
+        self.merge_small_strata = merge_small_strata
 
-    def fit(self, X, y=None, *, strata=None, merge_small_strata=False):
+    def fit(self, X, y=None, *, strata=None):
         """One release of X; ``strata``: swap within each stratum (see :func:`swap`)."""
-        result = swap(X, self.k, self.method, self.confidential, self.random_state, self.standardize, strata,
-                      merge_small_strata)
+        check_params(self)
+        self.__dict__.pop("feature_names_in_", None)
+        result = _swap(*_checked(X, self.k, self.method, self.confidential, two_d=True), self.random_state,
+                       bool(self.standardize), strata, bool(self.merge_small_strata))
+        if isinstance(X, pd.DataFrame):
+            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        self.n_features_in_ = int(np.shape(result.released)[1])
         self.result_ = result
         self.groups_ = result.groups
         self.labels_ = result.groups.labels
@@ -240,5 +280,5 @@ class Swapper(ParamsMixin):
         self.released_ = result.released
         return self
 
-    def fit_transform(self, X, y=None, *, strata=None, merge_small_strata=False):
-        return self.fit(X, strata=strata, merge_small_strata=merge_small_strata).released_
+    def fit_transform(self, X, y=None, *, strata=None):
+        return self.fit(X, strata=strata).released_

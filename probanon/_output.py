@@ -1,6 +1,8 @@
-"""Parameter handling of the estimators (scikit-learn's contract): ``get_params``,
-``set_params`` and ``repr`` from the class attribute ``_param_names``; the container of what
-``transform`` returns (scikit-learn's ``set_output``)."""
+"""The container of what an estimator's ``transform`` returns (scikit-learn's ``set_output``).
+
+``get_params``, ``set_params``, ``repr`` and ``clone`` come from :class:`sklearn.base.BaseEstimator`;
+this mixin only adds probanon's default container: a DataFrame in gives a DataFrame out.
+"""
 
 from __future__ import annotations
 
@@ -15,18 +17,11 @@ from .errors import ParameterError
 OUTPUTS = ("auto", "pandas", "default")
 
 
-class ParamsMixin:
-    _param_names: tuple = ()
-
-    def get_params(self, deep=True) -> dict:
-        return {name: getattr(self, name) for name in self._param_names}
-
-    def set_params(self, **params):
-        for name, value in params.items():
-            if name not in self._param_names:
-                raise ValueError(f"unknown parameter {name!r}")
-            setattr(self, name, value)
-        return self
+class OutputMixin:
+    """``set_output`` and the wrapping of ``transform``'s values. The mode is kept where
+    scikit-learn keeps it (``_sklearn_output_config``, which :func:`sklearn.base.clone` copies);
+    without one set, scikit-learn's global ``transform_output="pandas"`` (``sklearn.set_config``)
+    gives "pandas", else "auto"."""
 
     def set_output(self, *, transform=None):
         """What ``transform`` and ``fit_transform`` return (scikit-learn's ``set_output``):
@@ -34,20 +29,24 @@ class ParamsMixin:
         if transform is not None:
             if transform not in OUTPUTS:
                 raise ParameterError(f"set_output: transform must be one of {', '.join(OUTPUTS)}, got {transform!r}")
-            self._output = transform
+            self._sklearn_output_config = {**getattr(self, "_sklearn_output_config", {}), "transform": transform}
         return self
+
+    def _output_mode(self) -> str:
+        mode = getattr(self, "_sklearn_output_config", {}).get("transform")
+        if mode is not None:
+            return mode
+        from sklearn import get_config
+
+        return "pandas" if get_config()["transform_output"] == "pandas" else "auto"
 
     def _wrap_output(self, values, X, columns):
         """``values`` (n, d) as the configured container: a DataFrame with ``columns`` (x0, x1...
         when None) and X's index when X is a DataFrame, else the array itself. Each column keeps
         its own type (numbers as numbers, categories as they were released)."""
-        mode = getattr(self, "_output", "auto")
+        mode = self._output_mode()
         if mode == "default" or (mode == "auto" and not isinstance(X, pd.DataFrame)):
             return np.asarray(values)
         from .data import values_frame
 
         return values_frame(values, columns, X.index if isinstance(X, pd.DataFrame) else None)
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{p}={getattr(self, p)!r}" for p in self._param_names)
-        return f"{type(self).__name__}({args})"
