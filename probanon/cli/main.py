@@ -86,7 +86,7 @@ def main(argv=None) -> int:
     from .options import prepare_outputs
 
     if argv is None:
-        from ..progress import announce_compilation
+        from .progress import announce_compilation
 
         announce_compilation()
     try:

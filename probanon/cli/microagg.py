@@ -19,7 +19,7 @@ from .._validation import weights_of
 from ..data import MISSING_HINT, input_decimals, quasi_identifiers, read_table
 from ..errors import InputError
 from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
-from ..progress import Progress
+from .progress import Progress
 from ..microagg import METHODS
 from ..microagg.strata import recode_merged
 from ..release import assign_roles, column_list, columns_with, make_release, shuffle_stream

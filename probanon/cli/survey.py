@@ -92,7 +92,7 @@ def _participation_model(args):
 
 
 def cmd_design(args) -> int:
-    from ..progress import Progress
+    from .progress import Counting, Progress
     from ..survey.design import METHODS, design
     from ..survey.spec import build_spec
 
@@ -104,7 +104,7 @@ def cmd_design(args) -> int:
         raise ParameterError("--covariates, --robust and --optimism need --previous-wave")
     note = f"survey design: {len(frame)} records into cells of k = {args.k} or more"
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
-        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
+        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=Counting(progress),
                    weights=args.weights, method=args.method, nominal=args.nominal, ordinal=ordinal_keys(args.ordinal),
                    random_state=args.seed)
     spec = build_spec(d, participation_column=args.participation_column, labels=labels_of(frame))
@@ -187,7 +187,7 @@ def cmd_simulate(args) -> int:
     """Refuses (exit 2) a population that is not the one the specification declares. With
     --scheduler/--workers the seeded batches run as tasks on a Dask cluster (the same result)."""
     from .options import batch_runner, cluster_from_args
-    from ..progress import Progress
+    from .progress import Progress
     from ..survey.simulation import simulate_spec
     from ..survey.spec import verify
 
