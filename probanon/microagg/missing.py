@@ -30,9 +30,12 @@ with missing values compared as equal holds on the keys and the strata columns t
 
 from __future__ import annotations
 
-import numpy as np
+import warnings
 
-from ..errors import InputError
+import numpy as np
+import pandas as pd
+
+from ..errors import AdjustmentWarning, InputError
 from .means import group_means, observed_standardizer, released_means  # noqa: F401 - named here too
 
 POLICIES = ("raise", "pattern")
@@ -82,7 +85,8 @@ def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=
                         strata_names=None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
     """:func:`pattern_sets` within each stratum (``stratum``: the stratum index of each record,
     0..S-1): (set of each record, numbered across the strata, the keys observed by each set,
-    merge statements naming the stratum by ``strata_names`` when there are several)."""
+    merge statements naming the stratum by ``strata_names`` when there are several), each
+    statement also issued as an :class:`AdjustmentWarning` once every set holds k records."""
     which = np.empty(lacking.shape[0], np.int64)
     observed, notes = [], []
     n_strata = int(stratum.max()) + 1
@@ -96,6 +100,8 @@ def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=
         which[rows] = len(observed) + local
         observed += seen
         notes += [f"{where}: {note}" if n_strata > 1 else note for note in said]
+    for note in notes:
+        warnings.warn(note, AdjustmentWarning, stacklevel=2)
     return which, observed, notes
 
 
@@ -105,9 +111,10 @@ def fit_numeric(model, X: np.ndarray, weights, strata, merge: bool, progress):
     ``fit``. Sets what ``fit`` sets; ``function_`` is None (no published function)."""
     model.n_features_in_ = X.shape[1]
     standardizer = observed_standardizer(X)  # unweighted: the groups do not depend on the weights
-    labels = _pattern_partition(model, X, np.isnan(X), np.ones(X.shape[1], np.int64), standardizer, strata, merge,
+    lacking = np.isnan(X)
+    labels = _pattern_partition(model, X, lacking, np.ones(X.shape[1], np.int64), standardizer, strata, merge,
                                 progress)
-    return _fitted(model, standardizer, labels, released_means(X, labels, weights))
+    return _fitted(model, standardizer, labels, released_means(X, labels, weights), lacking)
 
 
 def fit_mixed(model, frame, weights, strata, merge: bool, nominal, ordinal, progress):
@@ -124,15 +131,21 @@ def fit_mixed(model, frame, weights, strata, merge: bool, nominal, ordinal, prog
     model.n_features_in_ = len(encoding.columns)
     model.feature_names_in_ = list(encoding.columns)
     standardizer = encoding.standardizer(E)  # observed numbers and ordinal ranks z-scored; indicators as they are
-    labels = _pattern_partition(model, E, np.isnan(V), encoding.widths(), standardizer, strata, merge, progress)
-    return _fitted(model, standardizer, labels, encoding.released(frame, labels, w))
+    lacking = np.isnan(V)
+    labels = _pattern_partition(model, E, lacking, encoding.widths(), standardizer, strata, merge, progress)
+    return _fitted(model, standardizer, labels, encoding.released(frame, labels, w), lacking)
 
 
-def _fitted(model, standardizer, labels, centroids):
+def _fitted(model, standardizer, labels, centroids, lacking):
+    """The fitted attributes; the key values kept missing (``lacking``: records x keys) and
+    those the release suppresses (module docstring, step 4) issued as an :class:`AdjustmentWarning`."""
     model.standardizer_, model.labels_, model.centroids_ = standardizer, labels, centroids
     model.sizes_ = np.bincount(labels)
     model.function_ = None
     model.unpublished_ = "a fit with missing='pattern' publishes no function"
+    suppressed = int((pd.isna(centroids)[labels] & ~lacking).sum())
+    warnings.warn(f"missing key values: {int(lacking.sum())} kept missing, {suppressed} more suppressed so that "
+                  "every group agrees on each released value", AdjustmentWarning, stacklevel=3)
     return model
 
 
