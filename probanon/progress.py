@@ -7,10 +7,11 @@ A library function that takes long takes ``progress=None``: a callback that it c
 ``stage`` a short label of the work under way ("MDAV", "batches", "levels", "runs"), ``done`` of
 ``total`` units of it done so far (``total`` None when it is not known ahead). A new label starts
 a new stage; consecutive stages may count one job on (a reproduction's steps, its part the
-stage), else each counts from 0. The first call, with ``done`` 0, comes once the inputs are
-checked and before the slow part (and any numba compilation) starts, so that a caller can show a
-first message and an input refused by the checks still gives a single error; a function called
-again reports again from 0. Without a callback (None, or :func:`quiet`) the work says nothing.
+stage), else each counts from 0. No call comes before the inputs are checked, so that an input
+refused by the checks gives a single error; where the slow part (or a numba compilation) would
+otherwise be silent, a first call with ``done`` 0 comes before it, so that a caller can show a
+first message. A function called again reports again from 0. Without a callback (None, or
+:func:`quiet`) the work says nothing.
 
 The library never prints: showing progress (a tqdm bar, one line per stage in a log file) is the
 command line's (:mod:`probanon.cli.progress`), and so is announcing numba's first compilation.
