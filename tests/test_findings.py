@@ -142,3 +142,18 @@ def test_swap_says_a_merged_stratum_once(tmp_path, capsys):
                  "--confidential", "y", "--strata", "region", "--merge-small-strata", "--seed", "1"]) == 0
     lines = capsys.readouterr().err.splitlines()
     assert lines.count(f"probanon: {MERGED}") == 1 and lines[0] == f"probanon: {MERGED}"
+
+
+def test_an_accepted_audit_risk_is_said_once_before_the_work(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    frame = pd.DataFrame({"x": rng.permutation(60) * 7.0, "y": rng.permutation(60) * 3.0})
+    frame["z"] = frame["x"] + frame["y"]  # the confidential column gives the keys back
+    source, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    frame.to_csv(source, index=False)
+    argv = ["microaggregate", str(source), "-o", str(out), "-k", "3", "--keys", "x,y", "--confidential", "z",
+            "--seed", "1"]
+    assert main(argv) == 2 and "--accept-risk publishes anyway" in capsys.readouterr().err
+    assert main(argv + ["--accept-risk"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    said = [line for line in lines if line.startswith("probanon: warning: --accept-risk: publishing although ")]
+    assert len(said) == 1 and lines[0] == said[0]  # the audit runs before the fit
