@@ -157,3 +157,17 @@ def test_an_accepted_audit_risk_is_said_once_before_the_work(tmp_path, capsys):
     lines = capsys.readouterr().err.splitlines()
     said = [line for line in lines if line.startswith("probanon: warning: --accept-risk: publishing although ")]
     assert len(said) == 1 and lines[0] == said[0]  # the audit runs before the fit
+
+
+def test_a_recipe_of_another_version_is_a_warning_said_once(tmp_path, capsys):
+    from probanon import __version__
+
+    _strata_frame().to_csv(tmp_path / "in.csv", index=False)
+    recipe = tmp_path / "recipe.toml"
+    recipe.write_text('probanon_version = "0.0.1"\ncommand = "microaggregate"\ninput = "in.csv"\n'
+                      'output = "out.csv"\n\n[options]\nk = 3\nkeys = ["x", "y"]\ndrop = ["region"]\n')
+    assert main(["release", str(recipe), "--quiet"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    said = (f"probanon: warning: {recipe} was resolved by probanon 0.0.1, this is {__version__}: the release may "
+            "differ from the one it made")
+    assert lines.count(said) == 1 and lines[0] == said
