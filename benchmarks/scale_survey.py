@@ -103,7 +103,7 @@ def main(argv=None) -> int:
 
     print(f"\n2. per-record pi_j ~ U[0.3, 0.9] ({N:,} records)")
     ticks = []
-    dp, tp, _ = timed(design, X, K, pis, RISK, progress=ticks.append)
+    dp, tp, _ = timed(design, X, K, pis, RISK, progress=lambda *call: ticks.append(call))
     print(f"  design (numba kernel, {len(ticks)} progress reports): {tp:8.1f} s, {len(dp.sizes):,} cells of "
           f"{dp.sizes.min()}..{dp.sizes.max()} (mean {dp.sizes.mean():.1f}), largest failure "
           f"{dp.cell_failures.max():.3g}")

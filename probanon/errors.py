@@ -34,3 +34,22 @@ class NotFittedError(ProbanonError, AttributeError):
 class GuaranteeError(ProbanonError):
     """What is about to be released does not have the property its mechanism promises (a
     release below the k it states): nothing is written."""
+
+
+class ProbanonWarning(UserWarning):
+    """A soft finding: the work goes on, and whoever runs it should know (an audit risk accepted,
+    a release made by another version, a questionnaire too long to print). The library issues it
+    with ``warnings.warn(message, ProbanonWarning)`` where it finds it and prints nothing; the
+    command line prints it on stderr (``probanon: warning: MESSAGE``). Filter it as any warning:
+    ``warnings.simplefilter("ignore", ProbanonWarning)``."""
+
+
+class ProbanonNote(ProbanonWarning):
+    """A finding to know of that is no risk of the release (a survey document not checked against
+    a letter); the command line prints ``probanon: note: MESSAGE``."""
+
+
+class AdjustmentWarning(ProbanonWarning):
+    """What a method changed to keep its guarantee, beyond its usual work: strata merged into their
+    neighbours, missing-value patterns merged, key values suppressed. The command line prints it
+    as the statement it is (``probanon: MESSAGE``)."""

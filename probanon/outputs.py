@@ -176,15 +176,16 @@ class TableWriter:
     chunk). SPSS and Stata: the chunks are kept and written in one call at :meth:`close`, with
     the labels of the first (:func:`.labelled.write_labelled`). :meth:`Outputs.write` renames
     it into place; :meth:`discard` (also on leaving a ``with`` block by an exception) removes
-    it."""
+    it. ``total``: the records it will hold, when known (the total its ``progress`` reports)."""
 
-    def __init__(self, path):
+    def __init__(self, path, total: int | None = None):
         self.path = Path(path)
         self.kind = table_format(self.path, "output")
         self.tmp = _temporary(self.path)
         self._file = self._parquet = self._schema = None
         self._frames = []  # SPSS/Stata: the chunks, written at close
-        self.records, self.progress = 0, None  # progress: called with the records written
+        # progress: None or called as progress("writing", records written, total) (probanon.progress)
+        self.records, self.total, self.progress = 0, total, None
 
     def place(self, frame: pd.DataFrame, positions) -> None:
         """Append ``frame``, whose records are at ``positions`` of the table: the next ones."""
@@ -212,7 +213,7 @@ class TableWriter:
             self._parquet.write_table(table)
         self.records += len(frame)
         if self.progress is not None:
-            self.progress(self.records)
+            self.progress("writing", self.records, self.total)
         return self
 
     def close(self) -> Path:
@@ -251,7 +252,7 @@ class OrderedTableWriter(TableWriter):
     table; memory of one chunk or one bucket, disk of one more table."""
 
     def __init__(self, path, n: int, bucket: int):
-        super().__init__(path)
+        super().__init__(path, n)
         self.n, self.bucket = int(n), int(bucket)
         self.folder = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.", dir=self.path.parent))
 

@@ -1,171 +1,46 @@
-"""Progress display of the command line: a note, then a tqdm bar, both on stderr; the one
-progress form of probanon (every bar is a :class:`Progress`).
+"""The one progress form of probanon (issue 41, point 5).
 
-Library functions take ``progress=None``: a callback ``progress(n)`` that they call with the
-amount of work done since the last call, first with ``progress(0)`` once their inputs are
-checked and the slow part begins. Work in named stages (the microaggregation fits) calls
-``progress(stage, done, total)`` instead: a new ``stage`` restarts the bar under that name.
-:class:`Progress` is such a callback that shows nothing before that first call, so an input
-refused by the checks still prints a single error line.
+A library function that takes long takes ``progress=None``: a callback that it calls as
 
-When stderr is not a terminal (a log file, a pipe, CI), a bar's carriage-return redraws would
-pile up in the file: the bar then degrades to one line per stage (``desc ...`` or ``desc: stage
-...``) and a closing ``desc: done ...`` line (issue 39, point 11).
+    progress(stage: str, done: int, total: int | None)
 
-Numba compiles a kernel the first time it runs and caches it (:mod:`probanon._cache`); the
-command line calls :func:`announce_compilation`, so that the first compilation of a process
-prints :data:`COMPILING` before it starts, above any bar, and nothing when every kernel comes
-from the cache. The library stays quiet.
+``stage`` a short label of the work under way ("MDAV", "batches", "levels", "runs"), ``done`` of
+``total`` units of it done so far (``total`` None when it is not known ahead). A new label starts
+a new stage; consecutive stages may count one job on (a reproduction's steps, its part the
+stage), else each counts from 0. No call comes before the inputs are checked, so that an input
+refused by the checks gives a single error; where the slow part (or a numba compilation) would
+otherwise be silent, a first call with ``done`` 0 comes before it, so that a caller can show a
+first message. A function called again reports again from 0. Without a callback (None, or
+:func:`quiet`) the work says nothing.
+
+The library never prints: showing progress (a tqdm bar, one line per stage in a log file) is the
+command line's (:mod:`probanon.cli.progress`), and so is announcing numba's first compilation.
+Soft findings go through :class:`probanon.errors.ProbanonWarning`, not through this callback.
 """
 
 from __future__ import annotations
 
-import sys
-import time
-from typing import Self
 
-COMPILING = ("probanon: compiling the numerical kernels (first run only, up to a minute or two; later runs "
-             "load them from the cache) ...")
+def quiet(stage: str, done: int, total: int | None) -> None:
+    """The progress callback that says nothing (the library's one stand-in for ``progress=None``)."""
 
 
-def quiet(stage: str, done: int, total: int) -> None:
-    """The progress callback that says nothing (the library's default)."""
+class Steps:
+    """Counts the steps of one job of ``total`` steps for ``progress`` (None: :func:`quiet`):
+    :meth:`update` after each step reports ``progress(stage, done, total)``, :meth:`begin` names
+    the part of the job that starts (the count goes on). Nothing is reported before the first
+    step. For code that counts as it goes, such as the reproductions of the papers."""
 
-
-def is_terminal(stream) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):  # no isatty, or closed
-        return False
-
-
-def say(text: str) -> None:
-    """One line on stderr, above any open bar (which tqdm redraws below it)."""
-    from tqdm import tqdm
-
-    tqdm.write(text, file=sys.stderr)
-    sys.stderr.flush()
-
-
-class Progress:
-    """``progress(n)`` callback: on the first call print ``note`` (if any) and open a tqdm bar
-    (``bar``: tqdm options such as ``desc``, ``total``, ``unit``), or, when stderr is not a
-    terminal, one line per stage; nothing at all when ``quiet``. Use it as a context manager
-    so the bar is closed."""
-
-    def __init__(self, note: str | None, quiet: bool = False, **bar):
-        self.note, self.quiet, self.options = note, quiet, bar
-        self.bar = None
-        self.started = None  # time of the first call
-        self.lines = False  # one line per stage instead of a bar
-        self.stage, self.n = None, 0
-
-    @property
-    def desc(self) -> str:
-        return self.options.get("desc") or "progress"
-
-    def _open(self, staged: bool) -> None:
-        if self.note:
-            say(self.note)
-        self.started = time.monotonic()
-        self.lines = not is_terminal(sys.stderr)
-        if self.lines:
-            if not staged:
-                say(f"{self.desc} ...")
-        else:
-            from tqdm import tqdm
-
-            self.bar = tqdm(file=sys.stderr, **self.options)
-
-    def __call__(self, n: int | str = 1, done: int | None = None, total: int | None = None) -> None:
-        if self.quiet:
-            return
-        staged = isinstance(n, str)
-        if self.started is None:
-            self._open(staged)
-        if staged:  # progress(stage, done, total)
-            if n != self.stage:
-                self.stage = n
-                if self.lines:
-                    say(f"{self.desc}: {n} ...")
-                else:
-                    self.bar.set_description(f"{self.desc}: {n}", refresh=False)
-                    self.bar.reset(total=total)
-            self.n = done
-            if self.bar is not None:
-                self.bar.n = done
-                self.bar.refresh()
-        else:
-            self.n += n
-            if self.bar is not None:
-                self.bar.update(n)
+    def __init__(self, progress, total: int, stage: str = "steps"):
+        self.progress = quiet if progress is None else progress
+        self.total, self.stage, self.done = int(total), stage, 0
 
     def update(self, n: int = 1) -> None:
-        """tqdm's name for ``progress(n)``."""
-        self(n)
+        self.done += n
+        self.progress(self.stage, self.done, self.total)
 
-    def set_description(self, desc: str) -> None:
-        """Rename the bar (a new stage of a counting bar: a line of its own when not a terminal)."""
-        if self.quiet:
-            return
-        self.options["desc"] = desc
-        if self.started is None:
-            return
-        if self.lines:
-            say(f"{desc} ...")
-        else:
-            self.bar.set_description(desc)
-
-    def iterate(self, iterable):
-        """The items of ``iterable``, each counted once it has been processed (as ``tqdm(iterable)``)."""
-        self(0)
-        for item in iterable:
-            yield item
-            self(1)
-
-    def close(self, failed: bool = False) -> None:
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
-        elif self.lines and not failed:
-            took = f"{time.monotonic() - self.started:.1f} s"
-            if self.stage is None:
-                total = self.options.get("total")
-                unit = str(self.options.get("unit", "it")).strip()
-                say(f"{self.desc}: done, {self.n:,}{f'/{total:,}' if total else ''} {unit} in {took}")
-            else:
-                say(f"{self.desc}: done in {took}")
-        self.lines = False  # closed: a second close prints nothing
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, kind, *exc) -> None:
-        self.close(failed=kind is not None)
-
-
-_announcer = None
-
-
-def announce_compilation() -> None:
-    """From now on, the first numba compilation of this process prints :data:`COMPILING` on
-    stderr before it starts (numba's ``numba:compile`` event, which fires on a cache miss only).
-    The command line calls it; idempotent."""
-    global _announcer
-    if _announcer is not None:
-        return
-    from numba.core import event
-
-    class Announcer(event.Listener):
-        said = False
-
-        def on_start(self, _event) -> None:
-            if not self.said:
-                self.said = True
-                say(COMPILING)
-
-        def on_end(self, _event) -> None:
-            pass
-
-    _announcer = Announcer()
-    event.register("numba:compile", _announcer)
+    def begin(self, stage: str) -> None:
+        """The job's next part, ``stage``, starts (reported at once when a step was made)."""
+        self.stage = stage
+        if self.done:
+            self.progress(stage, self.done, self.total)

@@ -20,6 +20,19 @@ EIA_DROP = ["UTILITYID", "UTILNAME", "STATE", "YEAR", "MONTH"]
 FAST = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+def increments(events: list):
+    """A progress callback of the library's form, ``progress(stage, done, total)`` (issue 41.5),
+    that appends to ``events`` what each call adds to the count before it: the increments the
+    counting form (``progress(n)``) reported, as tests written for it count them."""
+    last = [0]
+
+    def progress(stage, done, total):
+        events.append(done - last[0] if done >= last[0] else done)
+        last[0] = done
+
+    return progress
+
+
 def run_bounds_checked(code: str, cache_dir, timeout: float = 600):
     """Run ``code`` (it prints one JSON value last) in a fresh interpreter with numba's bounds
     checking on (NUMBA_BOUNDSCHECK=1: an index out of bounds raises IndexError where compiled

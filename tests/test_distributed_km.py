@@ -90,6 +90,25 @@ def test_small_windows_give_the_local_release(client, files, monkeypatch):
     _same(sharded, local)
 
 
+def test_levels_of_the_runs_are_counted_in_the_one_progress_form(client, files):
+    """Issue 41.5: r = 2 runs of m = 3 levels report progress("levels", done, 6), done growing to 6,
+    whether the runs are tasks or their records shards (then the levels of runs made at once)."""
+    path, coords = files
+    data = read_fimi(path)
+    for where in ("tasks", "shards"):
+        calls = []
+        with runs_on_dask(client) if where == "tasks" else ShardedRecords(client, path) as records:
+            if where == "tasks":
+                anonymize(data, 5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=3,
+                          progress=lambda *call: calls.append(call))
+            else:
+                records.anonymize(5, 3, 0.9, constraints_from_coordinates(coords), runs=2, random_state=3,
+                                  progress=lambda *call: calls.append(call))
+        done = [d for _, d, _ in calls]
+        assert {(stage, total) for stage, _, total in calls} == {("levels", 6)}, where
+        assert done == sorted(done) and done[-1] == 6, (where, done)
+
+
 @pytest.mark.parametrize("count", [1, 2, 3, 5])
 def test_byte_ranges_split_the_lines(tmp_path, count):
     """Every line lies in exactly one range, whole, in order, whatever the read size (down to 1 byte)."""

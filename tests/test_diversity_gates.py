@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from helpers import increments
 from probanon.cli import main
 from probanon.diversity import _greedy_kernel, planning
 from probanon.diversity.checks import diversity_report
@@ -189,11 +190,11 @@ def test_plan_reports_progress_after_its_checks_and_before_the_kernels(monkeypat
 
                 monkeypatch.setattr(module, name, wrapped)
     dist = distribution_from_array(np.full((10, 5), 1 / 50))
-    plan = plan_diversity(dist, 2, 0.01, progress=events.append)
+    plan = plan_diversity(dist, 2, 0.01, progress=increments(events))
     assert events[0] == 0 and isinstance(events[1], str)
     assert events.count(1) == events.count("greedy_kernel") >= 1  # one call per partition
     events.clear()
-    front = pareto_front(dist, 2, 0.01, progress=events.append)
+    front = pareto_front(dist, 2, 0.01, progress=increments(events))
     counts = [e for e in events if isinstance(e, int)]
     # at the smallest p every QI value is its own class (P(q, s) = 1/50 > 0 for all s): 10
     assert events[0] == 0 and sum(counts) == 10 == front["classes"].max() == plan.classes
@@ -201,7 +202,7 @@ def test_plan_reports_progress_after_its_checks_and_before_the_kernels(monkeypat
     for bad in (dict(l=6), dict(delta=0.0), dict(beta=2.0), dict(budget=0), dict(p=-1.0)):
         args = dict(l=2, delta=0.01) | bad
         with pytest.raises(ParameterError):
-            plan_diversity(dist, args.pop("l"), args.pop("delta"), progress=events.append, **args)
+            plan_diversity(dist, args.pop("l"), args.pop("delta"), progress=increments(events), **args)
     assert events == []
 
 

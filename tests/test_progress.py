@@ -10,8 +10,8 @@ from pathlib import Path
 import numba
 import pytest
 
-from probanon import progress
-from probanon.progress import COMPILING, Progress
+from probanon.cli import progress
+from probanon.cli.progress import COMPILING, Counting, Progress
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,6 +40,38 @@ def test_stages_are_one_line_each(capsys):
     lines = _lines(capsys.readouterr().err)
     assert lines[:3] == ["pcl: mdav start ...", "pcl: local search ...", "pcl (final) ..."]
     assert len(lines) == 4 and lines[3].startswith("pcl (final): done in ")
+
+
+def test_the_stage_form_on_a_counting_bar_shows_what_increments_showed(capsys):
+    """Counting (issue 41.5): a command that showed a counting bar shows it from the library's
+    stage-form calls; a second library call on the same bar counts from 0 again."""
+    with Progress("note", desc="fit", total=5, unit="user") as bar:
+        made, written = Counting(bar), Counting(bar)
+        for done in (0, 2, 3):
+            made("users", done, 3)
+        for done in (0, 1, 2):
+            written("records", done, 2)
+        assert bar.n == 5
+    lines = _lines(capsys.readouterr().err)
+    assert lines[:2] == ["note", "fit ..."] and lines[2].startswith("fit: done, 5/5 user in ") and len(lines) == 3
+    with Progress(None, desc="runs") as bar:  # the attack, then a remedy running the attack again
+        runs = Counting(bar)
+        for done in (0, 4, 8, 0, 4):
+            runs("intruder runs", done, 8)
+        assert bar.n == 12
+
+
+def test_a_job_takes_its_total_renames_its_parts_and_closes_when_done(capsys):
+    with Progress(None, desc="reproduce x", unit="step") as bar:
+        job = Counting(bar, job=True)
+        job("steps", 1, 3)
+        job("second part", 1, 3)
+        job("second part", 2, 3)
+        job("third part", 3, 3)
+        lines = _lines(capsys.readouterr().err)
+    assert lines[:3] == ["reproduce x ...", "reproduce x (second part) ...", "reproduce x (third part) ..."]
+    assert lines[3].startswith("reproduce x (third part): done, 3/3 step in ") and len(lines) == 4
+    assert capsys.readouterr().err == ""  # closed once, when the job was done
 
 
 def test_quiet_and_failed_stages_print_nothing_more(capsys):

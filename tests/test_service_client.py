@@ -10,12 +10,13 @@ import io
 import json
 import re
 import threading
+import warnings
 
 import pytest
 import sqlalchemy as sa
 
 from probanon.cli import main
-from probanon.errors import InputError, ParameterError, SpecificationError
+from probanon.errors import InputError, ParameterError, ProbanonNote, SpecificationError
 from probanon.service import client, db
 from probanon.service import http as service_http
 from probanon.survey.spec import assign, digest, verify
@@ -608,6 +609,23 @@ def test_a_survey_with_invitations_is_not_answered_without_the_letters_digest(co
     out, err = capsys.readouterr()
     assert out.splitlines()[0] == f"document: digest: {open_letter}" and "not checked" not in err
     assert len(_rows(database, open_id)) == 2
+
+
+def test_answering_an_open_survey_without_its_letter_is_a_note_of_the_library(collector):
+    """Issue 41.5: the library says it (a ProbanonNote, printed by survey respond), once the
+    document is shown; with the letter's digest it says nothing."""
+    base, admin, _ = collector
+    _, _, sid = _publish(base, admin, population(200, seed=14))
+    listed = _letter(base, sid)
+    values = {"age": 33.0, "income": 2500.0}
+    with pytest.warns(ProbanonNote) as caught:
+        assert client.respond(base, sid, values, ANSWERS).status == 201
+    assert [str(w.message) for w in caught] == [
+        f"not checked against a letter: the survey document is the one the collector lists ({listed}); if you have "
+        "a letter, compare its digest or give it with --digest"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert client.respond(base, sid, values, ANSWERS, expected_digest=listed).status == 201
 
 
 # ---------------------------------------------------------------- letters and the page's files (issue 40.5)

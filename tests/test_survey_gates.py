@@ -18,6 +18,7 @@ from test_survey_design import (  # binomial law; convolution of Bernoulli pmfs
     qbar,
 )
 
+from helpers import increments
 from probanon.cli import main
 from probanon.errors import InputError, SpecificationError
 from probanon.survey import design as design_module
@@ -257,11 +258,11 @@ def test_design_reports_progress_after_its_checks_and_before_the_kernels(monkeyp
             return _original(*args, **kwargs)
 
         monkeypatch.setattr(design_module, name, wrapped)
-    design(population, K, PI, RISK, columns=["age", "hours"], progress=lambda n: events.append(n))
+    design(population, K, PI, RISK, columns=["age", "hours"], progress=increments(events))
     assert events[0] == 0 and events[1] == "safe_cell_size"
     assert sum(e for e in events if isinstance(e, int)) == len(population)
     events.clear()
-    design(population, K, "pi", RISK, columns=["age", "hours"], progress=lambda n: events.append(n))
+    design(population, K, "pi", RISK, columns=["age", "hours"], progress=increments(events))
     assert events[:2] == [0, "_per_record_partition"]
     assert sum(e for e in events if isinstance(e, int)) == len(population)
     assert len([e for e in events if isinstance(e, int)]) > 10  # cell by cell
@@ -270,7 +271,7 @@ def test_design_reports_progress_after_its_checks_and_before_the_kernels(monkeyp
         args = dict(k=K, participation=PI, risk=RISK) | bad
         with pytest.raises(ValueError):
             design(population, args["k"], args["participation"], args["risk"], columns=["age", "hours"],
-                   progress=lambda n: events.append(n))
+                   progress=increments(events))
     assert events == []  # refused before any progress: the CLI prints one error line
 
 

@@ -13,18 +13,20 @@ PTOTVAL is distinct: 100% re-identification at any k). Two searches:
   when the adjusted R^2 reaches ``r2_threshold``.
 
 The release commands run the audit and refuse to publish while a finding holds, unless
-``--accept-risk`` is given; the remedy is to treat the column as a key, drop it, or perturb it.
+``--accept-risk`` is given (:func:`verdict`: an error, or a :class:`~probanon.errors.ProbanonWarning`
+that the risk was accepted); the remedy is to treat the column as a key, drop it, or perturb it.
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from ..data import quasi_identifiers
-from ..errors import InputError, ParameterError
+from ..errors import InputError, ParameterError, ProbanonWarning
 from .likelihood import signed_log1p
 from .relations import MAX_TERMS, TOLERANCE, relations_in
 
@@ -308,3 +310,17 @@ def contradictions(original: pd.DataFrame, released: pd.DataFrame, keys, columns
             pairs.append(Contradiction(str(key), str(column), tuple(r for r in by_value if r[2] or r[3]),
                                        int(wrong_released.sum()), int(wrong_original.sum()), int(given_back.sum())))
     return ContradictionResult(tuple(pairs), len(original))
+
+
+def verdict(result, accept_risk: bool = False, where: str = "") -> None:
+    """The verdict on an audit (:func:`audit`, :func:`contradictions`) before a release: nothing
+    when it passed; with a finding (``where``: on what, e.g. a file), an :class:`InputError`
+    saying it and its remedy, unless ``accept_risk`` (``--accept-risk``): then a
+    :class:`ProbanonWarning` that the release goes out although."""
+    if result.passed:
+        return
+    on = f" in {where}" if where else ""
+    if not accept_risk:
+        raise InputError(f"the pre-release audit found{on} that {result.found()}: whoever knows the keys "
+                         f"finds the rows through the released columns; {result.advice()}")
+    warnings.warn(f"--accept-risk: publishing although{on} {result.summary()}", ProbanonWarning, stacklevel=2)

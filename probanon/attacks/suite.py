@@ -153,7 +153,8 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     random_state : None, int or Generator
         Same seed, same report.
     progress : callable, optional
-        Called with 1 after each intruder run.
+        ``progress("intruder runs", done, total)`` (:mod:`probanon.progress`) as the runs of
+        the intruders complete (first with 0 when the first ones are done).
     """
     mechanism = check_mechanism(mechanism)
     runs, confidence = check_runs(runs), check_confidence(confidence)
@@ -186,14 +187,17 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     else:
         datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link), mechanism, k,
                                    standardize)]
-    results = []
+    results, done, total = [], 0, runs * len(names) * len(datasets)
     for name in names:
         successes, notes, per_column = np.zeros(runs, dtype=np.int64), [], []
         for data in datasets:
             intruder = INTRUDERS[name](data, transform=transform) if name == "likelihood" else INTRUDERS[name](data)
             column = [np.count_nonzero(intruder.links(rng) == data.truth) for _ in range(runs)]
             if progress is not None:
-                progress(runs)
+                if not done:  # the first report (a rerun reports from 0 again)
+                    progress("intruder runs", 0, total)
+                done += runs
+                progress("intruder runs", done, total)
             successes += column
             per_column.append((sum(column) / (runs * data.n), data.confidential_names[0]))
             if intruder.note:

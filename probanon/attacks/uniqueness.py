@@ -47,6 +47,7 @@ import numpy as np
 from .._validation import check_confidence, check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
 from ..metrics.risk import reidentification_result
+from ..progress import quiet
 from .scope import guarantee
 from .suite import AttackReport, with_bound
 
@@ -269,7 +270,8 @@ def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels
     random_state : None, int or Generator
         Same seed, same report.
     progress : callable, optional
-        ``progress(0)`` once the inputs are checked, then ``progress(1)`` after each run.
+        ``progress("runs", done, total)`` (:mod:`probanon.progress`): 0 once the inputs are
+        checked, then after each run of each intruder.
 
     Returns
     -------
@@ -307,8 +309,9 @@ def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels
         raise ParameterError(f"no record has {m} items (the largest has {int(data.record_sizes.max())})")
     per_run = eligible.size if targets is None else check_runs(targets, name="targets")
     identity = np.arange(data.n_items, dtype=np.int64)
-    if progress is not None:
-        progress(0)
+    progress = quiet if progress is None else progress
+    done, total = 0, runs * len(names)
+    progress("runs", done, total)
     results, formulas = [], []
     for name in names:
         successes, candidates = [], []
@@ -326,8 +329,8 @@ def uniqueness_attack(original, released, partition, m: int, k, sigma, *, levels
             count, pick = holders(rel, items, codes, rng.random(per_run))
             successes.append(int(np.count_nonzero(pick == truth[target])))
             candidates.append(count)
-            if progress is not None:
-                progress(1)
+            done += 1
+            progress("runs", done, total)
         count = np.concatenate(candidates)
         parts = [f"{np.mean(count >= k_m):.1%} of the known itemsets had >= {k_m} candidate records"
                  if k_m is not None else None,

@@ -15,7 +15,7 @@ from .parser import command
 from .._validation import is_numeric_column
 from ..data import quasi_identifiers, read_chunks
 from ..errors import InputError
-from ..progress import Progress
+from .progress import Progress
 from ..microagg import function_from_json
 from ..microagg.strata import recode_merged
 from ..release import column_list, columns_with, make_release, shuffle_stream
@@ -178,7 +178,7 @@ def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, prom
         categorical = list(categorical)
         per_record = [c for c, role in roles.items() if role in PER_RECORD] if categorical else []
         pairs = []  # sampled (original, released) keys and columns released per record: categorical keys checked
-        writer = TableWriter(args.output) if args.keep_order else OrderedTableWriter(args.output, n, size)
+        writer = TableWriter(args.output, n) if args.keep_order else OrderedTableWriter(args.output, n, size)
         with writer as table:
             integers = integer_columns(None, numbers) if table_format(source) == "csv" else []  # as read_table
             for chunk in read_chunks(source, size, dtypes=dtypes):
@@ -211,7 +211,7 @@ def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, prom
                                        categorical, where=f"a systematic sample of {len(sampled):,} records")
             if promised is not None:
                 promised.check_counts(counts)
-            table.progress = lambda done: progress("writing", done, n)
+            table.progress = progress
             args.outputs.write({args.output: table, **({args.link: link} if args.link else {})})
     order_text = "input order kept" if args.keep_order else "records in random order"
     print(f"wrote {args.output} ({n} records in {-(-n // size)} chunks, {order_text}"

@@ -9,7 +9,7 @@ from .options import add_input, add_match_options, example, positive_int, seed
 from .parser import command
 from ..data import read_table
 from ..errors import InputError
-from ..progress import Progress
+from .progress import Counting, Progress
 from ..release import align, check_match, column_list, read_link
 from ..attacks.setting import MECHANISMS
 
@@ -43,7 +43,7 @@ def _claim_report(args):
             return attack_km_files(args.original, args.released[0], partition=args.partition, link=args.link,
                                    by_position=args.by_position, m=args.m, k=args.k, sigma=args.sigma,
                                    intruders=intruders, runs=runs, targets=args.targets,
-                                   confidence=args.confidence, random_state=args.seed, progress=bar)
+                                   confidence=args.confidence, random_state=args.seed, progress=Counting(bar))
     from ..attacks.linkage import linkage_test
 
     if not args.plan:
@@ -105,7 +105,7 @@ def _table_report(args):
     intruders = column_list(args.intruders) or None
     with Progress(f"attack: {len(original):,} records", quiet=args.quiet or args.json, desc="intruder runs") as bar:
         settings = dict(link=position, column_rows=column_rows, runs=args.runs or 10, confidence=args.confidence,
-                        standardize=not args.raw_distances, random_state=args.seed, progress=bar)
+                        standardize=not args.raw_distances, random_state=args.seed, progress=Counting(bar))
         report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k,
                         intruders=intruders, **settings)
         options = remedies(original, released, keys, confidential, report, **settings)

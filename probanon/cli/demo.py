@@ -14,7 +14,7 @@ from .parser import command
 from ..data import synthetic_survey
 from ..metrics import format_information_loss, k_achieved, utility_report
 from ..outputs import write_outputs
-from ..progress import Progress
+from .progress import Progress
 from ..microagg import METHODS
 from ..release import assign_roles, make_release, shuffle_stream
 

@@ -15,7 +15,7 @@ from ..diversity.release import count_note, load_plan, release_counts, release_s
 
 
 def cmd_plan(args) -> int:
-    from ..progress import Progress
+    from .progress import Counting, Progress
 
     dist = read_distribution(args.distribution, order=args.order, margin=check_margin(args.margin),
                              normalize=args.normalize)
@@ -25,12 +25,12 @@ def cmd_plan(args) -> int:
     note = f"diversity plan: {dist.n_qi} QI values x {dist.n_sensitive} sensitive values"
     with Progress(note, quiet=args.quiet, desc="plan", unit=" partitions") as progress:
         plan = plan_diversity(dist, args.l, args.delta, t=args.datasets, p=args.p, beta=args.beta,
-                              budget=args.budget, method=args.method, m_rule=args.m_rule, progress=progress)
+                              budget=args.budget, method=args.method, m_rule=args.m_rule, progress=Counting(progress))
     out = plan.to_dict()
     if args.front:
         with Progress(None, quiet=args.quiet, desc="Pareto front", unit=" class counts") as progress:
             front = pareto_front(dist, plan.l, plan.delta, method=args.method, m_rule=args.m_rule,
-                                 progress=progress)
+                                 progress=Counting(progress))
         out["front"] = front.to_dict(orient="records")
     if args.output:
         args.outputs.write({args.output: plan.to_json(indent=1)})

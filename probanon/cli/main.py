@@ -93,7 +93,9 @@ def _in_order(sub) -> None:
 
 def main(argv=None) -> int:
     """Run ``probanon``; ``argv=None``: this process is the command (its arguments from
-    ``sys.argv``), which also announces numba's first compilation (``progress.announce_compilation``)."""
+    ``sys.argv``), which also announces numba's first compilation (``progress.announce_compilation``).
+    The library's soft findings (:class:`probanon.errors.ProbanonWarning`) are printed on stderr
+    as they are issued (:func:`.findings.shown`)."""
     words = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(words)
     try:
@@ -102,16 +104,17 @@ def main(argv=None) -> int:
         return exc.code if isinstance(exc.code, int) else 2
     from ..data import csv_options
     from ..errors import ProbanonError
+    from .findings import shown
     from .options import prepare_outputs
 
     if argv is None:
-        from ..progress import announce_compilation
+        from .progress import announce_compilation
 
         announce_compilation()
     try:
         try:
             args.outputs = prepare_outputs(args)  # every output checked before any work
-            with csv_options(getattr(args, "sep", None), getattr(args, "encoding", None)):
+            with csv_options(getattr(args, "sep", None), getattr(args, "encoding", None)), shown():
                 return args.func(args)
         finally:
             sys.stdout.flush()

@@ -15,11 +15,12 @@ from .options import (add_cluster_options, add_decimals_option, add_input, add_o
                       ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
 from .parser import command
+from .findings import held, show
 from .._validation import weights_of
 from ..data import MISSING_HINT, input_decimals, quasi_identifiers, read_table
 from ..errors import InputError
 from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
-from ..progress import Progress
+from .progress import Progress
 from ..microagg import METHODS
 from ..microagg.strata import recode_merged
 from ..release import assign_roles, column_list, columns_with, make_release, shuffle_stream
@@ -139,7 +140,8 @@ def cmd_microaggregate(args) -> int:
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
     data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
-    with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress:
+    with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress, \
+            held() as adjusted:  # strata and missing-value patterns merged, values suppressed: said below
         released = model.fit_transform(data, sample_weight=weights, strata=strata, progress=progress)
     values = dict(zip(keys, released.T))
     if categorical:  # the share of categorical values a group's level replaced (a suppressed one included)
@@ -154,14 +156,8 @@ def cmd_microaggregate(args) -> int:
         print(f"probanon: {name}: {model.records_settled_:,} records moved from the method's groups to the cells of "
               "its published function (identical key tuples share a cell, every cell holds k; the function is the "
               "release)", file=sys.stderr)
-    for line in getattr(model, "strata_merged_", []) + (getattr(model, "missing_merged_", []) if lacking else []):
-        print(f"probanon: {line}", file=sys.stderr)
+    show(adjusted)
     if lacking:
-        kept = int(np.isnan(X).sum()) + int(frame[categorical].isna().to_numpy().sum())
-        suppressed = int((np.isnan(released) & ~np.isnan(X)).sum()) + sum(
-            int((pd.isna(values[c]) & frame[c].notna().to_numpy()).sum()) for c in categorical)
-        print(f"probanon: missing key values: {kept} kept missing, {suppressed} more suppressed so that every group "
-              "agrees on each released value", file=sys.stderr)
         loss = information_loss(X, released, weights=weights, missing=True) if numeric else None
     else:
         loss = utility_report(X, released, weights=weights).information_loss if numeric else None

@@ -153,12 +153,10 @@ def check_categorical_keys(args, original, released, roles: dict, categorical, w
 
 def audit_verdict(args, result, where: str = "") -> None:
     """A pre-release audit with a finding (``where``: on what, e.g. a file): an
-    :class:`InputError` unless ``--accept-risk``, then a warning."""
-    on = f" in {where}" if where else ""
-    if not args.accept_risk:
-        raise InputError(f"the pre-release audit found{on} that {result.found()}: whoever knows the keys "
-                         f"finds the rows through the released columns; {result.advice()}")
-    print(f"probanon: warning: --accept-risk: publishing although{on} {result.summary()}", file=sys.stderr)
+    :class:`InputError` unless ``--accept-risk``, then a warning (:func:`probanon.attacks.audit.verdict`)."""
+    from ..attacks.audit import verdict
+
+    verdict(result, args.accept_risk, where)
 
 
 def seed(text: str) -> int:

@@ -31,10 +31,11 @@ from __future__ import annotations
 import hashlib
 import sys
 import tomllib
+import warnings
 from pathlib import Path
 
 from .. import __version__
-from ..errors import InputError
+from ..errors import InputError, ProbanonWarning
 from .options import add_input
 from .parser import Parser, command, example
 
@@ -211,8 +212,8 @@ def cmd_release(args, parser) -> int:
     run, recipe_path, text = parse_recipe(args.recipe, args.force, parser)
     made_by = read_recipe(args.recipe).get("probanon_version")
     if made_by not in (None, __version__):
-        print(f"probanon: warning: {args.recipe} was resolved by probanon {made_by}, this is {__version__}: the release "
-              "may differ from the one it made", file=sys.stderr)
+        warnings.warn(f"{args.recipe} was resolved by probanon {made_by}, this is {__version__}: the release may "
+                      "differ from the one it made", ProbanonWarning)
     if getattr(run, "seed", None) is None:
         run.seed = secrets.randbelow(MAX_SEED + 1)
     run.quiet = args.quiet

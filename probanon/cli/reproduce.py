@@ -9,34 +9,43 @@ from .parser import command
 def _surveys(**kwargs) -> dict:
     from ..reproduce.surveys import reproduce_surveys  # lazy: pulls in matplotlib
 
-    return reproduce_surveys(**kwargs)
+    return _shown(reproduce_surveys, "surveys", **kwargs)
 
 
 def _pcl(**kwargs) -> dict:
     from ..reproduce.pcl import reproduce_pcl  # lazy: pulls in matplotlib
 
-    return reproduce_pcl(**kwargs)
+    return _shown(reproduce_pcl, "pcl", unit="fit", **kwargs)
 
 
 def _swapping(**kwargs) -> dict:
     from ..reproduce.swapping import reproduce_swapping  # lazy: pulls in matplotlib
 
-    return reproduce_swapping(**kwargs)
+    return _shown(reproduce_swapping, "swapping", **kwargs)
 
 
 def _diversity(**kwargs) -> dict:
     from ..reproduce.diversity import reproduce_diversity  # lazy: pulls in matplotlib
 
-    return reproduce_diversity(**kwargs)
+    return _shown(reproduce_diversity, "diversity", **kwargs)
 
 
 def _km(**kwargs) -> dict:
     from ..reproduce.km import reproduce_km  # lazy: pulls in matplotlib
 
-    return reproduce_km(**kwargs)
+    return _shown(reproduce_km, "km", **kwargs)
 
 
-#: paper name -> reproduction function (output_dir, data_dir, quick, progress, random_state) -> dict
+def _shown(reproduce, paper: str, progress: bool = False, unit: str = "step", **kwargs) -> dict:
+    """``reproduce(**kwargs)`` with its steps on a bar ``reproduce PAPER`` (``progress``), as
+    :func:`.progress.Counting` shows a job."""
+    from .progress import Counting, Progress
+
+    with Progress(None, quiet=not progress, desc=f"reproduce {paper}", unit=unit) as bar:
+        return reproduce(progress=Counting(bar, job=True), **kwargs)
+
+
+#: paper name -> reproduction (output_dir, data_dir, quick, progress: show a bar, random_state) -> dict
 PAPERS = {"surveys": _surveys, "pcl": _pcl, "swapping": _swapping, "diversity": _diversity, "km": _km}
 
 

@@ -16,7 +16,7 @@ from .options import SUMMARY_WIDTH, add_input, add_output, example, positive_int
 from .parser import command
 from .options import add_cluster_options, cluster_from_args
 from ..outputs import TABLE_FORMATS
-from ..progress import Progress
+from .progress import Counting, Progress
 from ..release import record_order, shuffle_stream
 from ..errors import InputError, ParameterError
 from ..setvalued.cdr import TABLE_II, generate_cdr, write_cdr
@@ -28,12 +28,10 @@ def _partition_path(out) -> Path:
 
 
 def cmd_generate_cdr(args) -> int:
-    from ..progress import Progress
-
     with Progress(None, quiet=args.quiet, total=2 * args.users, desc="generate-cdr", unit="user",
-                  unit_scale=True) as bar:
-        cdr = generate_cdr(args.users, random_state=args.seed, progress=bar.update)
-        towers_path, records_path = write_cdr(cdr, args.output, progress=bar.update)
+                  unit_scale=True) as bar:  # the users made, then written
+        cdr = generate_cdr(args.users, random_state=args.seed, progress=Counting(bar))
+        towers_path, records_path = write_cdr(cdr, args.output, progress=Counting(bar))
     sizes = cdr.sizes
     print(f"{cdr.n_users:,} users, {cdr.n_towers} towers in {cdr.area_km2:.1f} km^2; record size mean "
           f"{sizes.mean():.2f}, sd {sizes.std(ddof=1):.2f}, min {sizes.min()}, max {sizes.max()}; "
@@ -60,7 +58,7 @@ def _load_constraints(args, data):
 
 def _first_message(args, text: str) -> None:
     """A line on stderr before the slow part (a first compilation announces itself:
-    :func:`probanon.progress.announce_compilation`)."""
+    :func:`probanon.cli.progress.announce_compilation`)."""
     if not args.quiet:
         print(f"{text} ...", file=sys.stderr, flush=True)
 
@@ -107,10 +105,10 @@ def cmd_anonymize(args) -> int:
         with Progress(None, quiet=args.quiet, total=args.runs * args.m, desc="anonymize", unit="level") as bar:
             if records is not None:
                 result = records.anonymize(args.k, args.m, args.sigma, constraints, runs=args.runs,
-                                           random_state=args.seed, progress=bar)
+                                           random_state=args.seed, progress=Counting(bar))
             else:
                 result = anonymize(data, args.k, args.m, args.sigma, constraints, runs=args.runs,
-                                   exact_upto=args.exact_upto, random_state=args.seed, progress=bar,
+                                   exact_upto=args.exact_upto, random_state=args.seed, progress=Counting(bar),
                                    allow_root_merge=args.allow_root_merge)
         if not result.satisfied:
             if result.hierarchy is not None:
@@ -207,7 +205,7 @@ def cmd_check(args) -> int:
     note = f"check: {data.n_records:,} records, every l-itemset for l = 1..{m} (exact enumeration)"
     with Progress(note, quiet=args.quiet, total=m * data.n_records, desc="check", unit="record",
                   unit_scale=True) as bar:
-        result = check_release(records, partition, k, m, progress=bar)
+        result = check_release(records, partition, k, m, progress=Counting(bar))
     out = result.to_dict()
     for level, s in zip(out["levels"], sigmas):
         level["sigma"] = s
@@ -239,7 +237,7 @@ def _check_summary(out: dict, args, records: int) -> str:
 
 
 def cmd_uniqueness(args) -> int:
-    from ..progress import Progress
+    from .progress import Progress
 
     from .._validation import check_random_state
     from ..setvalued.data import load_records

@@ -92,7 +92,7 @@ def _participation_model(args):
 
 
 def cmd_design(args) -> int:
-    from ..progress import Progress
+    from .progress import Counting, Progress
     from ..survey.design import METHODS, design
     from ..survey.spec import build_spec
 
@@ -104,7 +104,7 @@ def cmd_design(args) -> int:
         raise ParameterError("--covariates, --robust and --optimism need --previous-wave")
     note = f"survey design: {len(frame)} records into cells of k = {args.k} or more"
     with Progress(note, quiet=args.quiet, desc="survey design", total=len(frame), unit="record") as progress:
-        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=progress,
+        d = design(frame, args.k, participation, args.risk, columns=args.columns, progress=Counting(progress),
                    weights=args.weights, method=args.method, nominal=args.nominal, ordinal=ordinal_keys(args.ordinal),
                    random_state=args.seed)
     spec = build_spec(d, participation_column=args.participation_column, labels=labels_of(frame))
@@ -119,12 +119,10 @@ def cmd_design(args) -> int:
 
 
 def _warn_length(spec: dict, function) -> None:
-    """A tree design's questionnaire too long to print (:func:`.questionnaire.length_warning`)."""
-    from ..survey.questionnaire import length_warning
+    """A tree design's questionnaire too long to print (:func:`.questionnaire.check_length`)."""
+    from ..survey.questionnaire import check_length
 
-    warning = length_warning(spec, function)
-    if warning is not None:
-        print(f"probanon: warning: {warning}", file=sys.stderr)
+    check_length(spec, function)
 
 
 def cmd_questionnaire(args) -> int:
@@ -187,7 +185,7 @@ def cmd_simulate(args) -> int:
     """Refuses (exit 2) a population that is not the one the specification declares. With
     --scheduler/--workers the seeded batches run as tasks on a Dask cluster (the same result)."""
     from .options import batch_runner, cluster_from_args
-    from ..progress import Progress
+    from .progress import Progress
     from ..survey.simulation import simulate_spec
     from ..survey.spec import verify
 
@@ -279,13 +277,9 @@ def cmd_respond(args) -> int:
         values = _ask_values
     token = _ask_token if args.token_file is None else _first_line(_read_secret(args.token_file, "--token-file"))
     answers = parse_pairs(args.answers, "answers")
-    show = _show_document
-    if args.digest is None:  # an open survey (one with invitations is refused without the letter's digest)
-        def show(document, spec, digest):
-            _show_document(document, spec, digest)
-            print(f"probanon: note: not checked against a letter: the survey document is the one the collector lists "
-                  f"({digest}); if you have a letter, compare its digest or give it with --digest", file=sys.stderr)
-    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest, show=show)
+    # without --digest (an open survey): the library notes that the document was not checked against a letter
+    r = respond(args.url, args.survey, values, answers, token=token, expected_digest=args.digest,
+                show=_show_document)
     shown = dict(r.sent, token="(given)") if "token" in r.sent else r.sent
     print("sent: " + json.dumps(shown, allow_nan=False))
     print(f"collector: HTTP {r.status} " + json.dumps({k: v for k, v in r.reply.items() if k != "receipt"},

@@ -19,6 +19,7 @@ from .options import (
     seed,
     write_release,
 )
+from .findings import held, show
 from .parser import command
 from ..data import quasi_identifiers, read_table
 from ..errors import InputError, ParameterError
@@ -54,10 +55,10 @@ def cmd_swap(args) -> int:
         raise InputError(f"--decimals rounds group means: mdav-id releases them, {args.method} moves values")
     positions = [columns.index(c) for c in confidential]
     strata = None if args.strata is None else frame[column_list(args.strata)]
-    result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
-                  standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata)
-    for line in result.strata_merged:
-        print(f"probanon: {line}", file=sys.stderr)
+    with held() as merged:  # the strata merged: said once the swap is made
+        result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
+                      standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata)
+    show(merged)
     values = released_table(frame[columns], columns, result)
     means = _rounded_means(args, frame, columns, values) if result.sources is None else {}
     changed = [c for c in columns if not np.array_equal(values[c].to_numpy(), frame[c].to_numpy())]

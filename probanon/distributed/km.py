@@ -103,7 +103,8 @@ def runs_on_dask(client):
     def runner(args, seeds, method, progress, also):
         [shared] = client.scatter([args], broadcast=True, hash=False)
         levels = len(args[3].levels)
-        tick = None if progress is None else (lambda stage, done, count: progress(levels) if done else None)
+        tick = None if progress is None else (lambda stage, done, count: progress("levels", done * levels,
+                                                                                  count * levels))
         results = [None] * len(seeds)
         try:
             for j, result in run_tasks(client, _run_shared, len(seeds), lambda j: (shared, seeds[j], method, also),
@@ -566,12 +567,13 @@ class ShardedRecords:
         seeds = [int(s) for s in rng.integers(0, 2**63 - 1, size=runs)]
         self._prepare()
         pairs = self.pair_counts
-        if progress is not None:  # called from the runs' threads
-            lock, report = threading.Lock(), progress
+        if progress is not None:  # each run reports its own levels, from its thread: counted together
+            lock, report, done = threading.Lock(), progress, [0]
 
-            def progress(n):
+            def progress(stage, level, levels):
                 with lock:
-                    report(n)
+                    done[0] += 1
+                    report(stage, done[0], runs * levels)
 
         def run(j):
             return self._run(j, seeds[j], constraints, align, plan, pairs, progress)[m]

@@ -453,9 +453,10 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
     of :func:`probanon.metrics.information_loss` (z-scores, SST = n per non-constant column)."""
     from distributed import as_completed
 
+    from ..progress import quiet
     from ..release import Promise, shuffle_stream
 
-    say = progress or (lambda *a: None)
+    say = progress or quiet
     if not estimator._blockable:
         raise ParameterError(f"fit_parquet fits MDAV, V-MDAV or PCL in blocks, not {type(estimator).__name__}")
     if len(estimator.nominal) or len(estimator.ordinal) or estimator.missing != "raise":

@@ -297,11 +297,13 @@ def _down(x: float) -> float:
 
 class _Search:
     """Class counts R(p) of one method on one distribution, with a cache of (R, bottleneck)
-    by p. R(p) is non-increasing in p for both methods. ``progress(1)`` after each partition."""
+    by p. R(p) is non-increasing in p for both methods. ``progress("partitions", tried, None)``
+    after each partition."""
 
     def __init__(self, dist: JointDistribution, l: int, method: str, progress=None):
         self.dist, self.l, self.method, self.progress = dist, l, method, progress
         self.cache: dict[float, tuple[int, float]] = {}
+        self.tried = 0
 
     def partition(self, p: float) -> Generalization:
         threshold = p + self.dist.margin
@@ -310,8 +312,9 @@ class _Search:
         else:
             g = _independent(self.dist, self.l, threshold)
         self.cache[p] = (g.n_classes, g.bottleneck)
+        self.tried += 1
         if self.progress is not None:
-            self.progress(1)
+            self.progress("partitions", self.tried, None)
         return g
 
     def count(self, p: float) -> tuple[int, float]:
@@ -427,12 +430,12 @@ def _prepare(distribution, l, delta, method, m_rule):
     return dist, l, delta
 
 
-def _start(dist: JointDistribution, l: int, method: str, progress, per_partition: bool):
-    """``progress(0)`` (the checks passed, the kernels start), then the search and its largest
-    threshold; ``per_partition``: the search reports ``progress(1)`` per partition."""
+def _start(dist: JointDistribution, l: int, method: str, progress, stage: str):
+    """``progress(stage, 0, None)`` (the checks passed, the kernels start), then the search and its
+    largest threshold; ``stage`` "partitions": the search reports each partition it tries."""
     if progress is not None:
-        progress(0)
-    search = _Search(dist, l, method, progress if per_partition else None)
+        progress(stage, 0, None)
+    search = _Search(dist, l, method, progress if stage == "partitions" else None)
     top = search.top()
     if top <= 0:
         raise ParameterError(f"no admissible threshold: the margin eps = {dist.margin:g} is not smaller than "
@@ -448,20 +451,22 @@ def pareto_front(distribution, l: int, delta: float, *, method: str = "greedy",
     classes (so the fewest samples for R classes), ``m`` and N (``n_samples_exact`` before
     rounding up). A row whose rounded N is not below that of the row before (fewer classes for
     the same N) is left out, so every row is Pareto-optimal. Costs O(log) partitions per row.
-    ``progress``: None or a callback ``progress(n)``, called with 0 once the arguments are
-    checked (before the kernels run or compile), then with the number of class counts passed
-    (the first row's R in all).
+    ``progress``: None or a callback ``progress("class counts", passed, R)``
+    (:mod:`probanon.progress`), called with 0 once the arguments are checked (before the kernels
+    run or compile), then with the class counts passed of the first row's R (known after the
+    first partition).
     """
     dist, l, delta = _prepare(distribution, l, delta, method, m_rule)
-    search, top = _start(dist, l, method, progress, per_partition=False)
+    search, top = _start(dist, l, method, progress, "class counts")
     hi_all = _up(top)
     rows = []
     p = _TINY
-    R_before = None
+    R_before = R_first = None
     while p <= top:
         R = search.count(p)[0]
+        R_first = R if R_first is None else R_first
         if progress is not None and R_before is not None:
-            progress(R_before - R)
+            progress("class counts", R_first - R, R_first)
         R_before = R
         p_last = search.last_p(R, p, hi_all)
         p_R = search.snap(p_last)
@@ -472,7 +477,7 @@ def pareto_front(distribution, l: int, delta: float, *, method: str = "greedy",
                          "m": _m(p_R, R, l, dist, m_rule)})
         p = _up(p_last)
     if progress is not None and R_before is not None:
-        progress(R_before)
+        progress("class counts", R_first, R_first)
     return pd.DataFrame(rows, columns=["classes", "p", "n_samples", "n_samples_exact", "m"])
 
 
@@ -487,8 +492,9 @@ def plan_diversity(distribution, l: int, delta: float, *, t: int = 1, p: float |
     samples. ``t`` is the number of releases that may be linked (Theorem 4.5). ``method`` is
     ``"greedy"`` (Algorithm 2) or ``"independent"`` (Algorithm 3, P = P_Q x P_S); ``m_rule``
     ``"bound"`` (Lemma 4.3) or ``"classes"`` (the real class count). ``progress``: None or a
-    callback ``progress(n)``, called with 0 once the arguments are checked (before the kernels
-    run or compile), then with 1 after each partition tried (their number is not known ahead).
+    callback ``progress("partitions", tried, None)`` (:mod:`probanon.progress`), called with 0
+    once the arguments are checked (before the kernels run or compile), then after each
+    partition tried (their number is not known ahead).
     """
     given = [name for name, v in (("p", p), ("beta", beta), ("budget", budget)) if v is not None]
     if len(given) > 1:
@@ -503,7 +509,7 @@ def plan_diversity(distribution, l: int, delta: float, *, t: int = 1, p: float |
     if budget is not None and (isinstance(budget, (bool, np.bool_)) or not isinstance(budget, numbers.Integral)
                                or budget < 1):
         raise ParameterError(f"budget must be a positive integer, got {budget!r}")
-    search, top = _start(dist, l, method, progress, per_partition=True)
+    search, top = _start(dist, l, method, progress, "partitions")
     hi_all = _up(top)
     if p is not None:
         if p > top:

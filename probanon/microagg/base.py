@@ -25,6 +25,7 @@ fitted records replaced by their group centroid.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +36,7 @@ from .._output import OutputMixin
 from .._validation import (BOOLEAN, NONE, Constraint, check_k, check_matrix, check_params, check_weights,
                            integer, is_numeric_column, names, one_of)
 from ..data import MISSING_HINT, Standardizer, select_columns
-from ..errors import InputError, NotFittedError, ParameterError
+from ..errors import AdjustmentWarning, InputError, NotFittedError, ParameterError
 from ..progress import quiet as _quiet
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, block_size_for, blocks_note, fit_blocks
 from .function import MicroaggregationFunction
@@ -274,6 +275,9 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
         if data.lacking is not None:
             self.function_ = None
             self.unpublished_ = "a fit with missing='pattern' publishes no function"
+            suppressed = int((pd.isna(self.centroids_)[labels] & ~data.lacking).sum())  # (module .missing, step 4)
+            warnings.warn(f"missing key values: {int(data.lacking.sum())} kept missing, {suppressed} more suppressed "
+                          "so that every group agrees on each released value", AdjustmentWarning, stacklevel=4)
             return
         split = self._identical_split(data.Z, data.stratum)
         if split:

@@ -30,9 +30,11 @@ with missing values compared as equal holds on the keys and the strata columns t
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
-from ..errors import InputError
+from ..errors import AdjustmentWarning, InputError
 from .means import group_means, observed_standardizer, released_means  # noqa: F401 - named here too
 
 #: the values of the estimators' parameter ``missing``
@@ -77,7 +79,8 @@ def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=
                         strata_names=None) -> tuple[np.ndarray, list[np.ndarray], list[str]]:
     """:func:`pattern_sets` within each stratum (``stratum``: the stratum index of each record,
     0..S-1): (set of each record, numbered across the strata, the keys observed by each set,
-    merge statements naming the stratum by ``strata_names`` when there are several)."""
+    merge statements naming the stratum by ``strata_names`` when there are several), each
+    statement also issued as an :class:`AdjustmentWarning` once every set holds k records."""
     which = np.empty(lacking.shape[0], np.int64)
     observed, notes = [], []
     n_strata = int(stratum.max()) + 1
@@ -91,6 +94,8 @@ def pattern_sets_within(lacking: np.ndarray, stratum: np.ndarray, k: int, names=
         which[rows] = len(observed) + local
         observed += seen
         notes += [f"{where}: {note}" if n_strata > 1 else note for note in said]
+    for note in notes:
+        warnings.warn(note, AdjustmentWarning, stacklevel=2)
     return which, observed, notes
 
 

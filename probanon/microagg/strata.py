@@ -11,7 +11,8 @@ first cell.
 A stratum with fewer than k records cannot hold a group: it is an error naming it, or, with
 ``merge_small_strata``, it is merged into its neighbour: the next stratum in the sorted order
 of the strata values (the previous one for the last), repeatedly until every merged stratum
-holds k records. The merges are stated (``strata_merged_``) and the function maps the merged
+holds k records. The merges are stated (``strata_merged_``, and each issued as an
+:class:`~probanon.errors.AdjustmentWarning`) and the function maps the merged
 values to the same stratum. A release recodes the merged values (:func:`recode_merged`): a
 strata column whose values differ within a merged stratum gets their joined label ("W+X") for
 all its records, so the released strata values do not single out the small stratum and every
@@ -21,11 +22,12 @@ group is k-anonymous on the keys and the strata columns together.
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..errors import AdjustmentWarning, InputError
 
 
 def _scalar(value):
@@ -63,7 +65,8 @@ def group_strata(values: list[tuple], k: int, merge: bool) -> tuple[np.ndarray, 
     """(stratum index of each record, the value tuples of each stratum, merge statements).
 
     Strata are numbered in the sorted order of their values. A stratum of fewer than ``k``
-    records is an :class:`InputError` naming it, unless ``merge`` (module docstring)."""
+    records is an :class:`InputError` naming it, unless ``merge`` (module docstring): each merge
+    is then stated, and issued as an :class:`AdjustmentWarning` once all are made."""
     distinct = sorted(set(values), key=lambda v: tuple((isinstance(x, str), x) for x in v))
     index = {v: i for i, v in enumerate(distinct)}
     codes = np.fromiter((index[v] for v in values), np.int64, len(values))
@@ -86,6 +89,8 @@ def group_strata(values: list[tuple], k: int, merge: bool) -> tuple[np.ndarray, 
         groups[into] = sorted(groups[into] + groups[small], key=lambda v: tuple((isinstance(x, str), x) for x in v))
         counts[into] += counts[small]
         del groups[small], counts[small]
+    for note in notes:
+        warnings.warn(note, AdjustmentWarning, stacklevel=2)
     member = {v: g for g, vs in enumerate(groups) for v in vs}
     return np.fromiter((member[v] for v in values), np.int64, len(values)), groups, notes
 

@@ -66,7 +66,7 @@ from pathlib import Path
 import numpy as np
 from scipy import stats
 
-from ..progress import Progress
+from ..progress import Steps
 from .._validation import check_random_state
 from ..diversity import (
     class_bound,
@@ -358,7 +358,7 @@ def _attack(out: _Output) -> dict:
 # --------------------------------------------------------------------------- mechanism
 
 
-def _mechanism(out: _Output, dists: dict, s: dict, rng, bar) -> dict:
+def _mechanism(out: _Output, dists: dict, s: dict, rng, work) -> dict:
     dist = dists["uniform"]
     T = max(T_VALUES)
     plans = {l: plan_diversity(dist, l, MC_DELTA, beta=MC_BETA, t=T) for l in (*ATTACK_L, MC_L)}
@@ -382,7 +382,7 @@ def _mechanism(out: _Output, dists: dict, s: dict, rng, bar) -> dict:
                  consistent=d["linked_interval"][0] <= t * MC_DELTA,
                  below=d["linked_interval"][1] <= t * MC_DELTA)
         runs.append(d)
-        bar.update()
+        work.update()
     out.heading("The mechanism after linkage (Theorem 4.5)",
                 f"Uniform P_S, beta = {MC_BETA}, delta = {MC_DELTA}: p = {ref.p:g}, {ref.classes} classes, "
                 f"N = {ref.n_samples} (before ceil {ref.n_samples_exact:.1f}) -- the same plan for l = "
@@ -418,14 +418,14 @@ def _mechanism(out: _Output, dists: dict, s: dict, rng, bar) -> dict:
 # --------------------------------------------------------------------------- Pareto front
 
 
-def _pareto(out: _Output, dists: dict, s: dict, bar) -> tuple[dict, object]:
+def _pareto(out: _Output, dists: dict, s: dict, work) -> tuple[dict, object]:
     res, panels = {}, {}
     for marginal, l in s["pareto"]:
         front = pareto_front(dists[marginal], l, PARETO_DELTA)
         key = f"{marginal}, l = {l}"
         res[key] = dict(marginal=marginal, l=l, rows=front.to_dict(orient="records"))
         panels.setdefault(f"{marginal} P_S", {})[f"l = {l}"] = (front["n_samples"].tolist(), front["classes"].tolist())
-        bar.update()
+        work.update()
     fig = _axes_figure(panels, "N", "classes", f"Pareto front: classes against N (greedy, delta = {PARETO_DELTA}; "
                        "ours, not in the paper)", logx=True)
     for ax in fig.axes:
@@ -517,7 +517,7 @@ def _statements(results: dict) -> list:
 # --------------------------------------------------------------------------- driver
 
 
-def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False, progress=None,
                         random_state: int = SEED) -> dict:
     """Recompute paper 4's numbers (NOTES.md Sec. 4 N values, Figs. 1-2, the linkage attack and
     Theorem 4.5's Monte Carlo) and print them beside the paper's.
@@ -528,7 +528,8 @@ def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False,
     setting is synthetic, so ``data_dir`` is not used (accepted for the common interface).
     ``quick``: 100 Monte Carlo runs per t instead of 3000 and the Pareto front of the uniform
     marginal only (everything else as in the full run).
-    ``progress``: a progress bar on stderr (probanon.progress). ``random_state`` seeds the Monte Carlo.
+    ``progress``: None or a callback ``progress(stage, step, steps)`` over the steps
+    (:mod:`probanon.progress`). ``random_state`` seeds the Monte Carlo.
     """
     start = time.perf_counter()
     output_dir = Path(output_dir)
@@ -544,21 +545,21 @@ def reproduce_diversity(output_dir="report", data_dir=None, quick: bool = False,
                  "Pareto front of the uniform marginal only; everything else is as in the full run.")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s, "n_qi": N_Q, "n_sensitive": N_S, "rho": RHO, "p1": geometric_p1()}
-    with Progress(None, quiet=not progress, total=steps, desc="reproduce diversity", unit="step") as bar:
-        dists = _distributions()
-        results["n_values"] = _n_values(out, dists)
-        bar.update()
-        out.heading("Figs. 1-2: N against delta, p and l",
-                    "The paper's figures are not in its text, which states no N value: our curves for the parameters "
-                    "it gives (Sec. 5), with NOTES.md Sec. 4's values where they fall on a curve ('*': a difference "
-                    "at the printed 0.1).")
-        results["figures"], figs = _curves(out, results["n_values"])
-        bar.update()
-        results["attack"] = _attack(out)
-        bar.update()
-        results["mechanism"] = _mechanism(out, dists, s, rng, bar)
-        results["pareto"], pareto_fig = _pareto(out, dists, s, bar)
-        bar.update()
+    work = Steps(progress, steps)
+    dists = _distributions()
+    results["n_values"] = _n_values(out, dists)
+    work.update()
+    out.heading("Figs. 1-2: N against delta, p and l",
+                "The paper's figures are not in its text, which states no N value: our curves for the parameters "
+                "it gives (Sec. 5), with NOTES.md Sec. 4's values where they fall on a curve ('*': a difference "
+                "at the printed 0.1).")
+    results["figures"], figs = _curves(out, results["n_values"])
+    work.update()
+    results["attack"] = _attack(out)
+    work.update()
+    results["mechanism"] = _mechanism(out, dists, s, rng, work)
+    results["pareto"], pareto_fig = _pareto(out, dists, s, work)
+    work.update()
 
     statements = _statements(results)
     figures = [("diversity_fig1", figs["fig1"], "Fig. 1 (uniform P_S): N against delta (a) and against p (b); "

@@ -50,7 +50,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..progress import Progress
+from ..progress import Steps
 from .._validation import check_random_state
 from ..report import Report
 from ..setvalued import (
@@ -223,7 +223,7 @@ def _uniqueness(data, ls, n, rng) -> list:
             for l in ls]
 
 
-def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
+def _block(s: dict, block: dict, rng, work) -> tuple[dict, list]:
     """One scale of the grid: a CDR of ``block["users"]``, a run of m = max(m) per (k, sigma) that
     also gives every smaller m of the grid (``anonymize(..., also_m=...)``)."""
     users = block["users"]
@@ -231,7 +231,7 @@ def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
     sizes = np.diff(cdr.indptr)
     original = partition_sizes(np.arange(len(cdr.towers)), cons.areas, np.bincount(cdr.indices, minlength=len(cdr.towers)))
     u_orig = _uniqueness(data, s["uniqueness_l"], s["uniqueness_samples"], rng)
-    bar.update()
+    work.update()
     records = None
     rows = []
     top, others = max(s["m"]), tuple(m for m in s["m"] if m < max(s["m"]))
@@ -258,16 +258,16 @@ def _block(s: dict, block: dict, rng, bar) -> tuple[dict, list]:
                 paper = PAPER_FIG3.get((m, sigma)) if k == 20 else None
                 row["paper_parts"], row["paper_err_m"] = paper if paper else (None, None)
                 rows.append(row)
-            bar.update()
+            work.update()
     info = dict(users=users, sigma=list(block["sigma"]), size_mean=float(sizes.mean()), size_sd=float(sizes.std()),
                 size_max=int(sizes.max()), original=dict(n_parts=len(cdr.towers), **original, uniqueness=u_orig))
     return info, rows
 
 
-def _grid(out: _Output, s: dict, rng, bar) -> tuple[dict, list]:
+def _grid(out: _Output, s: dict, rng, work) -> tuple[dict, list]:
     blocks, rows = [], []
     for block in s["blocks"]:
-        info, block_rows = _block(s, block, rng, bar)
+        info, block_rows = _block(s, block, rng, work)
         blocks.append(info)
         rows += block_rows
     out.heading("CDR grid (Figs. 2-6, Sec. VI)",
@@ -340,7 +340,7 @@ def _grid(out: _Output, s: dict, rng, bar) -> tuple[dict, list]:
 # --------------------------------------------------------------------------- driver
 
 
-def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progress=None,
                  random_state: int = SEED) -> dict:
     """Recompute paper 5's numbers (gamma, Example 1, the CDR grid) beside the paper's.
 
@@ -348,6 +348,7 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
     ``km_uniqueness.png`` into ``output_dir`` and returns the numbers plus ``"text"``. The data
     are synthetic (the paper's CDR is not public), so ``data_dir`` is not used. ``quick``: a
     tiny CDR (1500 users, 120 towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3. ``random_state`` seeds the CDR and runs.
+    ``progress``: None or a callback ``progress(stage, step, steps)`` (:mod:`probanon.progress`).
     """
     start = time.perf_counter()
     output_dir = Path(output_dir)
@@ -360,12 +361,12 @@ def reproduce_km(output_dir="report", data_dir=None, quick: bool = False, progre
         out.note(f"QUICK MODE: a tiny CDR ({s['blocks'][0]['users']} users, {s['towers']} towers, record sizes of mean 4, sd 3, at most 25), k = 10, m = 2, 3; "
                  "not comparable with the paper.")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None}
-    with Progress(None, quiet=not progress, total=steps, desc="reproduce km", unit="step") as bar:
-        results["gamma"] = _gamma(out)
-        bar.update()
-        results["example1"] = _example1(out, rng)
-        bar.update()
-        results["grid"], figures = _grid(out, s, rng, bar)
+    work = Steps(progress, steps)
+    results["gamma"] = _gamma(out)
+    work.update()
+    results["example1"] = _example1(out, rng)
+    work.update()
+    results["grid"], figures = _grid(out, s, rng, work)
     out.heading("Figures", "Figures follow (PNG files beside this page).")
     for name, fig, caption in figures:
         report.figure(name, fig, caption)

@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ..datasets import reference_file
-from ..progress import Progress
+from ..progress import Steps
 from .._validation import check_random_state
 from ..data import Standardizer, quasi_identifiers, read_table
 from ..errors import InputError, ProbanonError
@@ -129,13 +129,13 @@ class _Gaussians:
         self.data = {key: gaussian(n, key[0], key[1], rng) for key in keys}
         self.runs: dict = {}
 
-    def __call__(self, d: int, rho: float, cells: int, bar) -> dict:
+    def __call__(self, d: int, rho: float, cells: int, work) -> dict:
         key = (d, rho, cells)
         if key not in self.runs:
             Z = self.data[(d, rho)]
             row, labels = _compare(Z, Z, self.n // cells)
             self.runs[key] = dict(d=d, rho=rho, n=self.n, **row), labels
-            bar.update()
+            work.update()
         return self.runs[key][0]
 
 
@@ -168,11 +168,11 @@ def _vs(ours, printed: str) -> str:
 # --------------------------------------------------------------------------- sections
 
 
-def _fig3(out: _Output, gauss: _Gaussians, s: dict, bar) -> tuple[dict, object]:
+def _fig3(out: _Output, gauss: _Gaussians, s: dict, work) -> tuple[dict, object]:
     Q = s["fig3_cells"]
     rows, res = [], {"source": PAPER["fig3"]["source"], "n": s["n"], "cells": Q, "k": s["n"] // Q, "runs": []}
     for rho, printed in PAPER["fig3"]["gain_percent"].items():
-        r = gauss(2, rho, Q, bar)
+        r = gauss(2, rho, Q, work)
         res["runs"].append(dict(r, paper_gain_percent=printed))
         rows.append([f"{rho:g}"] + _row_cells(r) + [_vs(r["gain_percent"], printed)])
     out.heading("Sec. 7.1, Fig. 3: 2-D Gaussian", f"n = {s['n']} z-scored Gaussian points, |Q| = {Q} cells, "
@@ -205,11 +205,11 @@ def _partition_figure(gauss: _Gaussians, Q: int):
     return fig
 
 
-def _sanity(out: _Output, gauss: _Gaussians, bar) -> dict:
+def _sanity(out: _Output, gauss: _Gaussians, work) -> dict:
     """|Q| = 2 on ``gauss`` (its own, smaller n: PCL with two cells in 1-D is slow)."""
     rows, res = [], []
     for (d, Q), (label, value) in SANITY.items():
-        r = gauss(d, 0.0, Q, bar)
+        r = gauss(d, 0.0, Q, work)
         res.append(dict(r, closed_form=label, closed_form_value=value))
         dev = None if r["D_pcl"] is None else 100.0 * (r["D_pcl"] - value) / value
         rows.append([d, Q] + _row_cells(r) + [f"{label} = {value:.4f}", _pct(dev, 2)])
@@ -221,8 +221,8 @@ def _sanity(out: _Output, gauss: _Gaussians, bar) -> dict:
     return {"runs": res}
 
 
-def _fig4(out: _Output, gauss: _Gaussians, s: dict, bar) -> tuple[dict, object]:
-    grid = {d: [gauss(d, 0.0, Q, bar) for Q in s["cells"]] for d in s["dims"]}
+def _fig4(out: _Output, gauss: _Gaussians, s: dict, work) -> tuple[dict, object]:
+    grid = {d: [gauss(d, 0.0, Q, work) for Q in s["cells"]] for d in s["dims"]}
     rows = [[d, Q, r["k"]] + _row_cells(r) for d in s["dims"] for Q, r in zip(s["cells"], grid[d])]
     gains = [r["gain_percent"] for d in grid for r in grid[d] if r["gain_percent"] is not None]
     best = max(gains) if gains else None
@@ -273,7 +273,7 @@ def _adult_check(out: _Output, X: np.ndarray) -> dict:
                 matches=sum(r[3] == "yes" for r in rows), printed=len(rows))
 
 
-def _fig7(out: _Output, X, s: dict, rng: np.random.Generator, bar) -> tuple[dict, object, list]:
+def _fig7(out: _Output, X, s: dict, rng: np.random.Generator, work) -> tuple[dict, object, list]:
     p = PAPER["fig7"]
     out.heading("Sec. 7.2, Fig. 7: UCI Adult", "age, education-num, hours-per-week, z-scored; both methods "
                 f"fitted on the z-scores plus uniform jitter in [-{JITTER:g}, {JITTER:g}], D on the unjittered "
@@ -294,7 +294,7 @@ def _fig7(out: _Output, X, s: dict, rng: np.random.Generator, bar) -> tuple[dict
             dj = distortion(Zj, labels["pcl"])
             row["jitter_variation_percent"] = 100.0 * abs(dj - row["D_pcl"]) / row["D_pcl"]
         runs.append(row)
-        bar.update()
+        work.update()
     res["runs"] = runs
     gains = {r["k"]: r["gain_percent"] for r in runs}
     largest = max(gains)
@@ -364,7 +364,7 @@ def _gaussian_statements(res: dict) -> list:
     return st
 
 
-def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progress=None,
                   random_state: int = SEED) -> dict:
     """Recompute Sec. 7 of paper 3 (PCL against MDAV) and print it beside the paper's values.
 
@@ -374,7 +374,7 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     checking) into ``output_dir``, and returns the numbers (JSON-serialisable) plus ``"text"``.
     ``data_dir`` holds ``adult/adult.csv`` (default: the packaged data sets, :mod:`probanon.datasets`;
     skipped with a note when absent there, an error when an explicit ``data_dir`` lacks it).
-    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: a progress bar on stderr (probanon.progress). ``random_state`` seeds the Gaussian
+    ``quick``: n = 2^13 Gaussians (not comparable with the paper) and Adult at k = 2000, 4000. ``progress``: None or a callback ``progress(stage, fit, fits)`` over the fits (:mod:`probanon.progress`). ``random_state`` seeds the Gaussian
     samples and the jitter.
     """
     start = time.perf_counter()
@@ -398,16 +398,16 @@ def reproduce_pcl(output_dir="report", data_dir=None, quick: bool = False, progr
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s}
     figures = []
-    with Progress(None, quiet=not progress, total=steps, desc="reproduce pcl", unit="fit") as bar:
-        results["fig3"], fig = _fig3(out, gauss, s, bar)
-        figures.append(("pcl_fig3_cells", fig, "Fig. 3: cells of MDAV and PCL on the 2-D Gaussian samples "
-                        "(colours repeat every 20 cells; + marks the cell means)."))
-        results["fig4"], fig = _fig4(out, gauss, s, bar)
-        figures.append(("pcl_fig4_gain", fig, "Fig. 4: distortion reduction of PCL over MDAV against |Q|."))
-        results["sanity"] = _sanity(out, sanity, bar)
-        results["fig7"], fig, adult_statements = _fig7(out, X_adult, s, rng, bar)
-        if fig is not None:
-            figures.append(("pcl_fig7_adult", fig, "Fig. 7: distortion of MDAV and PCL against k, UCI Adult."))
+    work = Steps(progress, steps)
+    results["fig3"], fig = _fig3(out, gauss, s, work)
+    figures.append(("pcl_fig3_cells", fig, "Fig. 3: cells of MDAV and PCL on the 2-D Gaussian samples "
+                    "(colours repeat every 20 cells; + marks the cell means)."))
+    results["fig4"], fig = _fig4(out, gauss, s, work)
+    figures.append(("pcl_fig4_gain", fig, "Fig. 4: distortion reduction of PCL over MDAV against |Q|."))
+    results["sanity"] = _sanity(out, sanity, work)
+    results["fig7"], fig, adult_statements = _fig7(out, X_adult, s, rng, work)
+    if fig is not None:
+        figures.append(("pcl_fig7_adult", fig, "Fig. 7: distortion of MDAV and PCL against k, UCI Adult."))
 
     statements = _gaussian_statements(results) + adult_statements
     out.heading("Figures", "Figures follow (PNG files beside this page).")

@@ -55,7 +55,7 @@ import numpy as np
 from scipy import stats
 
 from ..datasets import reference_file
-from ..progress import Progress
+from ..progress import Steps
 from ..data import read_table
 from ..errors import InputError
 from ..report import Flagged, Report, line_figure, text_table
@@ -671,7 +671,7 @@ def _grids(quick: bool) -> dict:
                 pi_lines_k=[1.0, 0.9, 0.75, 0.5, 0.25])
 
 
-def _distortion(out: _Output, data: dict, quick: bool, bar) -> tuple[dict, list, list]:
+def _distortion(out: _Output, data: dict, quick: bool, work) -> tuple[dict, list, list]:
     g = _grids(quick)
     pbar0, pi_r = 1e-5, 0.5
     D = _Distortion(data)
@@ -684,13 +684,13 @@ def _distortion(out: _Output, data: dict, quick: bool, bar) -> tuple[dict, list,
         for i, k in enumerate(g["k"]):
             for j, pi in enumerate(g["participation"]):
                 grid[i][j], sizes[i][j] = D(name, k, pi, pbar0)
-                bar.update()
+                work.update()
         rgrid = [[None] * len(g["risk"]) for _ in g["k_lines_risk"]]
         rsizes = [[None] * len(g["risk"]) for _ in g["k_lines_risk"]]
         for i, k in enumerate(g["k_lines_risk"]):
             for j, p in enumerate(g["risk"]):
                 rgrid[i][j], rsizes[i][j] = D(name, k, pi_r, p)
-                bar.update()
+                work.update()
         res["k_pi"][name] = {"k": g["k"], "participation": g["participation"], "D": grid, "cell_size": sizes}
         res["risk"][name] = {"k": g["k_lines_risk"], "risk": g["risk"], "D": rgrid, "cell_size": rsizes}
     res["designs_computed"] = D.designs
@@ -898,7 +898,7 @@ def _write(output_dir: Path, report: Report, text: str, results: dict, stem: str
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, progress=None,
                       random_state: int = SEED) -> dict:
     """Recompute Sec. VII of paper 1 and print it beside the paper's values.
 
@@ -906,7 +906,7 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     ``surveys.html``, the printed text ``surveys.txt`` and the numbers ``surveys.json`` into
     ``output_dir``, and returns the numbers (JSON-serialisable). ``data_dir`` holds
     ``casc/census.csv`` (default: the packaged data sets, :mod:`probanon.datasets`). ``quick`` uses
-    2000 Gaussian records and coarser grids; ``progress`` shows a progress bar on stderr (probanon.progress);
+    2000 Gaussian records and coarser grids; ``progress``: None or a callback ``progress(part, step, steps)`` (:mod:`probanon.progress`; the parts "steps", "distortion", "price of trust");
     ``random_state`` seeds the simulation and the Gaussian data.
     """
     start = time.perf_counter()
@@ -921,40 +921,40 @@ def reproduce_surveys(output_dir="report", data_dir=None, quick: bool = False, p
     results: dict = {"quick": quick, "random_state": random_state}
     figures: list = []
     statements: list = []
-    with Progress(None, quiet=not progress, total=steps, desc="reproduce surveys", unit="step") as bar:
-        results["table2"] = _table2(cmp, out, random_state)
-        bar.update()
-        results["table3"] = _table3(cmp, out)
-        bar.update()
-        results["table4"] = _table4(cmp, out)
-        bar.update()
-        results["fig6"], fig6 = _fig6(cmp, out)
-        figures.append(("surveys_fig6_stability", fig6, "Fig. 6: relative error of qbar against an exact reference."))
-        bar.update()
-        results["fig7"], fig7 = _fig7(cmp, out, quick)
-        figures.append(("surveys_fig7_nmin", fig7, "Fig. 7: effective anonymity n_min against pbar (k = 50, pi = 0.5)."))
-        results["sec7c"] = _sec7c(cmp, out)
-        bar.update()
-        results["fig8_9"], figs = _figs8_9(cmp, out, quick)
-        figures += figs
-        bar.update()
-        results["fig10"], figs, st = _fig10(out, quick)
-        figures += figs
-        statements += st
-        bar.update()
-        results["fig13b"], fig, st = _fig13b(out)
-        figures.append(("surveys_fig13b_naive_failure", fig, "Fig. 13(b): failure of naive cells of k records."))
-        statements += st
-        bar.update()
-        bar.set_description("reproduce surveys (distortion)")
-        results["distortion"], figs, st = _distortion(out, data, quick, bar)
-        figures += figs
-        statements += st
-        bar.update()
-        bar.set_description("reproduce surveys (price of trust)")
-        results["price_of_trust"], fig = _price_of_trust(out, data, quick, random_state)
-        figures.append(("surveys_price_of_trust", fig, "The price of trust: D of the MDAV, PCL and tree designs."))
-        bar.update()
+    work = Steps(progress, steps)
+    results["table2"] = _table2(cmp, out, random_state)
+    work.update()
+    results["table3"] = _table3(cmp, out)
+    work.update()
+    results["table4"] = _table4(cmp, out)
+    work.update()
+    results["fig6"], fig6 = _fig6(cmp, out)
+    figures.append(("surveys_fig6_stability", fig6, "Fig. 6: relative error of qbar against an exact reference."))
+    work.update()
+    results["fig7"], fig7 = _fig7(cmp, out, quick)
+    figures.append(("surveys_fig7_nmin", fig7, "Fig. 7: effective anonymity n_min against pbar (k = 50, pi = 0.5)."))
+    results["sec7c"] = _sec7c(cmp, out)
+    work.update()
+    results["fig8_9"], figs = _figs8_9(cmp, out, quick)
+    figures += figs
+    work.update()
+    results["fig10"], figs, st = _fig10(out, quick)
+    figures += figs
+    statements += st
+    work.update()
+    results["fig13b"], fig, st = _fig13b(out)
+    figures.append(("surveys_fig13b_naive_failure", fig, "Fig. 13(b): failure of naive cells of k records."))
+    statements += st
+    work.update()
+    work.begin("distortion")
+    results["distortion"], figs, st = _distortion(out, data, quick, work)
+    figures += figs
+    statements += st
+    work.update()
+    work.begin("price of trust")
+    results["price_of_trust"], fig = _price_of_trust(out, data, quick, random_state)
+    figures.append(("surveys_price_of_trust", fig, "The price of trust: D of the MDAV, PCL and tree designs."))
+    work.update()
 
     f6 = results["fig6"]
     statements.insert(0, ("Fig. 6", "Algorithm A is accurate down to pbar = 1e-17 (ours: pmf sum)",

@@ -56,7 +56,7 @@ import numpy as np
 import pandas as pd
 
 from ..datasets import reference_file
-from ..progress import Progress
+from ..progress import Steps
 from .._validation import check_random_state
 from ..attacks import GUARANTEES, attack
 from ..attacks.audit import audit
@@ -373,7 +373,7 @@ def _within(ours: float, printed: str) -> bool:
     return abs(ours / float(printed) - 1.0) <= WITHIN
 
 
-def _runs(X: np.ndarray, conf, s: dict, rng, printed: dict, bar) -> dict:
+def _runs(X: np.ndarray, conf, s: dict, rng, printed: dict, work) -> dict:
     """Table X/XI statistic for every method and k of ``s``, beside the printed values."""
     res: dict = {"k": list(s["k"]), "runs": s["runs"], "confidential": list(conf), "methods": {}}
     for m in METHODS:
@@ -384,7 +384,7 @@ def _runs(X: np.ndarray, conf, s: dict, rng, printed: dict, bar) -> dict:
             for key, v in (("mean", d.mean), ("sd", d.sd), ("paper_mean", pm), ("paper_sd", ps),
                            ("within_30", _within(d.mean, pm)), ("sd_within_30", _within(d.sd, ps))):
                 rows[key].append(v)
-            bar.update()
+            work.update()
         res["methods"][m] = rows
     means = [(m, i) for m in METHODS for i in range(len(s["k"]))]
     M = res["methods"]
@@ -434,8 +434,8 @@ def _table7_vs_table10(res: dict, ours_k12: float) -> dict:
                 paper_ratio=table7 / interpolated, ours_ratio_min=min(ratios), ours_ratio_max=max(ratios))
 
 
-def _table10(out: _Output, C: np.ndarray, s: dict, rng, bar, ours_k12: float) -> dict:
-    res = _runs(C, CENSUS_CONFIDENTIAL, s, rng, PAPER["table10"]["values"], bar)
+def _table10(out: _Output, C: np.ndarray, s: dict, rng, work, ours_k12: float) -> dict:
+    res = _runs(C, CENSUS_CONFIDENTIAL, s, rng, PAPER["table10"]["values"], work)
     out.heading("Table X: census, mean and sd of |r' - r|", f"|r'_ij - r_ij| over the {res['pairs']} pairs with a "
                 f"confidential attribute (A7-A13), pooled over {s['runs']} runs (MDAV-ID is deterministic and "
                 "computed once); ours / paper. 'within 30%': our mean within 30% of the paper's.")
@@ -451,14 +451,14 @@ def _table10(out: _Output, C: np.ndarray, s: dict, rng, bar, ours_k12: float) ->
     return dict(res, source=PAPER["table10"]["source"], mdav_id_consistency=c)
 
 
-def _table11(out: _Output, E: np.ndarray | None, s: dict, rng, bar) -> dict:
+def _table11(out: _Output, E: np.ndarray | None, s: dict, rng, work) -> dict:
     if E is None:
         out.heading("Table XI: EIA", "Skipped: CASC EIA not found.")
         return {"skipped": True}
     choices = {}
     for name in (EIA_CHOICE,) + tuple(n for n in EIA_ROLES if n != EIA_CHOICE):
         conf = [EIA_COLUMNS.index(c) for c in EIA_ROLES[name]]
-        choices[name] = dict(_runs(E, conf, s, rng, PAPER["table11"]["values"], bar),
+        choices[name] = dict(_runs(E, conf, s, rng, PAPER["table11"]["values"], work),
                              confidential_columns=list(EIA_ROLES[name]))
     res = choices[EIA_CHOICE]
     other = next(n for n in choices if n != EIA_CHOICE)
@@ -537,7 +537,7 @@ def _attack_cell_text(cell: dict, k: int):
     return flag(f"{cell['rate']:.3f} / {1 / k:.3f}", cell["above"])
 
 
-def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None, s: dict, rng, bar) -> dict:
+def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None, s: dict, rng, work) -> dict:
     """Success of every intruder of the attack suite against MDAV-ID, MDAV-SWAP (uninformed and
     informed) and IR-SWAP at k = 3, 5, 10, on the census and EIA, with and without the columns the
     pre-release audit flags (issue 14, point 5)."""
@@ -568,7 +568,7 @@ def _attack_table(out: _Output, C: np.ndarray, names: list, E: np.ndarray | None
                                  records=len(frame), intruders=cells))
                 table.append([name, columns, ATTACK_LABELS[method], k]
                              + [_attack_cell_text(c, k) for c in cells.values()])
-                bar.update()
+                work.update()
     rules = list(rows[0]["intruders"])
     above = [r for r in rows if any(c["above"] for c in r["intruders"].values())]
     census_audit = audits["census"]
@@ -675,7 +675,7 @@ def _figure(res: dict):
 # --------------------------------------------------------------------------- driver
 
 
-def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, progress: bool = False,
+def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, progress=None,
                        random_state: int = SEED) -> dict:
     """Recompute Sec. V of paper 2 (Tables VI-XI) and print it beside the paper's values.
 
@@ -685,7 +685,7 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
     ``casc/eia.csv`` (default: the packaged data sets, :mod:`probanon.datasets`; Table XI is skipped
     with a note when EIA is absent there, an error when an explicit ``data_dir`` lacks it).
     ``quick``: k = 5, 25, 100 and 20 runs for Tables X-XI (Tables VI-IX as in the full run),
-    one release per cell of the attack table (full: 10). ``progress``: a progress bar on stderr (probanon.progress).
+    one release per cell of the attack table (full: 10). ``progress``: None or a callback ``progress(stage, step, steps)`` (:mod:`probanon.progress`).
     ``random_state`` seeds the permutations (Tables VIII and IX first, then Tables X and XI;
     the attack table from a stream spawned from it, so the tables' draws do not depend on it).
     """
@@ -709,20 +709,20 @@ def reproduce_swapping(output_dir="report", data_dir=None, quick: bool = False, 
              "reproduces Table VII, z-scores do not. MDAV-SWAP is the informed-intruder variant (Sec. IV-B).")
     results: dict = {"quick": quick, "random_state": random_state if isinstance(random_state, int) else None,
                      "settings": s, "standardize": False}
-    with Progress(None, quiet=not progress, total=steps, desc="reproduce swapping", unit="step") as bar:
-        results["table6"] = _table6(out, C, names)
-        bar.update()
-        results["table7"], r7 = _table7(out, C)
-        original = {ij: float(results["table6"]["correlation"][ij]) for ij in PAPER["table6"]["cells"]}
-        results["table7"]["ours_to_original"] = _distance_to_original(r7, original)
-        bar.update()
-        results["table8"], _ = _single_run(out, "table8", "mdav-swap-informed", C, rng, original)
-        bar.update()
-        results["table9"], _ = _single_run(out, "table9", "ir-swap", C, rng, original)
-        bar.update()
-        results["table10"] = _table10(out, C, s, rng, bar, results["table7"]["ours_to_original"])
-        results["table11"] = _table11(out, E, s, rng, bar)
-        results["attacks"] = _attack_table(out, C, names, E, s, attack_rng, bar)
+    work = Steps(progress, steps)
+    results["table6"] = _table6(out, C, names)
+    work.update()
+    results["table7"], r7 = _table7(out, C)
+    original = {ij: float(results["table6"]["correlation"][ij]) for ij in PAPER["table6"]["cells"]}
+    results["table7"]["ours_to_original"] = _distance_to_original(r7, original)
+    work.update()
+    results["table8"], _ = _single_run(out, "table8", "mdav-swap-informed", C, rng, original)
+    work.update()
+    results["table9"], _ = _single_run(out, "table9", "ir-swap", C, rng, original)
+    work.update()
+    results["table10"] = _table10(out, C, s, rng, work, results["table7"]["ours_to_original"])
+    results["table11"] = _table11(out, E, s, rng, work)
+    results["attacks"] = _attack_table(out, C, names, E, s, attack_rng, work)
 
     statements = _statements(results)
     figures = [("swapping_tables_x_xi", _figure(results), "Tables X-XI: mean |r' - r| against k (log-log), ours "

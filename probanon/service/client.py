@@ -34,12 +34,13 @@ from __future__ import annotations
 import math
 import re
 import secrets
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError, ParameterError, SpecificationError
+from ..errors import InputError, ParameterError, ProbanonNote, SpecificationError
 from ..survey.spec import assign, load_spec, parse_digest, verify
 from . import document as documents
 from .answers import SchemaError, check_answers, parse_field, same_as_key
@@ -200,7 +201,9 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     only when the survey takes invitations, which also need ``expected_digest`` (refused without
     it before anything is sent). ``show(document, specification, digest)`` is called with the
     verified survey document and its digest before anything is asked or sent (``survey respond``
-    prints :func:`probanon.service.document.summary`)."""
+    prints :func:`probanon.service.document.summary`); without ``expected_digest`` (an open
+    survey), a :class:`~probanon.errors.ProbanonNote` then says that the document is only the one
+    the collector lists."""
     survey_id = _survey_id(survey_id)
     if expected_digest is not None:
         expected_digest = parse_digest(expected_digest)  # a malformed one is refused before any request
@@ -218,6 +221,10 @@ def respond(url: str, survey_id: int, values, answers: dict, token=None, expecte
     info = {**info, **{k: document[k] for k in documents.AGREED}}  # answered as the document says
     if show is not None:
         show(document, v.spec, expected_digest or info["digest"])
+    if expected_digest is None:
+        warnings.warn(f"not checked against a letter: the survey document is the one the collector lists "
+                      f"({info['digest']}); if you have a letter, compare its digest or give it with --digest",
+                      ProbanonNote, stacklevel=2)
     if callable(values):
         values = values(list(v.function.columns or []), info.get("questions") or {})
     cell = cell_of(v, values)

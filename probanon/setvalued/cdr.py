@@ -194,7 +194,8 @@ def generate_cdr(users: int = TABLE_II["users"], *, towers: int = TABLE_II["towe
     """Synthetic CDR with the characteristics of Table II (defaults: the paper's full size).
 
     ``users`` scales the data set down (tower network and record-size law unchanged). ``progress``
-    (optional) is called with the number of users completed after each chunk.
+    (optional) is called as ``progress("users", done, users)`` (:mod:`probanon.progress`) after
+    each chunk of users.
     """
     rng = check_random_state(random_state)
     if users < 1:
@@ -216,6 +217,8 @@ def generate_cdr(users: int = TABLE_II["users"], *, towers: int = TABLE_II["towe
     work = rng.choice(towers, size=users, p=w_work / w_work.sum()).astype(np.int32)
     indices = np.empty(indptr[-1], dtype=np.int32)
     stamp = np.zeros(towers, dtype=np.int64)
+    if progress is not None:
+        progress("users", 0, users)
     for start in range(0, users, _CHUNK):
         stop = min(start + _CHUNK, users)
         a, b = indptr[start], indptr[stop]
@@ -223,7 +226,7 @@ def generate_cdr(users: int = TABLE_II["users"], *, towers: int = TABLE_II["towe
         _fill_records(indptr[start:stop + 1] - a, home[start:stop], work[start:stop], order,
                       u[0], u[1], stamp, start, indices[a:b])
         if progress is not None:
-            progress(stop - start)
+            progress("users", stop, users)
     return SyntheticCDR(xy, indptr, indices, home, work, side)
 
 
@@ -260,20 +263,23 @@ def _fimi_bytes(indptr, indices):
 
 def write_fimi(indptr, indices, path, progress=None) -> None:
     """Write CSR records in FIMI format (one line of space-separated non-negative item ids per
-    record), chunk by chunk, atomically (a temporary file renamed at the end)."""
+    record), chunk by chunk, atomically (a temporary file renamed at the end); ``progress("records",
+    done, total)`` after each chunk."""
     indptr = np.asarray(indptr, dtype=np.int64)
     indices = np.asarray(indices)
     if indices.size and indices.min() < 0:
         raise InputError("FIMI item ids must be non-negative integers")
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
+    if progress is not None:
+        progress("records", 0, len(indptr) - 1)
     try:
         with open(tmp, "wb") as fh:
             for start in range(0, len(indptr) - 1, _CHUNK):
                 stop = min(start + _CHUNK, len(indptr) - 1)
                 fh.write(_fimi_bytes(indptr[start:stop + 1], indices).tobytes())
                 if progress is not None:
-                    progress(stop - start)
+                    progress("records", stop, len(indptr) - 1)
         os.replace(tmp, path)
     finally:
         if tmp.exists():

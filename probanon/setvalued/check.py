@@ -57,8 +57,8 @@ def check_release(records, partition: dict, k, m, progress=None) -> CheckResult:
 
     ``records``: iterable of collections of item labels; ``partition``: item label -> part id
     (labels compared as strings). An item without a part is an :class:`InputError`. ``k`` is
-    an int or one k_l per level l = 1..m. ``progress(n)``, if given, is called as records are
-    done (m times the number of records in all).
+    an int or one k_l per level l = 1..m. ``progress("records", done, m n)``
+    (:mod:`probanon.progress`), if given, is called as the n records are done at each level.
     """
     if isinstance(m, bool) or not isinstance(m, int) or m < 1:
         raise ParameterError(f"m must be an integer >= 1, got {m!r}")
@@ -77,9 +77,12 @@ def check_release(records, partition: dict, k, m, progress=None) -> CheckResult:
             holders.setdefault(part[i], set()).add(u)
     support: dict = {}  # generalized itemset -> its support
     levels, counts, anon, fracs = [], [], [], []
+    n = len(recs)
+    if progress is not None:
+        progress("records", 0, m * n)
     for l, k_l in zip(range(1, m + 1), ks):
-        distinct, good, done = set(), 0, 0
-        for r in recs:
+        distinct, good = set(), 0
+        for done, r in enumerate(recs, 1):
             for x in itertools.combinations(r, l):
                 if x in distinct:
                     continue
@@ -88,12 +91,10 @@ def check_release(records, partition: dict, k, m, progress=None) -> CheckResult:
                 if g not in support:
                     support[g] = len(set.intersection(*(holders[p] for p in g)))
                 good += support[g] >= k_l
-            done += 1
-            if progress is not None and done == 1024:
-                progress(done)
-                done = 0
-        if progress is not None and done:
-            progress(done)
+            if progress is not None and done % 1024 == 0:
+                progress("records", (l - 1) * n + done, m * n)
+        if progress is not None and n % 1024:
+            progress("records", l * n, m * n)
         levels.append(l)
         counts.append(len(distinct))
         anon.append(good)

@@ -474,7 +474,7 @@ def run_levels(state, biggest, plan, exact_upto, pairs, seed, method, progress=N
         if l == m or l in also:
             out[l] = _snapshot(state, raw)
         if progress is not None:
-            progress(1)
+            progress("levels", l, m)
     return out
 
 
@@ -510,7 +510,8 @@ _SHARED = None  # the arguments of the runs, inherited by forked workers instead
 
 #: when set (:func:`probanon.distributed.km.runs_on_dask`): ``runner(args, seeds, method, progress,
 #: also)`` returns the results of ``_run(*args, seed, method, None, also)`` for the seeds, in order
-#: (the r > 1 runs of A^(r) elsewhere than in local processes); ``progress(m)`` after each run
+#: (the r > 1 runs of A^(r) elsewhere than in local processes); ``progress("levels", done, r m)``
+#: as runs finish (m levels each)
 RUNS_RUNNER: contextvars.ContextVar = contextvars.ContextVar("km_runs_runner", default=None)
 
 
@@ -520,7 +521,8 @@ def _shared_run(seed, method, also):
 
 def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
     """The runs in ``workers`` processes. Forked workers share the data (copy-on-write);
-    elsewhere the arguments are pickled to every task. ``progress(m)`` after each run."""
+    elsewhere the arguments are pickled to every task. ``progress("levels", done, r m)`` after
+    each run (m levels each)."""
     global _SHARED
     fork = "fork" in multiprocessing.get_all_start_methods()
     _SHARED = args if fork else None
@@ -529,11 +531,11 @@ def _parallel_runs(args, seeds, method, workers, progress=None, also=()):
         with ProcessPoolExecutor(workers, mp_context=context) as pool:
             futures = {(pool.submit(_shared_run, s, method, also) if fork
                         else pool.submit(_run, *args, s, method, None, also)): j for j, s in enumerate(seeds)}
-            results = [None] * len(seeds)
-            for done in as_completed(futures):
+            results, m = [None] * len(seeds), len(args[3].levels)
+            for finished, done in enumerate(as_completed(futures), 1):
                 results[futures[done]] = done.result()
                 if progress is not None:
-                    progress(len(args[3].levels))
+                    progress("levels", finished * m, len(seeds) * m)
             return results
     finally:
         _SHARED = None
@@ -553,8 +555,9 @@ def anonymize(data: SetData, k, m, sigma, constraints: GeneralizationConstraints
     l-itemset for l <= L (sigma = 1 there; sigma = 1 enumerates every level). ``runs`` = r runs,
     in up to ``n_jobs`` processes (default: min(r, CPUs)) when r > 1. ``pair_budget`` bounds the
     record lists of the pair index that speeds up sampling (:mod:`.pairs`; 4 bytes per entry,
-    shared by the runs); 0 turns the index off. ``progress(n)``, if given, is called as levels
-    complete (n of the r * m in all; per level for one run, per finished run otherwise).
+    shared by the runs); 0 turns the index off. ``progress("levels", done, r m)``
+    (:mod:`probanon.progress`), if given, is called as levels complete (per level for one run,
+    per finished run otherwise).
     ``also_m`` (values 1 <= m' < m) adds, in ``result.earlier[m']``, the result for m' from the
     same runs: each run's partition after level m', the best of the r kept (what this function
     returns for m = m' and the same seed, at the cost of one run).

@@ -139,11 +139,11 @@ def _per_record_partition(Z: np.ndarray, pis: np.ndarray, k: int, risk: float, p
     _check_whole(k, pis, risk)
     state = _per_record.new_state(Z, pis, k)
     nchunks = max(2, numba.get_num_threads())
-    per_call = max(1, n // (100 * k))  # about a hundred progress reports
+    per_call, placed = max(1, n // (100 * k)), 0  # about a hundred progress reports
     while not state["st"][_per_record.DONE]:
-        placed = _per_record.run(Z, pis, k, log_pbar, nchunks=nchunks, max_groups=per_call, **state)
+        placed += int(_per_record.run(Z, pis, k, log_pbar, nchunks=nchunks, max_groups=per_call, **state))
         if progress is not None:
-            progress(int(placed))
+            progress("records", placed, n)
     g = int(state["st"][_per_record.GROUPS])
     return state["labels"], state["refs"][:g], state["rad2"][:g], state["bnds"][:g]
 
@@ -285,10 +285,10 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     or the name of a population column, or a fitted :class:`.participation.LogisticParticipation`
     whose covariates are then no quasi-identifiers unless named in ``columns``); ``risk``: the
     acceptable cell failure pbar, so each cell is k-anonymous with probability >= 1 - pbar.
-    ``progress``: None or a callback ``progress(n)``, called with 0 once the inputs are checked
-    (before the numerical kernels run, or compile on first use), then with the number of
-    population records placed in cells (N in all; per-record participation with MDAV reports every
-    max(1, N // (100 k)) cells, the other designs at once at the end). ``weights``: design
+    ``progress``: None or a callback ``progress("records", placed, N)`` (:mod:`probanon.progress`),
+    called with 0 once the inputs are checked (before the numerical kernels run, or compile on
+    first use), then with the population records placed in cells (per-record participation with
+    MDAV reports every max(1, N // (100 k)) cells, the other designs at once at the end). ``weights``: design
     weights d_j (n numbers > 0, or the name of a population column) for the centroids and D
     (module docstring).
 
@@ -361,7 +361,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     if not constant:
         _check_whole(k, pis, risk)
     if progress is not None:
-        progress(0)
+        progress("records", 0, N)
     std = Standardizer.fit(X) if encoding is None else encoding.standardizer(X)
     Z = np.ascontiguousarray(std.transform(X))
     size = safe_cell_size(k, pi, risk, N) if constant else None
@@ -383,7 +383,7 @@ def design(population, k: int, participation, risk: float, columns=None, progres
         labels, nodes = tree_partition(V if encoding is not None else X, Z, mass, kinds, levels, k, risk, pis, size)
         kind, rule = "decision-tree", {"nodes": nodes}
     if progress is not None and (method != "mdav" or constant):  # the per-record kernel reports as it goes
-        progress(N)
+        progress("records", N, N)
     n_cells = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=n_cells)
     if constant:

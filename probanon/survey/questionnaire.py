@@ -17,16 +17,17 @@ Stata file), else its column name; a category reads as its value label when the 
 has one.
 
 A tree splits while both halves stay safe cells, so it has about N / n_min cells: on a large
-population a long questionnaire (:func:`length_warning`, beyond :data:`MAX_QUESTIONS` questions).
+population a long questionnaire (:func:`check_length`, beyond :data:`MAX_QUESTIONS` questions).
 """
 
 from __future__ import annotations
 
 import html
+import warnings
 
 import numpy as np
 
-from ..errors import ParameterError
+from ..errors import ParameterError, ProbanonWarning
 
 STYLE = """
 body { font-family: Georgia, serif; max-width: 46em; margin: 2em auto; padding: 0 1em; line-height: 1.45; }
@@ -117,27 +118,29 @@ def _depths(nodes: list) -> list:
     return out
 
 
-def length_warning(spec: dict, function) -> str | None:
-    """A warning when a tree specification asks more than :data:`MAX_QUESTIONS` questions, with
-    how to shorten it (None otherwise). A tree splits a node while both halves are safe cells
-    (at least n_min records for a constant pi), so it has about N / n_min cells and one question
-    fewer: fewer questions need larger cells (a larger k, or a lower --risk: both raise n_min),
-    fewer or coarser keys (fewer admissible cuts), or a smaller population."""
+def check_length(spec: dict, function) -> None:
+    """A :class:`~probanon.errors.ProbanonWarning` when a tree specification asks more than
+    :data:`MAX_QUESTIONS` questions, with how to shorten it (nothing otherwise). A tree splits a
+    node while both halves are safe cells (at least n_min records for a constant pi), so it has
+    about N / n_min cells and one question fewer: fewer questions need larger cells (a larger k,
+    or a lower --risk: both raise n_min), fewer or coarser keys (fewer admissible cuts), or a
+    smaller population."""
     if function.kind != "decision-tree":
-        return None
+        return
     nodes = function.rule["nodes"]
     questions = sum("cell" not in node for node in nodes)
     if questions <= MAX_QUESTIONS:
-        return None
+        return
     depths = _depths(nodes)
     sizes = [cell["size"] for cell in spec["cells"]]
     records = spec["guarantee"]["records"]
     needed = -(-records // (MAX_QUESTIONS + 1))
-    return (f"the tree asks {questions:,} questions ({len(sizes):,} cells of {min(sizes):,} or more records; a "
-            f"respondent answers {min(depths)} to {max(depths)} of them): more than {MAX_QUESTIONS} make a long "
-            f"printed questionnaire. To shorten it: fewer keys (--columns), coarser keys (recode them, e.g. age in "
-            f"ten-year bands), or larger cells: a larger -k or a lower --risk (at most {MAX_QUESTIONS} questions "
-            f"need cells of about {records:,} / {MAX_QUESTIONS + 1} = {needed:,} records)")
+    warnings.warn(f"the tree asks {questions:,} questions ({len(sizes):,} cells of {min(sizes):,} or more records; "
+                  f"a respondent answers {min(depths)} to {max(depths)} of them): more than {MAX_QUESTIONS} make a "
+                  f"long printed questionnaire. To shorten it: fewer keys (--columns), coarser keys (recode them, e.g. "
+                  f"age in ten-year bands), or larger cells: a larger -k or a lower --risk (at most {MAX_QUESTIONS} "
+                  f"questions need cells of about {records:,} / {MAX_QUESTIONS + 1} = {needed:,} records)",
+                  ProbanonWarning, stacklevel=2)
 
 
 def _spec_labels(spec: dict) -> tuple[dict, dict]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..progress import Progress
+from ..progress import quiet
 from .._validation import check_k, check_matrix, check_random_state
 from ..errors import InputError, ParameterError
 from ..metrics.utility import constant_columns
@@ -87,12 +87,13 @@ class CorrelationDifference:
 
 
 def correlation_difference_runs(X, k, method: str, confidential, runs: int = 100, random_state=None,
-                                standardize: bool = True, progress: bool = False) -> CorrelationDifference:
+                                standardize: bool = True, progress=None) -> CorrelationDifference:
     """Run ``method`` ``runs`` times on ``X`` (paper 2, Tables X and XI: R = 100) and pool
     |r' - r| over the pairs P and the runs.
 
     The partition does not depend on the seed, so it is computed once and only the
-    permutations are redrawn. ``progress`` shows a bar over the runs (:class:`probanon.progress.Progress`).
+    permutations are redrawn. ``progress``: None or a callback ``progress("runs", done, total)``
+    (:mod:`probanon.progress`), with 0 before the first run and after each run.
     """
     X = check_matrix(X, name="data")
     if isinstance(runs, bool) or not isinstance(runs, (int, np.integer)) or runs < 1:
@@ -105,8 +106,10 @@ def correlation_difference_runs(X, k, method: str, confidential, runs: int = 100
     drawn = 1 if method == "mdav-id" else int(runs)
     r = pearson_correlations(X, "original")[pairs[:, 0], pairs[:, 1]]
     diffs = np.empty((drawn, len(pairs)))
-    with Progress(None, quiet=not progress, desc=f"{method} k={k}", total=drawn, leave=False) as bar:
-        for run in bar.iterate(range(drawn)):
-            Y, _ = _release_values(X, groups, rng)
-            diffs[run] = np.abs(pearson_correlations(Y, "released")[pairs[:, 0], pairs[:, 1]] - r)
+    progress = quiet if progress is None else progress
+    progress("runs", 0, drawn)
+    for run in range(drawn):
+        Y, _ = _release_values(X, groups, rng)
+        diffs[run] = np.abs(pearson_correlations(Y, "released")[pairs[:, 0], pairs[:, 1]] - r)
+        progress("runs", run + 1, drawn)
     return CorrelationDifference(float(diffs.mean()), float(diffs.std()), diffs, pairs, int(runs), method, k)
