@@ -281,10 +281,10 @@ def cmd_apply(args) -> int:
     if function.encoding is not None:  # categorical keys: read as they are, the function embeds them
         args.categorical = function.encoding.categorical()
     if function.kind == "stratified":
-        if function.rule["columns"] is None:
+        if function.rule.columns is None:
             raise InputError("the function's strata have no column names (fitted on an array): assign through the "
                              "API with strata=")
-        args.strata = function.rule["columns"]  # the strata columns: read, and released unchanged
+        args.strata = function.rule.columns  # the strata columns: read, and released unchanged
 
     columns = list(function.columns or keys)
     numeric = [j for j, c in enumerate(columns) if c not in getattr(args, "categorical", ())]
@@ -292,9 +292,9 @@ def cmd_apply(args) -> int:
 
     def centroids(X, frame):
         if function.kind == "stratified":  # merged strata recoded as in the fit's release
-            strata = frame[function.rule["columns"]]
+            strata = frame[function.rule.columns]
             labels = function.assign(X, strata=strata)
-            recoded = recode_merged([s["values"] for s in function.rule["strata"]], strata)
+            recoded = recode_merged([s["values"] for s in function.rule.strata], strata)
             return np.asarray(function.centroids, dtype=object if function.encoding else None)[labels], \
                 {"cell": labels}, recoded
         labels = function.assign(X)
@@ -309,7 +309,7 @@ def cmd_apply(args) -> int:
             values[:, numeric] = _rounded(values[:, numeric].astype(np.float64), digits)
         return values, added, recoded
 
-    strata = function.rule["columns"] if function.kind == "stratified" else None
+    strata = function.rule.columns if function.kind == "stratified" else None
     return apply_to_file(args, columns, cells, means={columns[j]: d for j, d in zip(numeric, digits)},
                          promise=lambda roles: _function_promise(function, columns, roles, strata))
 

@@ -21,7 +21,7 @@ from ..data import MISSING_HINT, Standardizer, select_columns
 from ..errors import InputError, NotFittedError, ParameterError
 from ..progress import quiet as _quiet
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, blocks_note, check_block_size, check_jobs, fit_blocks
-from .function import MicroaggregationFunction
+from .function import publish_function
 from .means import group_means  # noqa: F401 - the methods read it from here too
 from .potentials import split_duplicates
 from .settle import settle_power, settle_sites
@@ -139,9 +139,8 @@ class Microaggregator(ParamsMixin):
             self.unpublished_ = (f"{type(self).__name__} split {split:,} identical records between groups "
                                  f"({self._split_option}), so no published function can reproduce its groups")
             return
-        self.function_ = MicroaggregationFunction(kind=kind, standardizer=self.standardizer_,
-                                                  centroids=self.centroids_, sizes=self.sizes_, rule=rule,
-                                                  columns=columns, encoding=encoding, meta=meta)
+        self.function_ = publish_function(kind, rule, standardizer=self.standardizer_, centroids=self.centroids_,
+                                          sizes=self.sizes_, columns=columns, encoding=encoding, meta=meta)
 
     #: the parameter that lets the method split identical records (None: it never does)
     _split_option = None

@@ -125,7 +125,7 @@ def length_warning(spec: dict, function) -> str | None:
     fewer or coarser keys (fewer admissible cuts), or a smaller population."""
     if function.kind != "decision-tree":
         return None
-    nodes = function.rule["nodes"]
+    nodes = function.rule.nodes
     questions = sum("cell" not in node for node in nodes)
     if questions <= MAX_QUESTIONS:
         return None
@@ -168,7 +168,7 @@ def questionnaire_html(verified, labels=None, title: str | None = None) -> str:
         return lambda v: str(coded[v]) if v in coded else number_text(v) if isinstance(v, (int, float, np.number)) \
             and not isinstance(v, bool) else str(v)
 
-    nodes = function.rule["nodes"]
+    nodes = function.rule.nodes
     numbers = _questions(nodes)
     esc = html.escape
     title = title or "Find your cell"
