@@ -21,6 +21,7 @@ Parameters are in standardised units, but for "intervals" and "decision-tree" (o
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import ClassVar
 
@@ -32,7 +33,7 @@ from .rule_kernels import _assign_balls, _assign_power, assign_intervals, projec
 from .strata import _scalar, strata_of, stratum_index
 
 
-class Rule:
+class Rule(ABC):
     """A published rule (module docstring). Subclasses are frozen dataclasses of their
     parameters; the published values default to one row of centroids and one size per cell."""
 
@@ -45,22 +46,23 @@ class Rule:
         return cls(**parts)
 
     @classmethod
+    @abstractmethod
     def from_dict(cls, d: dict, width: int, n_cells: int | None = None, encoding=None) -> Rule:
         """The checked rule of a JSON "rule" object, for records of ``width`` (standardised)
         columns; ``n_cells``: the cells it must define (None: as many as it reaches)."""
-        raise NotImplementedError
 
     def to_dict(self) -> dict:
         """The rule for JSON: each parameter as (nested) lists."""
         return {f.name: np.asarray(getattr(self, f.name)).tolist() for f in fields(self)}
 
     @property
+    @abstractmethod
     def n_cells(self) -> int:
-        raise NotImplementedError
+        """The number of cells the rule defines."""
 
+    @abstractmethod
     def assign(self, Z) -> np.ndarray:
         """Cell of each standardised record (row of Z)."""
-        raise NotImplementedError
 
     def apply(self, function, X, strata=None) -> np.ndarray:
         """Cell of each record of X as ``function`` reads it (:meth:`.function.MicroaggregationFunction.assign`)."""
@@ -270,7 +272,8 @@ class Blocked(Rule):
         checked, ranges = [], []
         for i, node in enumerate(nodes):
             if "kind" in node:
-                if set(node) != {"kind", "rule", "offset"} or node["kind"] not in kinds or not isinstance(node["rule"], dict):
+                if set(node) != {"kind", "rule", "offset"} or node["kind"] not in kinds \
+                        or not isinstance(node["rule"], dict):
                     raise SpecificationError(f"function: blocked leaf {i} must hold 'kind' ({' or '.join(kinds)}), "
                                              "'rule' and 'offset'")
                 leaf = RULES[node["kind"]].from_dict(node["rule"], width)
