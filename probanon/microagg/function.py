@@ -25,7 +25,8 @@ import pandas as pd
 from .._validation import check_matrix, read_json_document
 from ..data import Standardizer, values_frame
 from ..errors import InputError, SpecificationError
-from .rules import Rule, _array, _named, rule_class, rule_of
+from .rule_checks import _array
+from .rules import Rule, _named, rule_class, rule_of
 
 FORMAT_VERSION = 1
 
