@@ -33,8 +33,6 @@ LONG = {
     "probanon.microagg.local_search": 950, "probanon.distributed.km": 850,
     # Algorithm 1 of paper 4 (planning) and the generalisation of paper 5, each one algorithm with its checks
     "probanon.diversity.planning": 720, "probanon.setvalued.generalize": 680,
-    # the published function: its kernels, its JSON reading and checks (issue 41.3 splits the rules out)
-    "probanon.microagg.function": 780,
 }
 
 

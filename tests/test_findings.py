@@ -87,7 +87,7 @@ def _chain(questions: int) -> list:
 
 
 def test_a_long_questionnaire_is_a_warning_of_the_library():
-    long = types.SimpleNamespace(kind="decision-tree", rule={"nodes": _chain(MAX_QUESTIONS + 1)})
+    long = types.SimpleNamespace(kind="decision-tree", rule=types.SimpleNamespace(nodes=_chain(MAX_QUESTIONS + 1)))
     spec = {"cells": [{"size": 50}] * (MAX_QUESTIONS + 2), "guarantee": {"records": 2100}}
     assert MAX_QUESTIONS == 40  # the numbers of the line below
     with pytest.warns(ProbanonWarning) as caught:
@@ -97,7 +97,7 @@ def test_a_long_questionnaire_is_a_warning_of_the_library():
         "than 40 make a long printed questionnaire. To shorten it: fewer keys (--columns), coarser keys (recode "
         "them, e.g. age in ten-year bands), or larger cells: a larger -k or a lower --risk (at most 40 questions "
         "need cells of about 2,100 / 41 = 52 records)"]
-    short = types.SimpleNamespace(kind="decision-tree", rule={"nodes": _chain(MAX_QUESTIONS)})
+    short = types.SimpleNamespace(kind="decision-tree", rule=types.SimpleNamespace(nodes=_chain(MAX_QUESTIONS)))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_length(spec, short)

@@ -19,6 +19,7 @@ from hypothesis.extra.numpy import arrays
 from probanon.data import Standardizer
 from probanon.errors import InputError, NotFittedError, SpecificationError
 from probanon.microagg import MDAV, PCL, VMDAV, IndividualRanking, MicroaggregationFunction, function_from_json
+from probanon.microagg.rules import OrderedBalls
 
 from helpers import DATA, FAST
 from helpers import continuous_problem as continuous
@@ -62,9 +63,9 @@ def evaluate_balls(f: MicroaggregationFunction, X) -> np.ndarray:
     mean = np.asarray(f.standardizer.mean_, dtype=np.float64)
     scale = np.asarray(f.standardizer.scale_, dtype=np.float64)
     Z = (np.asarray(X, dtype=np.float64) - mean) / scale
-    refs = [list(map(float, r)) for r in np.asarray(f.rule["references"])]
-    rho = [float(v) for v in np.asarray(f.rule["radius2"])]
-    bnd = [tuple(map(float, b)) for b in np.asarray(f.rule["boundary"])]
+    refs = [list(map(float, r)) for r in np.asarray(f.rule.references)]
+    rho = [float(v) for v in np.asarray(f.rule.radius2)]
+    bnd = [tuple(map(float, b)) for b in np.asarray(f.rule.boundary)]
     out = []
     for z in Z.tolist():
         label = len(refs)
@@ -146,15 +147,14 @@ def test_tie_rule_by_hand():
     # Two balls in raw units (mean 0, scale 1): ball 0 centre (0,0), rho 25, boundary (3,4);
     # ball 1 centre (10,0), rho 100, boundary (20,0); group 2 is the default.
     f = MicroaggregationFunction(
-        kind="ordered-balls",
         standardizer=Standardizer(mean_=np.zeros(2), scale_=np.ones(2)),
         centroids=np.array([[0.0, 0.0], [10.0, 0.0], [50.0, 50.0]]),
         sizes=np.array([3, 3, 4]),
-        rule={
-            "references": np.array([[0.0, 0.0], [10.0, 0.0]]),
-            "radius2": np.array([25.0, 100.0]),
-            "boundary": np.array([[3.0, 4.0], [20.0, 0.0]]),
-        },
+        rule=OrderedBalls(
+            references=np.array([[0.0, 0.0], [10.0, 0.0]]),
+            radius2=np.array([25.0, 100.0]),
+            boundary=np.array([[3.0, 4.0], [20.0, 0.0]]),
+        ),
     )
     cases = {
         (3, 4): 0,  # the boundary itself
@@ -241,14 +241,14 @@ def assert_same_function(a: MicroaggregationFunction, b: MicroaggregationFunctio
             np.testing.assert_array_equal(ca, cb)
         for sa, sb in zip(a.sizes, b.sizes):
             np.testing.assert_array_equal(sa, sb)
-        for ua, ub in zip(a.rule["upper"], b.rule["upper"]):
+        for ua, ub in zip(a.rule.upper, b.rule.upper):
             np.testing.assert_array_equal(ua, ub)
     else:
         np.testing.assert_array_equal(a.centroids, b.centroids)
         np.testing.assert_array_equal(a.sizes, b.sizes)
-        assert set(a.rule) == set(b.rule)
-        for key in a.rule:
-            np.testing.assert_array_equal(a.rule[key], b.rule[key])
+        assert set(vars(a.rule)) == set(vars(b.rule))
+        for key in vars(a.rule):
+            np.testing.assert_array_equal(getattr(a.rule, key), getattr(b.rule, key))
 
 
 @FAST
@@ -267,7 +267,7 @@ def test_json_round_trip_mdav(problem, keep):
 def test_json_round_trip_single_group():
     X = np.arange(10.0).reshape(5, 2)  # n = 5 < 2k = 6: one group, zero balls
     f = MDAV(3).fit(X).function_
-    assert len(f.sizes) == 1 and f.rule["references"].shape == (0, 2)
+    assert len(f.sizes) == 1 and f.rule.references.shape == (0, 2)
     assert_same_function(f, function_from_json(f.to_json()), X)
 
 

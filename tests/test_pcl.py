@@ -585,15 +585,17 @@ def test_kmeans_plusplus_seeding():
 
 def test_published_power_rule_with_many_cells_goes_through_the_tree_bit_for_bit():
     from probanon.data import Standardizer
-    from probanon.microagg.function import TREE_MIN_CELLS, MicroaggregationFunction
+    from probanon.microagg.function import MicroaggregationFunction
+    from probanon.microagg.rule_kernels import TREE_MIN_CELLS
+    from probanon.microagg.rules import PowerDiagram
 
     rng = np.random.default_rng(12)
     Q = TREE_MIN_CELLS + 52
     C, c = np.round(rng.normal(size=(Q, 2)), 2), np.round(rng.uniform(-0.05, 0.0, Q), 3)
     Z = np.round(rng.normal(size=(6000, 2)), 2)  # exact ties are frequent on this grid
     std = Standardizer(mean_=np.zeros(2), scale_=np.ones(2))  # identity: Z is already standardised
-    f = MicroaggregationFunction(kind="power-diagram", standardizer=std, centroids=C, sizes=np.ones(Q, int),
-                                 rule={"centers": C, "offsets": c})
+    f = MicroaggregationFunction(standardizer=std, centroids=C, sizes=np.ones(Q, int),
+                                 rule=PowerDiagram(centers=C, offsets=c))
     cost = ((Z[:, None, :] - C[None]) ** 2).sum(-1) + c[None, :]
     np.testing.assert_array_equal(f.assign(Z), cost.argmin(1))
 

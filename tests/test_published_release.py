@@ -232,7 +232,7 @@ def test_published_sites_are_the_released_means(make, adult):
     for X in (tarragona, sample):
         model = make().fit(X)
         f = function_from_json(model.function_.to_json())  # only what is published
-        sites = f.standardizer.inverse_transform(f.rule["centers"])
+        sites = f.standardizer.inverse_transform(f.rule.centers)
         means = np.asarray(f.centroids, dtype=float)
         np.testing.assert_allclose(sites, means, rtol=1e-12, atol=1e-9 * np.abs(X).max())
         records = {tuple(np.round(r, 6)) for r in X}

@@ -152,9 +152,9 @@ def respondents(frame, spec):
     function = verify(spec).function
     X = frame.to_numpy(float)
     Z = function.standardizer.transform(X)
-    on_boundary = (Z[:, None, :] == function.rule["boundary"][None]).all(axis=2)
+    on_boundary = (Z[:, None, :] == function.rule.boundary[None]).all(axis=2)
     i, ball = map(int, np.argwhere(on_boundary)[0])
-    assert ((Z[i] - function.rule["references"][ball]) ** 2).sum() == function.rule["radius2"][ball]  # a tie
+    assert ((Z[i] - function.rule.references[ball]) ** 2).sum() == function.rule.radius2[ball]  # a tie
     j = int(np.flatnonzero(~on_boundary.any(axis=1))[0])
 
     def typed(x):

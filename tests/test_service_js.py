@@ -57,7 +57,7 @@ def _ties(function, points):
     points equal to a boundary tuple (standardised units)."""
     f = function
     Z = f.standardizer.transform(points)
-    refs, rad2, bounds = f.rule["references"], f.rule["radius2"], f.rule["boundary"]
+    refs, rad2, bounds = f.rule.references, f.rule.radius2, f.rule.boundary
     d2 = ((Z[:, None, :] - refs[None, :, :]) ** 2).sum(axis=2)
     on_sphere = d2 == rad2[None, :]
     same = (Z[:, None, :] == bounds[None, :, :]).all(axis=2)
@@ -71,7 +71,7 @@ def test_ordered_balls_rule_matches_python_on_ties(driver):
     np.testing.assert_array_equal(function.standardizer.mean_, 0.0)
     np.testing.assert_array_equal(function.standardizer.scale_, 1.0)
     grid = np.stack(np.meshgrid(*[np.arange(-3.0, 3.5, 0.5)] * 3, indexing="ij"), axis=-1).reshape(-1, 3)
-    points = np.vstack([X, function.rule["boundary"], grid])
+    points = np.vstack([X, function.rule.boundary, grid])
     points = np.vstack([points, rng.normal(0, 1.5, (10_000 - len(points), 3))])
     spread_ties, boundaries = _ties(function, points)
     # the tie rule is exercised, both ways below (identical records share a group since issue 39.1:
@@ -88,7 +88,7 @@ def test_ordered_balls_rule_matches_python_in_original_units(driver):
     X = frame.to_numpy(float)
     function = MDAV(k=7).fit(frame).function_
     rng = np.random.default_rng(5)
-    boundary = function.standardizer.inverse_transform(function.rule["boundary"])
+    boundary = function.standardizer.inverse_transform(function.rule.boundary)
     jitter = X[rng.integers(0, len(X), 4000)] + rng.integers(-1, 2, (4000, 3))
     points = np.vstack([X, boundary, jitter])
     points = np.vstack([points, X.mean(0) + X.std(0) * rng.normal(0, 1.2, (10_000 - len(points), 3))])
@@ -109,7 +109,7 @@ def test_power_diagram_rule_matches_python(driver):
     rng = np.random.default_rng(6)
     X = np.round(rng.normal(0, 1, (400, 2)) * [10, 3] + [50, 7])
     function = PCL(k=8, random_state=0).fit(X).function_
-    assert function.kind == "power-diagram" and np.ptp(function.rule["offsets"]) > 0
+    assert function.kind == "power-diagram" and np.ptp(function.rule.offsets) > 0
     points = np.vstack([X, X + rng.integers(-2, 3, X.shape), np.asarray(function.centroids)])
     points = np.vstack([points, X.mean(0) + X.std(0) * rng.normal(0, 1.5, (10_000 - len(points), 2))])
     got = js_assign(driver, json.loads(function.to_json()), points)

@@ -126,7 +126,7 @@ def test_tree_rule_with_a_nominal_key_matches_python(driver, nominal):
 
 
 def _malformed(spec):
-    """{case: change} of a tree specification's nodes, each refused by function.py _tree_rule."""
+    """{case: change} of a tree specification's nodes, each refused by rules.py DecisionTree.from_dict."""
     nodes = spec["function"]["rule"]["nodes"]
     split = 1 if "cell" not in nodes[1] else 0  # a split node below the root
     leaves = [i for i, node in enumerate(nodes) if "cell" in node]

@@ -118,7 +118,7 @@ def test_pcl_design_is_seeded(census_frame):
 
 def test_tree_questions_are_single_key_round_cuts(designs, census_frame):
     d = designs["tree", "constant"]
-    nodes = d.function.rule["nodes"]
+    nodes = d.function.rule.nodes
     X = census_frame.to_numpy(float)
     for node in nodes:
         if "cell" in node:
@@ -423,7 +423,7 @@ def test_tree_root_question_is_the_best_safe_cut(trial):
 
     costs = [sse(L) + sse(~L) for col in frame.columns for t in np.unique(frame[col])[1:]
              for L in [(frame[col] < t).to_numpy()] if safe(L) and safe(~L)]
-    root = d.function.rule["nodes"][0]
+    root = d.function.rule.nodes[0]
     if not costs:
         assert "cell" in root
         return

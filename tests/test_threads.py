@@ -11,7 +11,7 @@ import pytest
 
 from probanon import _threads
 from probanon._threads import GAP0, GAP_MAX, RETRY_COST, choose, governor, parallel_worth, preferred, record
-from probanon.microagg import function as F
+from probanon.microagg import rule_kernels as F
 from probanon.microagg.mdav import mdav_partition
 from probanon.microagg.offsets import _assign, _assign_kernel, _assign_serial
 

@@ -31,10 +31,10 @@ def cmd_apply(args) -> int:
     categorical = function.encoding.categorical() if function.encoding is not None else ()
     strata = None
     if function.kind == "stratified":
-        if function.rule["columns"] is None:
+        if function.rule.columns is None:
             raise InputError("the function's strata have no column names (fitted on an array): assign through the "
                              "API with strata=")
-        strata = function.rule["columns"]  # the strata columns: read, and released unchanged
+        strata = function.rule.columns  # the strata columns: read, and released unchanged
 
     columns = list(function.columns or keys)
     numeric = [j for j, c in enumerate(columns) if c not in categorical]
@@ -42,9 +42,9 @@ def cmd_apply(args) -> int:
 
     def centroids(X, frame):
         if function.kind == "stratified":  # merged strata recoded as in the fit's release
-            strata = frame[function.rule["columns"]]
+            strata = frame[function.rule.columns]
             labels = function.assign(X, strata=strata)
-            recoded = recode_merged([s["values"] for s in function.rule["strata"]], strata)
+            recoded = recode_merged([s["values"] for s in function.rule.strata], strata)
             return np.asarray(function.centroids, dtype=object if function.encoding else None)[labels], \
                 {"cell": labels}, recoded
         labels = function.assign(X)

@@ -12,7 +12,7 @@ rebuilt here from per-partition pieces that add up exactly:
    ``Standardizer.fit`` on all the rows.
 2. The cut tree, one level at a time, every open node of the level in the same rounds:
    (a) the node's exact moments -> its principal axis (:func:`.microagg.blocks.directions`);
-   (b) every partition's projections of the node's rows (:func:`.microagg.function.project_rows`,
+   (b) every partition's projections of the node's rows (:func:`.microagg.rule_kernels.project_rows`,
    as in one process), sorted, one in ``STRIDE``-ths -> a bracket [lo, hi] of values that must
    hold the ranks around the median; (c) the projections within the bracket and the count below
    it -> the exact sorted projections s[R0 .. R0 + len) around the median, in which the cut
@@ -57,7 +57,9 @@ from ..microagg.blocks import (
     directions,
     node_moments,
 )
-from ..microagg.function import MicroaggregationFunction, _rule_cells, project_rows
+from ..microagg.function import publish_function
+from ..microagg.rule_kernels import project_rows
+from ..microagg.rules import rule_of
 
 #: projections a partition sends per node to bracket its median: one in every STRIDE-th of them
 SAMPLES = 256
@@ -201,7 +203,7 @@ def _fit_pieces(cls, params, k, seed, standardizer, *pieces):
     X = np.concatenate(pieces)
     Z = _zscores(X, standardizer)
     labels, kind, rule, attributes = _fit_block(cls, params, k, Z, seed)
-    cells = _rule_cells(kind, rule)
+    cells = rule_of(kind, rule).n_cells
     means = group_means(X, labels, cells)
     sse = ExactSum.of(((Z - standardizer.transform(means)[labels]) ** 2).ravel())
     by_piece = np.split(labels, np.cumsum([len(piece) for piece in pieces])[:-1])  # the labels of each partition
@@ -526,7 +528,7 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         offsets[j] = offset
         nodes[[i for i, node in enumerate(nodes) if node.get("block") == j][0]] = {"kind": kind, "rule": rule,
                                                                                     "offset": offset}
-        offset += _rule_cells(kind, rule)
+        offset += rule_of(kind, rule).n_cells
     part_labels = [client.submit(_partition_labels, z, splits, leaves, offsets,
                                  *[client.submit(_piece_labels, f, p) for f in fits], pure=False)
                    for p, z in enumerate(zparts)]  # each partition receives only its rows' labels
@@ -548,9 +550,9 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
         sse = sse + s[5]
     varying = int(np.sum(~is_constant(mean, unit * np.sqrt(square.values() / n))))
     estimator.information_loss_ = 100 * float(sse.values()[0]) / (n * varying) if varying else 0.0
-    estimator.function_ = MicroaggregationFunction(
-        kind="blocked", standardizer=standardizer, centroids=centroids, sizes=estimator.sizes_,
-        rule={"nodes": nodes}, columns=list(columns),
+    estimator.function_ = publish_function(
+        "blocked", {"nodes": nodes}, standardizer=standardizer, centroids=centroids, sizes=estimator.sizes_,
+        columns=columns,
         meta={"method": type(estimator).__name__, "k": k, "n_records": int(n), "weighted": False,
               "blocks": count, "block_size": B})
     if labels:

@@ -39,7 +39,7 @@ from ..data import MISSING_HINT, Standardizer, select_columns
 from ..errors import AdjustmentWarning, InputError, NotFittedError, ParameterError
 from ..progress import quiet as _quiet
 from .blocks import DEFAULT_BLOCK as DEFAULT_BLOCK_SIZE, block_size_for, blocks_note, fit_blocks
-from .function import MicroaggregationFunction
+from .function import publish_function
 from .means import group_means, observed_standardizer, released_means
 from .missing import POLICIES, pattern_sets_within
 from .mixed import Encoding
@@ -293,9 +293,8 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
         elif kind == "stratified":
             meta.update(strata=len(self.strata_))
         columns = list(encoding.columns) if encoding is not None else getattr(self, "feature_names_in_", None)
-        self.function_ = MicroaggregationFunction(kind=kind, standardizer=self.standardizer_,
-                                                  centroids=self.centroids_, sizes=self.sizes_, rule=rule,
-                                                  columns=columns, encoding=encoding, meta=meta)
+        self.function_ = publish_function(kind, rule, standardizer=self.standardizer_, centroids=self.centroids_,
+                                          sizes=self.sizes_, columns=columns, encoding=encoding, meta=meta)
 
     #: the parameter that lets the method split identical records (None: it never does)
     _split_option = None

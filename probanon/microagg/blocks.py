@@ -2,7 +2,7 @@
 records, block by block.
 
 1. Cut tree. The standardised records are split recursively: a node of m > B records is cut
-   by a threshold on the projection z . a (:func:`.function.project_rows`, the one projection
+   by a threshold on the projection z . a (:func:`.rule_kernels.project_rows`, the one projection
    the published function uses too) onto its principal axis a (the eigenvector of the largest
    eigenvalue of the node's scatter matrix, as in principal-direction divisive partitioning,
    Boley 1998), at the median rounded to a multiple of k (bisection: the blocks of a file
@@ -19,7 +19,7 @@ records, block by block.
    parallel processes (each with one numba thread; the same result for any number of
    workers). Randomised methods get per-block seeds ``SeedSequence(random_state).spawn``
    by block index.
-3. The function: kind "blocked" (:mod:`.function`): the cut tree, and per leaf the block's
+3. The function: kind "blocked" (:class:`.rules.Blocked`): the cut tree, and per leaf the block's
    rule with the offset of its first cell; cell = offset + the block's cell.
 
 Memory: the cut holds O(n) indices and projections besides Z; each worker holds one block.
@@ -44,7 +44,8 @@ import numpy as np
 
 from ..errors import ParameterError
 from ..progress import quiet as _quiet
-from .function import _rule_cells, project_rows
+from .rule_kernels import project_rows
+from .rules import rule_of
 
 #: automatic blocking (block_size=None): not below this many records
 AUTO_MIN = 200_000
@@ -310,7 +311,7 @@ def fit_blocks(estimator, Z, B: int, progress, n_jobs=None, axis: str = "princip
     for j, (kind, rule) in enumerate(leaves):
         labels[blocks[j]] += offset
         nodes[leaf_of[j]] = {"kind": kind, "rule": rule, "offset": offset}
-        offset += _rule_cells(kind, rule)
+        offset += rule_of(kind, rule).n_cells
     attributes = {a: combine([c[a] for c in collected]) for a, combine in BLOCK_ATTRIBUTES.items() if a in collected[0]}
     return labels, {"nodes": nodes}, np.array([b.size for b in blocks]), attributes
 

@@ -140,7 +140,7 @@ def apply_ranking_intervals(X, intervals, return_means: bool = False) -> np.ndar
     ``X`` must have one column per entry of ``intervals``. Returns the (n, d) int64
     labels, or, with ``return_means=True``, the (n, d) float64 group means.
     """
-    from .function import assign_intervals  # function.py -> base.py -> ranking.py: import here
+    from .rule_kernels import assign_intervals
 
     labels = assign_intervals(X, [upper for upper, _ in intervals])
     if not return_means:

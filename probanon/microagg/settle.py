@@ -126,7 +126,7 @@ def settle_power(Z, centers, offsets, k: int, labels=None, failing=None) -> Sett
     removed, the one of fewest records first (and cells short of k are removed too, without
     bids). Raises :class:`Unsettled` when no cell can be kept, RuntimeError if the bids do
     not settle (never observed: the rule's kernel disagreeing with this module's arithmetic)."""
-    from .function import _assign_power
+    from .rule_kernels import _assign_power
 
     Z = np.ascontiguousarray(Z, dtype=np.float64)
     centers = np.ascontiguousarray(centers, dtype=np.float64)
@@ -193,7 +193,7 @@ def _settle(U, counts, k, centers, offsets, active, lab, own, sizes, failing, in
 def _remove(U, centers, offsets, active, lab, own, sizes, counts, g):
     """Cell g leaves the diagram; its tuples go to their best remaining cell (step 3), by the
     published rule's own kernel over the remaining cells (lowest index on ties, as there)."""
-    from .function import _power_rows
+    from .rule_kernels import _power_rows
 
     active[g] = False
     rows = np.flatnonzero(lab == g)

@@ -104,10 +104,11 @@ def stratum_label(values: list[tuple]) -> str:
     return _label(values)
 
 
-def stratum_index(rule: dict, values: list[tuple]) -> np.ndarray:
-    """The stratum of each record of a "stratified" rule; a record of a stratum the function
-    does not know is an :class:`InputError` naming it."""
-    member = {tuple(v): s for s, stratum in enumerate(rule["strata"]) for v in stratum["values"]}
+def stratum_index(strata: list[list[tuple]], values: list[tuple]) -> np.ndarray:
+    """The stratum of each record (its strata ``values``) among ``strata``, the value tuples of
+    each stratum of a "stratified" rule; a record of a stratum the function does not know is an
+    :class:`InputError` naming it."""
+    member = {tuple(v): s for s, stratum in enumerate(strata) for v in stratum}
     out = np.empty(len(values), np.int64)
     for i, v in enumerate(values):
         s = member.get(v)

@@ -54,7 +54,7 @@ from .._validation import check_k, check_matrix, check_random_state, check_weigh
 from ..data import Standardizer, is_constant, select_columns
 from ..errors import InputError, ParameterError, ProbanonError
 from ..microagg.base import group_means
-from ..microagg.function import MicroaggregationFunction
+from ..microagg.function import MicroaggregationFunction, publish_function
 from ..microagg.mdav import mdav_partition
 from ..microagg.mixed import Encoding
 from ..microagg.pcl import pcl_partition
@@ -397,9 +397,8 @@ def design(population, k: int, participation, risk: float, columns=None, progres
     n_min = required_anonymity(k, pi, risk).n if constant else int(sizes.min())
     centroids = group_means(X, labels, n_cells, weights=mass) if encoding is None else \
         encoding.released(population[cols], labels, mass)
-    function = MicroaggregationFunction(
-        kind=kind, standardizer=std, centroids=centroids, sizes=sizes, rule=rule,
-        columns=list(cols) if cols is not None else None, encoding=encoding,
+    function = publish_function(
+        kind, rule, standardizer=std, centroids=centroids, sizes=sizes, columns=cols, encoding=encoding,
         meta={"method": f"survey design ({METHODS[method]})", "k": k, "weighted": weights is not None,
               **({"nominal": list(encoding.nominal), "ordinal": list(encoding.ordinal)} if encoding else {})},
     )

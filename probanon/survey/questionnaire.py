@@ -127,7 +127,7 @@ def check_length(spec: dict, function) -> None:
     smaller population."""
     if function.kind != "decision-tree":
         return
-    nodes = function.rule["nodes"]
+    nodes = function.rule.nodes
     questions = sum("cell" not in node for node in nodes)
     if questions <= MAX_QUESTIONS:
         return
@@ -171,7 +171,7 @@ def questionnaire_html(verified, labels=None, title: str | None = None) -> str:
         return lambda v: str(coded[v]) if v in coded else number_text(v) if isinstance(v, (int, float, np.number)) \
             and not isinstance(v, bool) else str(v)
 
-    nodes = function.rule["nodes"]
+    nodes = function.rule.nodes
     numbers = _questions(nodes)
     esc = html.escape
     title = title or "Find your cell"
