@@ -213,10 +213,11 @@ def values_frame(values, columns=None, index=None) -> pd.DataFrame:
 def select_columns(frame: pd.DataFrame, columns=None) -> list[str]:
     """Quasi-identifier columns: ``columns`` if given (checked), else every numeric column.
 
-    ``columns`` may be a list or a comma-separated string.
+    ``columns``: a list of names (one name may be given as a string; the command line splits
+    its comma-separated lists itself).
     """
     if isinstance(columns, str):
-        columns = [c.strip() for c in columns.split(",") if c.strip()]
+        columns = [columns]
     if columns:
         missing = [c for c in columns if c not in frame.columns]
         if missing:

@@ -31,22 +31,24 @@ from .labelled import carry_labels, labels_of
 
 
 def column_list(columns) -> list[str]:
-    """A list of column names from a list or a comma-separated string (None: empty)."""
+    """A list of column names from a list (None: empty; one name may be given as a string). The
+    library takes lists: the command line splits its comma-separated options once, as it parses
+    them (:func:`probanon.cli.options.column_names`)."""
     if columns is None:
         return []
     if isinstance(columns, str):
-        return [c.strip() for c in columns.split(",") if c.strip()]
+        return [columns]
     try:
         return [str(c) for c in columns]
     except TypeError:
-        raise InputError(f"columns must be a list of names or a comma-separated string, got {columns!r}") from None
+        raise InputError(f"columns must be a list of names, got {columns!r}") from None
 
 
 def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False, weights=None,
                  strata=()) -> dict:
     """The role of every column of the table ({column: role}, in table order).
 
-    ``keys``, ``confidential``, ``drop``: lists or comma-separated strings. Every named column
+    ``keys``, ``confidential``, ``drop``: lists of names. Every named column
     must be in the table and have one role; keys are required. Columns not named are an
     :class:`InputError` listing them, unless ``keep_other`` (then their role is ``"other"``).
     ``weights``: the sampling-weight column, role ``"weight"`` (released unchanged, as sdcMicro

@@ -69,16 +69,16 @@ def test_recursive_cl_by_hand():
     # r_A = (2, 1), r_B = (2, 1, 1); class holds (c, l) iff r_1 < c (r_l + ... + r_m)
     t = _hospital()
     # c = 2: A: l=2 -> 2 < 2*1 no -> 1; B: l=2 -> 2 < 4 yes, l=3 -> 2 < 2 no -> 2
-    r = diversity_report(t, "zip,age", "disease", c=2, l=2)
+    r = diversity_report(t, ["zip", "age"], "disease", c=2, l=2)
     assert r.per_class["l_recursive"].tolist() == [1, 2]
     assert r.l_recursive == 1 and r.recursive_holds is False
     assert r.distinct_holds is True
     assert r.entropy_holds is False  # H_A = 0.6365 < ln 2
     # c = 2.5: A: 2 < 2.5 -> 2; B: l=3 -> 2 < 2.5 -> 3
-    r = diversity_report(t, "zip,age", "disease", c=2.5, l=2)
+    r = diversity_report(t, ["zip", "age"], "disease", c=2.5, l=2)
     assert r.per_class["l_recursive"].tolist() == [2, 3] and r.recursive_holds is True
     # c = 2/3: A: l=1 -> 2 < (2/3) 3 = 2 fails -> 0
-    assert diversity_report(t, "zip,age", "disease", c=2 / 3).l_recursive == 0
+    assert diversity_report(t, ["zip", "age"], "disease", c=2 / 3).l_recursive == 0
 
 
 def test_recursive_c_is_compared_exactly():
@@ -141,7 +141,7 @@ def test_missing_qi_values_form_their_own_class():
 @pytest.mark.parametrize("call, error", [
     (lambda t: diversity_report(t, "zip", "nope"), InputError),
     (lambda t: diversity_report(t, "nope", "disease"), InputError),
-    (lambda t: diversity_report(t, "zip,disease", "disease"), InputError),
+    (lambda t: diversity_report(t, ["zip", "disease"], "disease"), InputError),
     (lambda t: diversity_report(t, "zip", None), InputError),
     (lambda t: diversity_report(t), InputError),  # not a count table
     (lambda t: diversity_report(t.iloc[:0], "zip", "disease"), InputError),

@@ -212,7 +212,7 @@ def test_k_achieved_with_strings_and_column_choice():
         }
     )
     assert k_achieved(frame, columns=["city", "sex"]) == 1  # Lima/F is unique
-    assert k_achieved(frame[frame.city != "Lima"], columns="city,sex") == 2
+    assert k_achieved(frame[frame.city != "Lima"], columns=["city", "sex"]) == 2
     assert k_achieved(frame) == 1  # default: every column, income is unique
     assert sorted(equivalence_class_sizes(frame, columns="sex").tolist()) == [3, 3]
 

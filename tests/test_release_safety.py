@@ -30,7 +30,7 @@ def _frame(n=40, seed=0):
 
 def test_roles_every_column_once():
     cols = ["name", "age", "income", "secret"]
-    assert assign_roles(cols, "age,income", "secret", "name") == {
+    assert assign_roles(cols, ["age", "income"], "secret", "name") == {
         "name": "drop", "age": "key", "income": "key", "secret": "confidential"}
     with pytest.raises(InputError, match="columns without a role: name, secret"):
         assign_roles(cols, ["age", "income"])
@@ -38,14 +38,14 @@ def test_roles_every_column_once():
     with pytest.raises(InputError, match="no key variables"):
         assign_roles(cols, [], keep_other=True)
     with pytest.raises(InputError, match="'age' is named both key and drop"):
-        assign_roles(cols, "age", drop="age,name", keep_other=True)
+        assign_roles(cols, "age", drop=["age", "name"], keep_other=True)
     with pytest.raises(InputError, match="drop column 'id' is not in the table"):
         assign_roles(cols, "age", drop="id", keep_other=True)
 
 
 def test_make_release_drops_shuffles_and_links():
     df = _frame()
-    roles = assign_roles(df.columns, "age,income", "secret", "name")
+    roles = assign_roles(df.columns, ["age", "income"], "secret", "name")
     masked = {"age": np.zeros(len(df)), "income": np.ones(len(df))}
     rel = make_release(df, roles, replaced=masked, random_state=3)
     assert list(rel.data.columns) == ["age", "income", "secret"]
@@ -258,3 +258,19 @@ def test_eia_identifiers_never_go_out_unassigned(tmp_path, capsys, shared_data):
     assert "UTILNAME" not in rel.columns and "UTILITYID" not in rel.columns
     original = pd.read_csv(src)
     assert sorted(rel["MONTH"]) == sorted(original["MONTH"])  # codes kept, never averaged
+
+
+def test_the_library_takes_lists_the_command_line_splits():
+    """Issue 41.1: the library takes lists of column names (one name may be a string, never a
+    comma-separated list); the command line splits its comma-separated options once, as it parses."""
+    from probanon.cli import build_parser
+
+    cols = ["age", "income", "secret", "name"]
+    with pytest.raises(InputError, match="key column 'age,income' is not in the table"):
+        assign_roles(cols, "age,income", "secret", "name")
+    assert assign_roles(cols, "age", ["secret", "income"], "name") == {
+        "age": "key", "income": "confidential", "secret": "confidential", "name": "drop"}
+    args = build_parser().parse_args(["microaggregate", "in.csv", "-o", "out.csv", "-k", "3", "--keys", "age, income",
+                                      "--confidential", "secret", "--strata", "region,,sex", "--nominal", "sex"])
+    assert (args.keys, args.confidential, args.strata, args.nominal) == (["age", "income"], ["secret"],
+                                                                          ["region", "sex"], ["sex"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from .options import column_names
 from .options import add_input, add_match_options, example, positive_int, seed
 from .parser import command
 from ..data import read_table
@@ -165,9 +166,9 @@ def add_parser(sub) -> None:
                                   "l-delta: the planned distribution, as given to 'diversity plan')")
     add_input(a, "released", nargs="*", help="the release (km: the released records; l-delta: zero or more count "
                                              "tables made under the plan)")
-    a.add_argument("--keys", "--columns", dest="keys", metavar="COLS",
+    a.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names,
                    help="comma-separated keys: what the intruder knows of every person (table releases)")
-    a.add_argument("--confidential", metavar="COLS", help="comma-separated confidential columns of the release")
+    a.add_argument("--confidential", metavar="COLS", type=column_names, help="comma-separated confidential columns of the release")
     a.add_argument("--mechanism", choices=list(MECHANISMS) + list(CLAIMS), default="unknown",
                    help="how the release was made: sets the groups the intruders rebuild and the claimed bound "
                         "(km: the uniqueness attack on a set-valued release; l-delta: the linkage of count tables)")
@@ -199,8 +200,8 @@ def add_parser(sub) -> None:
         "probanon audit census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,PTOTVAL,STATETAX \\",
         "    --confidential TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL   # exit 1: PTOTVAL = POTHVAL + PEARNVAL"))
     add_input(u, "input", help="the original table, before any release")
-    u.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True, help="comma-separated keys")
-    u.add_argument("--confidential", metavar="COLS", required=True, help="comma-separated confidential columns")
+    u.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, required=True, help="comma-separated keys")
+    u.add_argument("--confidential", metavar="COLS", type=column_names, required=True, help="comma-separated confidential columns")
     u.add_argument("--r2", type=float, default=0.99, help="flag regressions with adjusted R^2 at least this")
     u.add_argument("--json", action="store_true", help="one JSON object on stdout")
     u.set_defaults(func=cmd_audit)

@@ -29,6 +29,7 @@ import json
 import numpy as np
 
 from .._validation import read_json_document, row_label
+from .options import column_names
 from .options import add_input, example
 from ..data import read_table
 from ..errors import InputError, ParameterError, SpecificationError
@@ -138,7 +139,7 @@ def add_check_commands(subparsers) -> None:
         "probanon diversity check counts.csv -k 20 -l 3          # exit 1 when a requirement fails",
         "probanon diversity check hospital.csv --qi zip,age --sensitive disease -l 2 --sense entropy -t 0.3"))
     add_input(c, "released", help="microdata (with --qi, --sensitive) or a count table class,sensitive,count")
-    c.add_argument("--qi", help="comma-separated quasi-identifier columns (microdata)")
+    c.add_argument("--qi", type=column_names, help="comma-separated quasi-identifier columns (microdata)")
     c.add_argument("--sensitive", help="sensitive column (default 'sensitive' for a count table)")
     c.add_argument("--count", help="microdata: column of record multiplicities")
     c.add_argument("--c", type=float, help="c of recursive (c, l)-diversity: report the largest l")

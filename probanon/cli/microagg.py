@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_cluster_options, add_decimals_option, add_input, add_output, add_release_options,
+from .options import (add_cluster_options, column_names, add_decimals_option, add_input, add_output, add_release_options,
                       add_strata_options, check_categorical_keys, cluster_from_args, example,
                       ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
@@ -221,7 +221,7 @@ def add_parser(sub) -> None:
                    help="mdav (default), vmdav (V-MDAV: groups of k..2k-1 records), pcl (k-anonymous Lloyd, paper 3: "
                         "lower information loss), ranking (individual ranking: each column alone, NOT k-anonymous)")
     add_release_options(m, keys_help="quasi-identifier columns (replaced by their group mean)")
-    m.add_argument("--nominal", metavar="COLS",
+    m.add_argument("--nominal", metavar="COLS", type=column_names,
                    help="mdav, vmdav, pcl: comma-separated nominal keys (categories, text or codes): distance 1 between "
                         "different categories (Gower-type, as sdcMicro's microaggrGower), each group's mode released")
     m.add_argument("--ordinal", metavar="COLS",

@@ -65,9 +65,9 @@ def add_output(p, *flags, table: bool = False, derived=(), folder: Callable | No
 def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
                         confidential_help: str = "confidential columns (kept unchanged)") -> None:
     """Variable roles (every column must have one), record order and the private link file."""
-    p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", help=f"comma-separated {keys_help}")
-    p.add_argument("--confidential", metavar="COLS", help=f"comma-separated {confidential_help}")
-    p.add_argument("--drop", metavar="COLS", help="comma-separated columns removed from the release: direct identifiers, or any column "
+    p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, help=f"comma-separated {keys_help}")
+    p.add_argument("--confidential", metavar="COLS", type=column_names, help=f"comma-separated {confidential_help}")
+    p.add_argument("--drop", metavar="COLS", type=column_names, help="comma-separated columns removed from the release: direct identifiers, or any column "
                         "not to publish")
     p.add_argument("--keep-other", action="store_true",
                    help="publish the columns without a role unchanged (default: refuse to run, listing them)")
@@ -83,7 +83,7 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
 def add_strata_options(p, within: str) -> None:
     """``--strata`` and ``--merge-small-strata`` (:mod:`probanon.microagg.strata`); ``within``:
     what the command does within each stratum."""
-    p.add_argument("--strata", metavar="COLS",
+    p.add_argument("--strata", metavar="COLS", type=column_names,
                    help=f"comma-separated strata columns: {within} within each stratum (no group mixes strata); the "
                         "strata columns are released unchanged")
     p.add_argument("--merge-small-strata", action="store_true",
@@ -196,6 +196,12 @@ def _number_or_text(text: str):
         except ValueError:
             pass
     return text
+
+
+def column_names(text: str) -> list[str]:
+    """argparse type of a comma-separated list of columns (``--keys A,B``): the list, split once
+    here; the library takes lists."""
+    return [c.strip() for c in text.split(",") if c.strip()]
 
 
 def positive_int(text: str) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .options import column_names
 from .options import add_input, add_match_options, add_output, positive_int, example, summary_lines
 from .parser import command
 from .._validation import weights_of
@@ -254,12 +255,12 @@ def add_parser(sub) -> None:
         "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv"))
     add_input(e, "original", help="the original table")
     add_input(e, "released", help="its release (records matched by --link, --id or --by-position)")
-    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", required=True,
+    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, required=True,
                    help="comma-separated quasi-identifier columns (numeric)")
     e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
                    help="pattern: keys may have missing values (a release of microaggregate --missing pattern); the "
                         "information loss counts a suppressed value as replaced by the mean")
-    e.add_argument("--categorical-keys", metavar="COLS",
+    e.add_argument("--categorical-keys", metavar="COLS", type=column_names,
                    help="quasi-identifiers compared as categories only (text or codes; missing values match any "
                         "category, as in sdcMicro): counted in k achieved and the frequency risk, not in the "
                         "information loss")
@@ -279,9 +280,9 @@ def add_parser(sub) -> None:
         "probanon risk adult.csv --keys age --categorical-keys sex,race,workclass,education --weights fnlwgt",
         "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv"))
     add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
-    k.add_argument("--keys", metavar="COLS",
+    k.add_argument("--keys", metavar="COLS", type=column_names,
                    help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
-    k.add_argument("--categorical-keys", metavar="COLS",
+    k.add_argument("--categorical-keys", metavar="COLS", type=column_names,
                    help="comma-separated quasi-identifiers compared as categories (text or codes)")
     k.add_argument("--weights", metavar="COL",
                    help="sampling weights (numbers > 0): the population frequency F_k of a record's keys is the sum "
@@ -302,13 +303,13 @@ def add_parser(sub) -> None:
         "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv -o census_k5_report"))
     add_input(rr, "original", help="the original table")
     add_input(rr, "released", help="its release (records matched by --link, --id or --by-position)")
-    rr.add_argument("--keys", metavar="COLS", help="comma-separated numeric quasi-identifiers")
-    rr.add_argument("--categorical-keys", metavar="COLS", help="quasi-identifiers compared as categories only")
+    rr.add_argument("--keys", metavar="COLS", type=column_names, help="comma-separated numeric quasi-identifiers")
+    rr.add_argument("--categorical-keys", metavar="COLS", type=column_names, help="quasi-identifiers compared as categories only")
     rr.add_argument("--weights", metavar="COL", help="sampling weights (a column of the original)")
     rr.add_argument("-k", type=positive_int, default=2, help="the k the release must meet (default 2)")
     rr.add_argument("--method", default="method not stated",
                     help="the method and its parameters, as the reports state them (e.g. 'MDAV, k = 5')")
-    rr.add_argument("--confidential", metavar="COLS",
+    rr.add_argument("--confidential", metavar="COLS", type=column_names,
                     help="comma-separated confidential columns the release attaches to each record (for the attack "
                          "suite)")
     rr.add_argument("--mechanism", metavar="NAME",

@@ -12,6 +12,7 @@ from .options import (
     add_input,
     add_output,
     add_release_options,
+    column_names,
     example,
     ordinal_keys,
     positive_int,
@@ -452,7 +453,7 @@ def add_parser(sub) -> None:
     d.add_argument("--risk", type=float, required=True,
                    help="acceptable cell failure pbar in (0, 1): each cell ends with 0 < respondents < k with "
                         "probability at most this")
-    d.add_argument("--columns", metavar="COLS",
+    d.add_argument("--columns", metavar="COLS", type=column_names,
                    help="comma-separated quasi-identifier columns (default: every numeric column)")
     d.add_argument("--weights", metavar="COL",
                    help="design weights (a population column, numbers > 0): the centroids and the distortion D weight "
@@ -461,7 +462,7 @@ def add_parser(sub) -> None:
                    help="mdav (default, the paper's: respondents apply the published function on their device), pcl "
                         "(the same trust, PCL cells: lower distortion), tree (respondents who trust no software: "
                         "questions on one key each, followed on paper, see 'survey questionnaire')")
-    d.add_argument("--nominal", metavar="COLS", help="tree: comma-separated nominal keys (questions on sets of categories)")
+    d.add_argument("--nominal", metavar="COLS", type=column_names, help="tree: comma-separated nominal keys (questions on sets of categories)")
     d.add_argument("--ordinal", metavar="COLS", help="tree: comma-separated ordinal keys, NAME (levels in numeric, else "
                                                      "text order) or NAME=L1<L2<... (levels in that order)")
     d.add_argument("--seed", type=seed, default=None, help="pcl: seed of its random kicks (default: fresh entropy)")

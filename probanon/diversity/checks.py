@@ -111,7 +111,7 @@ def sensitive_counts(table: pd.DataFrame, qi=None, sensitive=None, count=None) -
         Microdata (with ``qi`` and ``sensitive``) or a count table (columns ``class``,
         ``sensitive``, ``count``; used when ``qi`` is None).
     qi : list or str, optional
-        Quasi-identifier columns (a list, one name or a comma-separated string). None: ``table``
+        Quasi-identifier columns (a list, or one name). None: ``table``
         is a count table and the class column is ``class``.
     sensitive : str, optional
         Sensitive column (default ``"sensitive"`` for a count table; required with ``qi``).

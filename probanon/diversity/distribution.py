@@ -216,8 +216,8 @@ def _check_unique_keys(keys, what: str) -> None:
 
 
 def _columns(frame: pd.DataFrame, columns, what: str) -> list:
-    if isinstance(columns, str):
-        columns = [c.strip() for c in columns.split(",") if c.strip()]
+    if isinstance(columns, str):  # one name
+        columns = [columns]
     columns = list(columns)
     if not columns:
         raise InputError(f"no {what} column given")
@@ -236,8 +236,8 @@ def _qi_order(frame: pd.DataFrame, qi: list, order) -> pd.DataFrame:
         return distinct
     if isinstance(order, str) and order == "sorted":
         return distinct.sort_values(qi, kind="stable", ignore_index=True)
-    if isinstance(order, str):
-        order = [c.strip() for c in order.split(",") if c.strip()]
+    if isinstance(order, str):  # one column
+        order = [order]
         unknown = [c for c in order if c not in qi]
         if unknown or not order:
             raise ParameterError(f"order must be 'appearance', 'sorted' or QI columns to sort by; "

@@ -16,7 +16,7 @@ from ..errors import InputError
 def _quasi_identifier_frame(released, columns) -> pd.DataFrame:
     """``released`` as a DataFrame restricted to ``columns`` (default: every column).
 
-    ``columns`` may be a list, one column name, or a comma-separated string of names;
+    ``columns`` may be a list or one column name;
     for NumPy arrays columns are positions 0..p-1.
     """
     if isinstance(released, pd.DataFrame):
@@ -29,7 +29,7 @@ def _quasi_identifier_frame(released, columns) -> pd.DataFrame:
             raise InputError(f"released must be a 2-D table, got {values.ndim} dimensions")
         frame = pd.DataFrame(values)
     if isinstance(columns, str):
-        columns = [columns] if columns in frame.columns else [c.strip() for c in columns.split(",") if c.strip()]
+        columns = [columns]  # one name
     elif columns is not None and np.ndim(columns) == 0:
         columns = [columns]
     if columns is not None:

@@ -236,7 +236,7 @@ def utility_report(original, released, columns=None, weights=None) -> UtilityRep
     original, released : array_like or DataFrame, shape (n, p)
         Numeric, finite tables with the same records in the same order.
     columns : list or str, optional
-        Column names (DataFrame ``original``; a list or comma-separated string) or
+        Column names (DataFrame ``original``; a list, or one name) or
         positions (arrays) to compare. Default: the numeric columns of a DataFrame, every
         column of an array. Two DataFrames are matched by column name, otherwise by
         position.

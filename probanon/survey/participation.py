@@ -51,8 +51,8 @@ SYMMETRY_RTOL = 1e-9  # a specification's covariance: symmetric to this relative
 
 
 def _covariate_list(covariates) -> list:
-    if isinstance(covariates, str):
-        covariates = [c.strip() for c in covariates.split(",") if c.strip()]
+    if isinstance(covariates, str):  # one name
+        covariates = [covariates]
     if not isinstance(covariates, (list, tuple)) or not covariates:
         raise ParameterError(f"covariates must be a non-empty list of column names, got {covariates!r}")
     if len(set(covariates)) != len(covariates):
@@ -128,7 +128,7 @@ def _probabilities(frame, covariates, beta, covariance, confidence, optimism, na
 class LogisticParticipation:
     """Logistic participation model fitted on a previous wave (module docstring).
 
-    ``covariates``: column names (list or comma-separated); ``responded``: the previous wave's 0/1
+    ``covariates``: column names (a list, or one name); ``responded``: the previous wave's 0/1
     column; ``confidence``: None or c in (0.5, 1), design with the one-sided lower confidence bound
     of each pi_j; ``optimism``: F >= 0, pi_j further divided by 1 + F.
 
