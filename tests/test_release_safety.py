@@ -274,3 +274,11 @@ def test_the_library_takes_lists_the_command_line_splits():
                                       "--confidential", "secret", "--strata", "region,,sex", "--nominal", "sex"])
     assert (args.keys, args.confidential, args.strata, args.nominal) == (["age", "income"], ["secret"],
                                                                           ["region", "sex"], ["sex"])
+    times = "2027-01-10T00:00:00Z,2027-02-10T00:00:00Z"
+    args = build_parser().parse_args(["collector", "publish", "https://x.example", "--spec", "s.json", "--answers",
+                                      "a.json", "--title", "T", "--opens", "2027-01-01T00:00:00Z", "--closes",
+                                      "2027-03-01T00:00:00Z", "--interim", times])
+    assert args.interim == times.split(",")
+    args = build_parser().parse_args(["attack", "o.csv", "r.csv", "--mechanism", "microaggregation", "--keys", "a",
+                                      "--intruders", "exact,nearest"])
+    assert args.intruders == ["exact", "nearest"]

@@ -75,7 +75,7 @@ def robust_design(data):
 
 def test_fit_matches_an_independent_newton_raphson(data):
     wave, _ = data
-    m = LogisticParticipation("x1, x2").fit(wave)
+    m = LogisticParticipation(["x1", "x2"]).fit(wave)
     X = np.column_stack([np.ones(len(wave)), wave[["x1", "x2"]].to_numpy()])
     beta, cov = irls(X, wave["responded"].to_numpy(float))
     np.testing.assert_allclose(np.r_[m.intercept_, m.coef_], beta, rtol=1e-8, atol=1e-10)

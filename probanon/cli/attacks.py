@@ -186,7 +186,7 @@ def add_parser(sub) -> None:
     a.add_argument("--runs", type=positive_int, default=None,
                    help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")
-    a.add_argument("--intruders", metavar="NAMES", help="comma-separated subset of exact,nearest,likelihood,relations (km: itemset,person)")
+    a.add_argument("--intruders", metavar="NAMES", type=column_names, help="comma-separated subset of exact,nearest,likelihood,relations (km: itemset,person)")
     a.add_argument("--raw-distances", action="store_true", help="the release's MDAV ran on raw values (swap)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the intruders' tie-breaking")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")

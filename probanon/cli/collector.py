@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .options import add_input, add_output, example, positive_int
+from .options import add_input, add_output, column_names, example, positive_int
 from .parser import command
 from ..release import column_list
 from ..errors import ParameterError
@@ -196,7 +196,7 @@ def _collector_parser(sub) -> None:
     p.add_argument("--small-cells", choices=("suppress", "flag"), default="suppress",
                    help="a cell that ends with 0 < K < k responses: left out of the release (default) or released "
                         "flagged (not k-anonymous)")
-    p.add_argument("--interim", metavar="TIMES",
+    p.add_argument("--interim", metavar="TIMES", type=column_names,
                    help="comma-separated ISO 8601 times at which a release is allowed before the close (default: "
                         "none, nothing is released before the close); each is refused unless every cell changed by "
                         "0 or by at least k responses since the release before it")

@@ -445,7 +445,7 @@ def add_parser(sub) -> None:
               help="a previous wave of the same frame with a 0/1 --responded column: pi_j from a logistic "
                    "regression on --covariates, applied to the population (the model is published in the spec)")
     d.add_argument("--responded", default="responded", metavar="COL", help="the previous wave's 0/1 column")
-    d.add_argument("--covariates", metavar="A,B,...", help="the covariates of the participation model")
+    d.add_argument("--covariates", metavar="A,B,...", type=column_names, help="the covariates of the participation model")
     d.add_argument("--robust", type=float, metavar="CONF",
                    help="design with each pi_j's one-sided lower confidence bound at this level, in (0.5, 1)")
     d.add_argument("--optimism", type=float, metavar="F",
