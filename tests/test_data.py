@@ -33,7 +33,7 @@ def test_read_csv_and_parquet(tmp_path, shared_data):
 def test_select_columns():
     df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5], "flag": [True, False]})
     assert select_columns(df) == ["a", "c"]
-    assert select_columns(df, "c, a") == ["c", "a"]
+    assert select_columns(df, ["c", "a"]) == ["c", "a"]
     with pytest.raises(InputError, match="not numeric"):
         select_columns(df, ["b"])
     with pytest.raises(InputError, match="not in the table"):

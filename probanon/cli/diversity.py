@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 
-from .options import add_input, add_output, example, positive_int, summary_lines
+from .options import add_input, add_output, column_names, example, positive_int, summary_lines
 from .parser import command
 from ..data import read_table
 from ..diversity.distribution import check_margin, read_distribution
@@ -88,7 +88,8 @@ def cmd_release(args) -> int:
 
 
 def _order(text: str):
-    return None if text == "appearance" else text
+    """argparse type of ``--order``: None (appearance), "sorted", or the QI columns to sort by."""
+    return None if text == "appearance" else text if text == "sorted" else column_names(text)
 
 
 def add_parser(sub) -> None:
