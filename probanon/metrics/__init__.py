@@ -1,11 +1,13 @@
 """Metrics of a release: utility (information loss, moment differences), anonymity (k) and
 disclosure risk (record linkage, interval disclosure, re-identification tests, frequency-based
-risk of categorical keys as sdcMicro's ``measure_risk``).
+risk of categorical keys as sdcMicro's ``measure_risk``), attribute disclosure (the shares of
+people whose released group pins a confidential value, :mod:`.attribute`).
 
 >>> from probanon.metrics import information_loss, utility_report, k_achieved, record_linkage
 """
 
 from .anonymity import equivalence_class_sizes, k_achieved
+from .attribute import PinnedShares, pinned_shares
 from .frequency import FrequencyRisk, frequency_risk
 from .risk import (
     ReidentificationTest,
@@ -32,6 +34,8 @@ __all__ = [
     "ReidentificationTest",
     "frequency_risk",
     "FrequencyRisk",
+    "pinned_shares",
+    "PinnedShares",
 ]
 
 from .._validation import guard_public  # noqa: E402
