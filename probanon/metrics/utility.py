@@ -86,7 +86,7 @@ def information_loss(original, released, standardize: bool = True, weights=None,
 
 def _information_loss_missing(original, released, standardize: bool, weights) -> float:
     """:func:`information_loss` with missing values (its docstring)."""
-    from ..microagg.missing import observed_standardizer
+    from ..microagg.means import observed_standardizer
 
     X = check_matrix(original, name="original", missing=True)
     Y = check_matrix(released, name="released", missing=True)

@@ -35,7 +35,6 @@ import warnings
 import numpy as np
 
 from ..errors import AdjustmentWarning, InputError
-from .means import group_means, observed_standardizer, released_means  # noqa: F401 - named here too
 
 #: the values of the estimators' parameter ``missing``
 POLICIES = ("raise", "pattern")
@@ -104,4 +103,4 @@ def _names(mask, names) -> str:
     return "no key" if positions.size == 0 else ",".join(names[p] for p in positions)
 
 
-__all__ = ["POLICIES", "observed_standardizer", "pattern_sets", "pattern_sets_within", "released_means"]
+__all__ = ["POLICIES", "pattern_sets", "pattern_sets_within"]
