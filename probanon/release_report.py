@@ -169,6 +169,43 @@ def zero_share(values: np.ndarray) -> float:
     return float(np.mean(np.asarray(values) == 0)) if len(values) else 0.0
 
 
+def _attribute_section(rep: Report, original, released, keys, confidential) -> None:
+    """Attribute disclosure of each confidential column by the released classes of the keys
+    (:func:`probanon.metrics.attribute.release_disclosure`): a table and a figure."""
+    from .metrics.attribute import PinnedShares, release_disclosure
+
+    found = release_disclosure(released, confidential, released[keys], original=original)
+    rep.text("Attribute disclosure (not bounded)",
+             "What the released classes of the keys say about each person's confidential values, beside the "
+             "same guess without the release (baseline: the whole file as one class). No bound is claimed. "
+             + " ".join(line[0].upper() + line[1:] + "." for line in found.lines()))
+    rep.table(found.rows())
+    numeric = [c for c in found.columns if isinstance(c, PinnedShares)]
+    if numeric:
+        rep.figure("attribute_disclosure", _pinned_figure(numeric),
+                   "Share of people whose released class pins their confidential value within p% (every value of "
+                   "the class within it), for each margin p; hatched: the baseline (the whole file as one class)")
+
+
+def _pinned_figure(columns: list):
+    """Bars of the pinned shares per column and margin, the baseline hatched beside each."""
+    margins = columns[0].margins
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH, 3.2))
+    x = np.arange(len(columns))
+    width = 0.8 / (2 * len(margins))
+    for j, p in enumerate(margins):
+        at = x - 0.4 + width * (2 * j + 0.5)
+        ax.bar(at, [100 * c.all_within[j] for c in columns], width, label=f"within {p:g}%")
+        ax.bar(at + width, [100 * c.baseline_all_within[j] for c in columns], width, hatch="//", fill=False,
+               label=f"baseline, {p:g}%")
+    ax.set_xticks(x, [str(c.column) for c in columns], fontsize=8, rotation=30 if len(columns) > 6 else 0)
+    ax.set_ylabel("% of people pinned", fontsize=8)
+    ax.set_ylim(0, 100)
+    ax.legend(fontsize=7, ncols=len(margins))
+    fig.tight_layout()
+    return fig
+
+
 def _histograms(X: np.ndarray, Y: np.ndarray, names: list):
     """One panel per key, :data:`PANELS_PER_ROW` to a row, original and released values on the
     same bins; counts on a log scale for a zero-heavy key (:data:`ZERO_HEAVY`)."""
@@ -287,6 +324,8 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
     rep.table(_risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilistic))
     if mechanism is not None and numeric:
         _attack_section(rep, original, released, numeric, list(confidential), mechanism, k)
+    if confidential:
+        _attribute_section(rep, original, released, keys, list(confidential))
     if numeric:
         u = utility_report(pd.DataFrame(X, columns=numeric), pd.DataFrame(Y, columns=numeric), weights=weights)
         rep.text("Utility", f"Information loss {format_information_loss(u.information_loss)}; "

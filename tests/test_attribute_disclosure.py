@@ -72,3 +72,152 @@ def test_groups_from_the_released_key_columns():
 def test_bad_input_is_one_clear_error(values, groups, margins, message):
     with pytest.raises(InputError, match=message):
         pinned_shares(values, groups, margins=margins)
+
+
+# --- issue 42.1: categorical measures, the census figures, the intruders, the command line ------------------------
+
+from pathlib import Path  # noqa: E402
+
+from probanon.attacks.attribute import attribute_disclosure  # noqa: E402
+from probanon.metrics.attribute import class_shares, release_disclosure  # noqa: E402
+
+CENSUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "casc" / "census.csv"
+KEYS = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "STATETAX"]
+
+
+def test_class_shares_by_hand():
+    # classes 1: a a b; 2: a b; 3: b c. No class holds one value only. Modes: class 1 -> a (both a's
+    # right); class 2 ties a/b (each right with 1/2); class 3 ties b/c (1/2 each): (2 + 1 + 1)/7.
+    # The file: a 3, b 3, c 1 -> a/b tie: the six a's and b's right with 1/2: 3/7. Distinct l = 2 in
+    # every class; entropy l: class 1 exp(H) with H = ln 3 - (2 ln 2)/3; t: class 1 is (2/3, 1/3, 0)
+    # against (3/7, 3/7, 1/7): 1/2 (|2/3-3/7| + |1/3-3/7| + 1/7) = 1/2 (5/21 + 2/21 + 3/21) = 10/42;
+    # class 3 (0, 1/2, 1/2): 1/2 (3/7 + 1/14 + 5/14) = 6/7 * 1/2 = 3/7, the largest.
+    r = class_shares(["a", "a", "b", "a", "b", "b", "c"], [1, 1, 1, 2, 2, 3, 3], column="x")
+    assert r.constant == 0.0 and r.baseline_constant == 0.0
+    assert r.mode_right == pytest.approx(4 / 7) and r.baseline_mode_right == pytest.approx(3 / 7)
+    assert r.distinct_l == 2
+    assert r.entropy_l == pytest.approx(min(np.exp(np.log(3) - 2 * np.log(2) / 3), 2.0))
+    assert r.t == pytest.approx(3 / 7)
+    # a constant class: the two people of class "z" are pinned
+    r = class_shares(["a", "a", "b"], ["z", "z", "y"])
+    assert r.constant == pytest.approx(1.0)  # class y holds b only too
+    r = class_shares(["a", "a", "b", "a"], ["z", "z", "y", "y"])
+    assert r.constant == pytest.approx(2 / 4) and r.mode_right == pytest.approx((1 + 1 + 0.5 + 0.5) / 4)
+
+
+def _pinned_recount(values, labels, p):
+    """Every value of the record's group within p% of its own, record by record (independent)."""
+    values, labels = np.asarray(values, dtype=float), np.asarray(labels)
+    hits = 0
+    for i in range(values.size):
+        group = values[labels == labels[i]]
+        hits += bool(np.all(np.abs(group - values[i]) <= p / 100 * abs(values[i])))
+    return hits / values.size
+
+
+def _median_recount(values, labels, p):
+    values, labels = np.asarray(values, dtype=float), np.asarray(labels)
+    return float(np.mean([abs(np.median(values[labels == labels[i]]) - values[i]) <= p / 100 * abs(values[i])
+                          for i in range(values.size)]))
+
+
+@pytest.mark.skipif(not CENSUS.exists(), reason="the CASC census is not beside the repository")
+def test_census_taxinc_pinned_shares_of_the_issue():
+    # Issue 42: census, MDAV k = 5 on AFNLWGT, AGI, EMCONTRB, FEDTAX, STATETAX: "for 46% of people their
+    # group's median TAXINC is within 5% of their own value, and for 15% every TAXINC in their group is
+    # within +-10% of theirs (37% at k = 3)". Recounted here person by person on the release's own groups
+    # (the classes of its released keys); the issue's figures come from another evaluator's groups and
+    # agree within 1.5 points (13.8%, 47.0%, 37.9% here).
+    from probanon.microagg import MDAV
+
+    census = pd.read_csv(CENSUS)
+    for k, pinned_10, median_5 in ((5, 0.15, 0.46), (3, 0.37, None)):
+        released = census.copy()
+        released[KEYS] = np.asarray(MDAV(k).fit_transform(census[KEYS]))
+        found = release_disclosure(released, ["TAXINC"], released[KEYS]).columns[0]
+        labels = released.groupby(KEYS).ngroup().to_numpy()
+        assert found.all_within[2] == pytest.approx(_pinned_recount(census.TAXINC, labels, 10))
+        assert found.all_within[1] == pytest.approx(_pinned_recount(census.TAXINC, labels, 5))
+        assert found.median_within[1] == pytest.approx(_median_recount(census.TAXINC, labels, 5))
+        assert abs(found.all_within[2] - pinned_10) < 0.015
+        if median_5 is not None:
+            assert abs(found.median_within[1] - median_5) < 0.015
+
+
+def _toy():
+    # two released groups of identical keys (0 and 10); the values 100, 101, 300 | 50, 50, 51
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 10.0, 11.0, 12.0], "v": [100.0, 101.0, 300.0, 50.0, 50.0, 51.0],
+                             "s": ["a", "a", "b", "c", "c", "c"]})
+    released = original.copy()
+    released["x"] = [1.0, 1.0, 1.0, 11.0, 11.0, 11.0]
+    return original, released
+
+
+def test_attribute_intruders_on_a_toy_release():
+    original, released = _toy()
+    r = attribute_disclosure(original, released, ["x"], ["v", "s"], mechanism="microaggregation", k=3,
+                             margins=(5,), random_state=0)
+    v, s = r.columns
+    # v: group 1 pins nobody (300 is far from 100, 101); group 2 (50, 50, 51): within 5% of 50 is
+    # [47.5, 52.5] and of 51 [48.45, 53.55]: all three pinned -> 3/6
+    assert v.kind == "numeric" and v.groups.all_within == (0.5,)
+    # the nearest row's value: every row of the person's group equally likely: 100 -> 100, 101 (2 of 3);
+    # 101 -> 100, 101 (2/3); 300 -> itself (1/3); 50, 50, 51 -> 3/3 each: (2/3 + 2/3 + 1/3 + 3) / 6
+    assert v.nearest == (pytest.approx((2 / 3 + 2 / 3 + 1 / 3 + 3) / 6),)
+    # s: group 2 is constant (c, c, c): 3 of 6; the class mode: a right for the two a's, c for all three
+    assert s.kind == "categorical" and s.groups.constant == pytest.approx(0.5)
+    assert s.groups.mode_right == pytest.approx(5 / 6)
+    assert s.learned_baseline == (pytest.approx(3 / 6),)  # the file's mode c
+    # the linker knows v and s: the released (v, s) tuples (50, c) twice, the rest once: 4 people found
+    # for sure, the two (50, c) with 1/2 each: (4 + 1) / 6; singled out: 4 rows
+    assert r.linker.found == pytest.approx(5 / 6) and r.linker.singled_out == 4
+    # held-out people: a copy of the originals finds what they find
+    c = attribute_disclosure(original, released, ["x"], ["v", "s"], mechanism="microaggregation", k=3,
+                             margins=(5,), control=original, random_state=0)
+    assert c.columns[0].control_groups.all_within == (0.5,) and c.columns[1].control_groups.constant == 0.5
+    assert "not bounded" in c.headline()
+
+
+def test_attack_carries_the_attribute_report_and_the_verdict():
+    from probanon.attacks import attack
+
+    original, released = _toy()
+    report = attack(original, released, ["x"], ["v"], mechanism="microaggregation", k=3, runs=2, random_state=0,
+                    attribute=True, intruders=["exact", "nearest"])
+    assert report.attribute is not None and report.attribute.columns[0].groups.all_within[1] == 0.5
+    line = report.verdict_line()
+    assert line.startswith("identity: ") and "; attribute disclosure: " in line and line.endswith("(not bounded)")
+    assert report.to_dict()["attribute"]["columns"][0]["column"] == "v"
+    with pytest.raises(Exception, match="control"):
+        attack(original, released, ["x"], ["v"], mechanism="microaggregation", k=3, runs=1, control=original)
+
+
+@pytest.mark.skipif(not CENSUS.exists(), reason="the CASC census is not beside the repository")
+def test_release_summary_and_evaluate_print_the_headlines(tmp_path, capsys):
+    import json
+
+    from probanon.cli.main import main
+
+    out, link = tmp_path / "k5.csv", tmp_path / "k5.link.csv"
+    conf = "TAXINC,FICA"
+    code = main(["microaggregate", str(CENSUS), "-o", str(out), "-k", "5", "--keys", ",".join(KEYS), "--confidential",
+                 conf, "--drop", "PTOTVAL,POTHVAL,INTVAL,PEARNVAL,WSALVAL,ERNVAL", "--link", str(link), "--seed", "1",
+                 "--quiet"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    released = pd.read_csv(out)
+    labels = released.groupby(KEYS).ngroup().to_numpy()
+    share = _pinned_recount(released.TAXINC, labels, 10)  # each person's value is in their group: the release suffices
+    assert f"{100 * share:.1f}% of people pinned within 10% on TAXINC" in err
+    assert "single out 1,080 of 1,080 records" in err  # every (TAXINC, FICA) pair of the census is its own
+    assert released.groupby(["TAXINC", "FICA"]).size().max() == 1
+    code = main(["evaluate", str(CENSUS), str(out), "--keys", ",".join(KEYS), "--link", str(link), "--risk",
+                 "--confidential", conf, "--json"])
+    found = json.loads(capsys.readouterr().out)["attribute_disclosure"]["columns"][0]
+    assert code == 0 and found["column"] == "TAXINC" and found["all_within"][2] == pytest.approx(share)
+    code = main(["attack", str(CENSUS), str(out), "--mechanism", "microaggregation", "-k", "5", "--keys",
+                 ",".join(KEYS), "--link", str(link), "--seed", "1", "--quiet", "--runs", "1", "--intruders", "exact"])
+    assert "attribute disclosure: not measured (no confidential column)" in capsys.readouterr().out
+    code = main(["attack", str(CENSUS), str(out), "--mechanism", "microaggregation", "-k", "5", "--keys",
+                 ",".join(KEYS), "--link", str(link), "--control", str(CENSUS)])
+    assert code == 2 and "--control" in capsys.readouterr().err

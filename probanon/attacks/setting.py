@@ -130,7 +130,7 @@ class TupleIndex:
     external data), as in :func:`probanon.metrics.record_linkage`."""
 
     def __init__(self, known: np.ndarray, released_known: np.ndarray):
-        scaler = Standardizer.fit(known)
+        self.scaler = scaler = Standardizer.fit(known)
         self.Zx, Zy = scaler.transform(known), scaler.transform(released_known)
         self.tuples, inverse = np.unique(Zy, axis=0, return_inverse=True)
         self.row_tuple = inverse.reshape(-1)
@@ -196,3 +196,34 @@ def uniform_in_group(data: AttackData, targets: np.ndarray, rng: np.random.Gener
     offset = np.floor(rng.random(int(has.sum())) * counts[groups[has]]).astype(np.int64)
     out[has] = order[starts[groups[has]] + offset]
     return out
+
+
+def column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential) -> AttackData:
+    """The attack on one confidential column of a column-wise release (``mdav-swap-informed``,
+    ``ir-swap``): the keys are released unchanged, so each target's row is the one holding its
+    keys; the groups are the blocks ``column`` was permuted in, rebuilt as the intruder can."""
+    data = attack_data(original, released, keys, [column], link=rows)
+    index = TupleIndex(data.known, data.released_known)  # keys are released unchanged
+    dist, target_tuple = index.nearest()
+    # the released row holding the target's keys: equal tuples matched one to one (keys are released unchanged)
+    target_row = np.empty(data.n, dtype=np.int64)
+    target_row[np.argsort(target_tuple, kind="stable")] = np.argsort(index.row_tuple, kind="stable")
+    if mechanism == "ir-swap":
+        from ..microagg.ranking import individual_ranking_partition
+
+        row_group = individual_ranking_partition(-data.released_confidential, k, keep_ties=False)[:, 0]
+        data.row_group, data.target_group = row_group.astype(np.int64), row_group[target_row].astype(np.int64)
+        data.groups_note = f"rank blocks of k = {k} consecutive released values of each confidential column"
+    else:
+        from ..microagg.mdav import mdav_partition
+
+        others = [c for c in original.columns if c in keys or (c in confidential and c != column)]
+        X = attack_data(original, original, others).known
+        Z = Standardizer.fit(X).transform(X) if standardize else X
+        labels = mdav_partition(np.ascontiguousarray(Z), k).labels.astype(np.int64)
+        data.target_group = labels
+        row_group = np.empty(data.n, dtype=np.int64)
+        row_group[target_row] = labels  # the row holding person i's keys is in i's group
+        data.row_group = row_group
+        data.groups_note = f"MDAV groups (k = {k}) of all other attributes, rerun on the original (informed intruder)"
+    return data

@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 
 from .._validation import check_confidence, check_k, check_random_state, check_runs
-from ..data import Standardizer
 from ..errors import InputError, ParameterError
 from ..metrics.risk import ReidentificationTest, reidentification_result
+from .attribute import AttributeReport, attribute_disclosure
 from .exact import ExactTuple
 from .likelihood import LearnedLikelihood
 from .nearest import NearestRecord
 from .relations import RelationLinkage
 from .scope import Guarantee, guarantee
-from .setting import MECHANISMS, AttackData, TupleIndex, attack_data, check_mechanism, rebuild_groups
+from .setting import MECHANISMS, attack_data, check_mechanism, column_data, rebuild_groups
 
 INTRUDERS = {"exact": ExactTuple, "nearest": NearestRecord, "likelihood": LearnedLikelihood,
              "relations": RelationLinkage}
@@ -55,6 +55,7 @@ class AttackReport:
     groups_note: str
     results: tuple
     formulas: tuple = ()
+    attribute: AttributeReport | None = None
 
     @property
     def exceeded(self) -> list:
@@ -67,6 +68,17 @@ class AttackReport:
         if result.lower_exceeds_bound:
             return "ABOVE the bound"
         return "within the bound" if not result.upper_exceeds_bound else "not significantly above"
+
+    def verdict_line(self) -> str:
+        """'identity: within the bound; attribute disclosure: 15.0% of people pinned within 10% on
+        TAXINC (...) (not bounded)': what the release bounds and what it does not."""
+        if self.bound is None and all(r.bound is None for r in self.results):
+            identity = "no bound claimed"
+        else:
+            identity = "ABOVE the bound" if self.exceeded else "within the bound"
+        text = f"identity: {identity}"
+        return text + (f"; {self.attribute.headline()}" if self.attribute is not None else
+                       "; attribute disclosure: not measured" + (" (no confidential column)" * (not self.confidential)))
 
     def rows(self) -> list[dict]:
         """One table row per intruder (for reports and the CLI)."""
@@ -81,7 +93,8 @@ class AttackReport:
                 "n_records": self.n_records, "keys": [str(c) for c in self.keys],
                 "confidential": [str(c) for c in self.confidential], "groups": self.groups_note,
                 "exceeded": self.exceeded, "results": [r.to_dict() for r in self.results],
-                "formulas": list(self.formulas)}
+                "formulas": list(self.formulas), "verdict": self.verdict_line(),
+                "attribute": None if self.attribute is None else self.attribute.to_dict()}
 
 
 def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> ReidentificationTest:
@@ -93,38 +106,10 @@ def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> Rei
                    lower_exceeds_bound=bool(low > bound))
 
 
-def _column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential) -> AttackData:
-    """The attack on one confidential column of a column-wise release."""
-    data = attack_data(original, released, keys, [column], link=rows)
-    index = TupleIndex(data.known, data.released_known)  # keys are released unchanged
-    dist, target_tuple = index.nearest()
-    # the released row holding the target's keys: equal tuples matched one to one (keys are released unchanged)
-    target_row = np.empty(data.n, dtype=np.int64)
-    target_row[np.argsort(target_tuple, kind="stable")] = np.argsort(index.row_tuple, kind="stable")
-    if mechanism == "ir-swap":
-        from ..microagg.ranking import individual_ranking_partition
-
-        row_group = individual_ranking_partition(-data.released_confidential, k, keep_ties=False)[:, 0]
-        data.row_group, data.target_group = row_group.astype(np.int64), row_group[target_row].astype(np.int64)
-        data.groups_note = f"rank blocks of k = {k} consecutive released values of each confidential column"
-    else:
-        from ..microagg.mdav import mdav_partition
-
-        others = [c for c in original.columns if c in keys or (c in confidential and c != column)]
-        X = attack_data(original, original, others).known
-        Z = Standardizer.fit(X).transform(X) if standardize else X
-        labels = mdav_partition(np.ascontiguousarray(Z), k).labels.astype(np.int64)
-        data.target_group = labels
-        row_group = np.empty(data.n, dtype=np.int64)
-        row_group[target_row] = labels  # the row holding person i's keys is in i's group
-        data.row_group = row_group
-        data.groups_note = f"MDAV groups (k = {k}) of all other attributes, rerun on the original (informed intruder)"
-    return data
-
-
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
            link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
-           standardize: bool = True, transform: str = "auto", random_state=None, progress=None) -> AttackReport:
+           standardize: bool = True, transform: str = "auto", random_state=None, progress=None,
+           attribute: bool = False, control: pd.DataFrame | None = None) -> AttackReport:
     """Run every applicable intruder against ``released`` and compare its success with the bound.
 
     Parameters
@@ -155,6 +140,11 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     progress : callable, optional
         ``progress("intruder runs", done, total)`` (:mod:`probanon.progress`) as the runs of
         the intruders complete (first with 0 when the first ones are done).
+    attribute : bool
+        Also run the attribute-disclosure intruders (:func:`probanon.attacks.attribute.attribute_disclosure`)
+        on the confidential columns: ``report.attribute``.
+    control : DataFrame, optional
+        Records of the same population held out of the release: the attribute intruders' control.
     """
     mechanism = check_mechanism(mechanism)
     runs, confidence = check_runs(runs), check_confidence(confidence)
@@ -182,7 +172,7 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
         if column_rows is None or any(c not in column_rows for c in confidential):
             raise InputError(f"{mechanism}: the attack needs the released row of every confidential value "
                              "(the link file written by 'probanon swap --link')")
-        datasets = [_column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
+        datasets = [column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
                                  standardize, confidential) for c in confidential]
     else:
         datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link), mechanism, k,
@@ -213,5 +203,12 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
         results.append(reidentification_result(INTRUDERS[name].name, keys, n, successes, k, confidence,
                                                 knows=INTRUDERS[name].knows, note="; ".join(notes),
                                                 same_release=True))
+    found = None
+    if attribute and confidential:
+        found = attribute_disclosure(original, released, keys, confidential, mechanism=mechanism, k=k, link=link,
+                                     column_rows=column_rows, control=control, standardize=standardize,
+                                     random_state=rng)
+    elif control is not None:
+        raise ParameterError("a control table is for the attribute intruders (attribute=True, with confidential columns)")
     return AttackReport(mechanism, k, None if k is None else 1.0 / k, guarantee(mechanism), len(original), keys,
-                        confidential, datasets[0].groups_note, tuple(results))
+                        confidential, datasets[0].groups_note, tuple(results), attribute=found)

@@ -28,7 +28,7 @@ def _claim_report(args):
     """The km uniqueness attack or the (l, delta) linkage test, as the suite's report."""
     mechanism = args.mechanism
     unused = [flag for flag, v in (("--keys", args.keys), ("--confidential", args.confidential),
-                                   ("--raw-distances", args.raw_distances)) if v]
+                                   ("--raw-distances", args.raw_distances), ("--control", args.control)) if v]
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism {mechanism}")
     if mechanism == "km":
@@ -76,6 +76,18 @@ def _print_report(report, confidence: float, knows: str) -> None:
     if report.exceeded:
         print(f"ABOVE the claimed bound: {', '.join(report.exceeded)} (their {confidence:.0%} interval lies "
               "entirely above it)")
+    found = getattr(report, "attribute", None)
+    if found is not None:
+        print(f"\nAttribute disclosure (no bound claimed; groups: {found.groups_note}):")
+        rows = found.rows()
+        print(text_table("", ["column", "measure", "released", "baseline"] + (["control"] if found.has_control else []),
+                         [[row["column"], row["measure"], row["released"], row["baseline"]]
+                          + ([row["control"]] if found.has_control else []) for row in rows]))
+        print("\n".join(found.lines()))
+        print("(baseline: the same guess without the release" + ("; control: the same attack on the held-out records"
+                                                                   if found.has_control else "") + ")")
+    if hasattr(report, "verdict_line"):
+        print(f"verdict: {report.verdict_line()}")
 
 
 def _table_report(args):
@@ -92,6 +104,8 @@ def _table_report(args):
     if not keys:
         raise InputError("name the keys the intruder knows with --keys")
     column_rows = None
+    if args.control is not None and not confidential:
+        raise InputError("--control is the control of the attribute intruders: name the --confidential columns")
     if MECHANISMS.get(args.mechanism) == "column-wise":
         if not args.link:
             raise InputError(f"--mechanism {args.mechanism} needs the --link file of 'probanon swap' (it says where "
@@ -107,8 +121,9 @@ def _table_report(args):
     with Progress(f"attack: {len(original):,} records", quiet=args.quiet or args.json, desc="intruder runs") as bar:
         settings = dict(link=position, column_rows=column_rows, runs=args.runs or 10, confidence=args.confidence,
                         standardize=not args.raw_distances, random_state=args.seed, progress=Counting(bar))
+        control = None if args.control is None else read_table(args.control)
         report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k,
-                        intruders=intruders, **settings)
+                        intruders=intruders, attribute=bool(confidential), control=control, **settings)
         options = remedies(original, released, keys, confidential, report, **settings)
     return report, (f"every target's original {', '.join(keys)}, the release and the mechanism "
                     f"({report.mechanism})"), options
@@ -183,6 +198,9 @@ def add_parser(sub) -> None:
     a.add_argument("--datasets", type=positive_int, metavar="T",
                    help="l-delta: releases linked (default the plan's t)")
     add_match_options(a)
+    add_input(a, "--control", metavar="FILE",
+              help="records of the same population held out of the release (keys and confidential columns): the "
+                   "attribute intruders' control")
     a.add_argument("--runs", type=positive_int, default=None,
                    help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")

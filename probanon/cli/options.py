@@ -257,11 +257,13 @@ def prepare_outputs(args) -> Outputs:
     return outputs
 
 
-def write_release(args, release, extra: dict | None = None) -> None:
+def write_release(args, release, extra: dict | None = None, groups=None) -> None:
     """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
-    command's checked outputs, then print what happened to every column. The release's
-    promise (:class:`probanon.release.Promise`) is checked first: nothing is written if what
-    would be released breaks it."""
+    command's checked outputs, then print what happened to every column and the attribute
+    disclosure of each confidential column (:func:`attribute_lines`; ``groups`` the release's
+    groups, default the combinations of its promise's columns). The release's promise
+    (:class:`probanon.release.Promise`) is checked first: nothing is written if what would be
+    released breaks it."""
     if release.promise is not None:
         release.promise.check(release.data)
     contents = {args.output: release.data, **(extra or {}), **getattr(args, "extra_outputs", {})}
@@ -274,6 +276,24 @@ def write_release(args, release, extra: dict | None = None) -> None:
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
+    lines = attribute_lines(release, groups)
+    if lines:
+        print("attribute disclosure of the confidential columns (measured on the release's groups, not bounded):\n"
+              + "\n".join(f"  {line}" for line in lines), file=sys.stderr)
+
+
+def attribute_lines(release, groups=None) -> list[str]:
+    """One headline per confidential column of ``release`` (its columns described as
+    confidential) and the records its confidential columns single out
+    (:func:`probanon.metrics.attribute.release_disclosure`); none without groups to measure by."""
+    from ..metrics.attribute import release_disclosure
+
+    confidential = [c for c, a in release.actions.items() if a.startswith("confidential") and c in release.data]
+    if groups is None and release.promise is not None and len(release.promise.columns) == 1:
+        groups = release.data[list(release.promise.columns[0])]
+    if not confidential or groups is None:
+        return []
+    return release_disclosure(release.data, confidential, groups).lines()
 
 
 #: the width summaries wrap their texts at

@@ -108,6 +108,15 @@ def cmd_evaluate(args) -> int:
             raise InputError("--risk (record linkage, interval disclosure) needs keys without missing values")
         result["record_linkage"] = record_linkage(X, Y)
         result["interval_disclosure"] = interval_disclosure(X, Y)
+        confidential = column_list(args.confidential)
+        if confidential:
+            from ..metrics.attribute import release_disclosure
+
+            absent = [c for c in confidential if c not in original.columns or c not in released.columns]
+            if absent:
+                raise InputError(f"--confidential: {absent[0]!r} is not a column of both tables")
+            found = release_disclosure(released, confidential, released[every], original=original)
+            result["attribute_disclosure"] = found.to_dict()
     holds = None if args.k is None else result["k_achieved"] >= args.k
     if holds is not None:
         result["k"], result["holds"] = args.k, holds
@@ -131,7 +140,14 @@ def cmd_evaluate(args) -> int:
               f"{risk_after.expected_reidentifications:.2f} ({100 * risk_after.global_risk:.2f} %) released")
         if args.risk:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
-            print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd)")
+            print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd, on the keys "
+                  "only)")
+            if "attribute_disclosure" in result:
+                print("attribute disclosure (the released classes of the keys, measured, not bounded):")
+                for line in found.lines():
+                    print(f"  {line}")
+            else:
+                print("attribute disclosure: not measured (name the confidential columns with --confidential)")
     return 1 if holds is False else 0
 
 
@@ -272,7 +288,12 @@ def add_parser(sub) -> None:
     e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")
     e.add_argument("--risk", action="store_true",
-                   help="also disclosure risk on the quasi-identifiers: record linkage and interval disclosure")
+                   help="also disclosure risk: record linkage and interval disclosure on the quasi-identifiers, and "
+                        "with --confidential the attribute disclosure of each confidential column")
+    e.add_argument("--confidential", metavar="COLS", type=column_names,
+                   help="comma-separated confidential columns (with --risk): the shares of people whose released "
+                        "class pins their value (within 1, 5, 10%%; constant classes and the class mode for "
+                        "categories), each beside its baseline")
     e.set_defaults(func=cmd_evaluate)
 
     k = command(sub, "risk", epilog=example(

@@ -78,10 +78,13 @@ def cmd_swap(args) -> int:
         for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
             release.link[f"released_row_{columns[cols[0]]}"] = released_row[value_rows[:, t]]
     extra = {}
+    order = np.argsort(release.link["released_row"].to_numpy())  # groups in released order
+    groups = _groups_frame(result, columns).iloc[order].reset_index(drop=True)
     if args.groups:
-        order = np.argsort(release.link["released_row"].to_numpy())  # groups in released order
-        extra[args.groups] = _groups_frame(result, columns).iloc[order].reset_index(drop=True)
-    write_release(args, release, extra)
+        extra[args.groups] = groups
+    by_column = ({c: groups["group"].to_numpy() for c in confidential} if "group" in groups else
+                 {c: groups[f"group_{c}"].to_numpy() for c in confidential if f"group_{c}" in groups})
+    write_release(args, release, extra, groups=by_column if len(by_column) == len(confidential) else None)
     sizes = [result.groups.sizes(t) for t in range(result.groups.n_partitions)]
     line = (f"{args.method}: {len(frame)} records, {len(columns)} attributes ({len(confidential)} confidential), "
             f"k = {result.groups.k}, {len(sizes)} partition(s), group sizes {min(s.min() for s in sizes)}.."

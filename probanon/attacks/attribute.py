@@ -1,0 +1,399 @@
+"""Attribute disclosure: what a release reveals about a person's confidential values (issue 42).
+
+The identity intruders of :mod:`.suite` look for a person's row; these look for the person's
+values, which a release can give away without any row being found (a group of k people whose
+incomes all lie within 5% of each other). Three intruders, each per confidential column, each
+beside its baseline (the same guess without the release) and, when the office holds records out
+of the release (``control``: people of the same population who are not in it), beside its
+control (the same attack on them: what the release teaches about the population, not about the
+people in it; the excess over the control is the disclosure, as in the evaluators of the field,
+e.g. anonymeter's ``(attack - control) / (1 - control)``):
+
+* **groups**: the intruder places the person in the group it rebuilds from their keys (the
+  groups of :func:`.setting.rebuild_groups`; a swap's blocks for column-wise mechanisms; for an
+  unknown mechanism the rows sharing the released key tuple nearest to the person's keys) and
+  reads the group's released values: numeric columns, the shares whose group pins the value
+  within p% (:func:`probanon.metrics.attribute.pinned_shares`) and sdcMicro's interval
+  disclosure on the person's own row; categorical columns, the constant classes, the class mode
+  against the file's mode and the worst class's distinct l, entropy l and t
+  (:func:`probanon.metrics.attribute.class_shares`);
+* **learned**: a model of the value given the keys (scikit-learn's histogram gradient boosting,
+  regressor on the signed log1p scale or classifier), fitted on the release alone and applied to
+  the person's original keys; scored within p% (numeric) or exact (categorical), against the
+  file's median or mode;
+* **nearest row**: the intruder reads the value of the released row whose keys are nearest to the
+  person's (several rows at the same distance: the expected success over them), scored as the
+  learned model: a release that keeps the keys and moves the values a little (a swap in small
+  rank blocks) gives the values away to this reader, whatever the model generalises;
+* **linker**: an intruder who knows a person's confidential values (all, or the columns named in
+  ``knows``) and looks for the released row nearest to them (numeric columns z-scored, a
+  categorical column counting 1 when different); found when it is the person's row (ties: one of
+  the tied rows at random, expected success counted), against 1/n. Whoever finds the row reads the
+  rest of it: the other confidential values and the released keys. It also counts the released
+  rows whose confidential values single them out (no other row has the same).
+
+No bound is claimed for any of them unless a mechanism proves one (t-closeness, l-diversity);
+they measure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import spatial
+
+from .._validation import check_random_state, is_numeric_column
+from ..data import Standardizer
+from ..errors import InputError, ParameterError
+from ..metrics.attribute import MARGINS, ClassShares, PinnedShares, _margins, class_shares, pinned_shares
+from .likelihood import signed_log1p
+from .setting import MECHANISMS, TupleIndex, attack_data, check_mechanism, column_data, rebuild_groups
+
+#: interval disclosure's half-width, a share of the released column's sd (sdcMicro's dRisk default)
+INTERVAL = 0.05
+
+
+@dataclass(frozen=True)
+class ColumnDisclosure:
+    """The attribute disclosure of one confidential column.
+
+    ``groups``: the measures of the person's group (:class:`PinnedShares` or :class:`ClassShares`);
+    ``control_groups``: the same for the control records (None without them); ``learned``,
+    ``learned_baseline``, ``learned_control``: the learned intruder's success for each margin
+    (numeric; one value, exact, for categorical) and what the file's median or mode achieves;
+    ``interval``, ``interval_baseline``: sdcMicro's interval disclosure on this column (numeric)."""
+
+    column: str
+    kind: str
+    groups: PinnedShares | ClassShares
+    learned: tuple
+    learned_baseline: tuple
+    control_groups: PinnedShares | ClassShares | None = None
+    learned_control: tuple | None = None
+    nearest: tuple = ()
+    nearest_control: tuple | None = None
+    interval: float | None = None
+    interval_baseline: float | None = None
+
+    def headline(self) -> str:
+        """'15.0% of people pinned within 10% on TAXINC (not bounded)'-style line."""
+        g = self.groups
+        if self.kind == "numeric":
+            text = f"{100 * g.all_within[-1]:.1f}% of people pinned within {g.margins[-1]:g}% on {self.column}"
+            text += f" (baseline {100 * g.baseline_all_within[-1]:.1f}%"
+            if self.control_groups is not None:
+                text += f", control {100 * self.control_groups.all_within[-1]:.1f}%"
+            return text + (f"; read from the keys within {g.margins[-1]:g}%: {100 * self.nearest[-1]:.1f}% by the "
+                           f"nearest row, {100 * self.learned[-1]:.1f}% by a model, the file's median "
+                           f"{100 * self.learned_baseline[-1]:.1f}%)")
+        text = f"{100 * g.constant:.1f}% of people in classes where {self.column} is constant"
+        text += f" (baseline {100 * g.baseline_constant:.1f}%"
+        if self.control_groups is not None:
+            text += f", control {100 * self.control_groups.constant:.1f}%"
+        return text + (f"; read from the keys: {100 * self.nearest[0]:.1f}% right by the nearest row, "
+                       f"{100 * self.learned[0]:.1f}% by a model, the file's mode {100 * self.learned_baseline[0]:.1f}%)")
+
+    def rows(self) -> list[dict]:
+        """One row per measure: measure, released, baseline, control."""
+        g, c = self.groups, self.control_groups
+        out = []
+        if self.kind == "numeric":
+            for i, p in enumerate(g.margins):
+                out.append(_row(self.column, f"group pins within {p:g}%", g.all_within[i], g.baseline_all_within[i],
+                                None if c is None else c.all_within[i]))
+            for i, p in enumerate(g.margins):
+                out.append(_row(self.column, f"group median within {p:g}%", g.median_within[i],
+                                g.baseline_median_within[i], None if c is None else c.median_within[i]))
+            for i, p in enumerate(g.margins):
+                out.append(_row(self.column, f"nearest row's value within {p:g}%", self.nearest[i],
+                                self.learned_baseline[i], None if self.nearest_control is None else self.nearest_control[i]))
+            for i, p in enumerate(g.margins):
+                out.append(_row(self.column, f"learned from keys within {p:g}%", self.learned[i],
+                                self.learned_baseline[i], None if self.learned_control is None else self.learned_control[i]))
+            out.append(_row(self.column, f"interval disclosure ({100 * INTERVAL:g}% of sd)", self.interval,
+                            self.interval_baseline, None))
+            return out
+        out.append(_row(self.column, "class constant", g.constant, g.baseline_constant, None if c is None else c.constant))
+        out.append(_row(self.column, "class mode right", g.mode_right, g.baseline_mode_right,
+                        None if c is None else c.mode_right))
+        out.append(_row(self.column, "nearest row's value, exact", self.nearest[0], self.learned_baseline[0],
+                        None if self.nearest_control is None else self.nearest_control[0]))
+        out.append(_row(self.column, "learned from keys, exact", self.learned[0], self.learned_baseline[0],
+                        None if self.learned_control is None else self.learned_control[0]))
+        out.append({"column": self.column, "measure": "worst class: distinct l / entropy l / t",
+                    "released": f"{g.distinct_l} / {g.entropy_l:.2f} / {g.t:.3f}", "baseline": "-", "control": "-"})
+        return out
+
+    def to_dict(self) -> dict:
+        return {"column": self.column, "kind": self.kind, "headline": self.headline(), "measures": self.rows()}
+
+
+def _row(column, measure, released, baseline, control) -> dict:
+    share = (lambda x: "-" if x is None else round(float(x), 4))
+    return {"column": column, "measure": measure, "released": share(released), "baseline": share(baseline),
+            "control": share(control)}
+
+
+@dataclass(frozen=True)
+class LinkerResult:
+    """The intruder who knows confidential values (``knows``) and looks for the row: ``found`` its
+    expected success (share of people whose row it finds), ``baseline`` 1/n, ``control`` none (a
+    held-out person has no row); ``singled_out``: released rows whose values of ``knows`` no
+    other row shares."""
+
+    knows: list
+    found: float
+    baseline: float
+    singled_out: int
+    n_records: int
+
+    def text(self) -> str:
+        return (f"knowing {', '.join(map(str, self.knows))}, an intruder finds a person's row for "
+                f"{100 * self.found:.1f}% of people (a random row: {100 * self.baseline:.4f}%); "
+                f"{self.singled_out:,} of {self.n_records:,} released rows are singled out by these values")
+
+    def to_dict(self) -> dict:
+        return {"knows": [str(c) for c in self.knows], "found": self.found, "baseline": self.baseline,
+                "singled_out": self.singled_out, "n_records": self.n_records}
+
+
+@dataclass(frozen=True)
+class AttributeReport:
+    """Attribute disclosure of a release: one :class:`ColumnDisclosure` per confidential column and
+    the confidential-values linker. No bound is claimed (``bounded`` False)."""
+
+    mechanism: str
+    columns: tuple
+    linker: LinkerResult | None
+    groups_note: str
+    margins: tuple
+    has_control: bool
+    bounded: bool = False
+
+    def headline(self) -> str:
+        """The worst column's line, for a verdict: 'attribute disclosure: ... (not bounded)'."""
+        if not self.columns:
+            return "attribute disclosure: no confidential column"
+        worst = max(self.columns, key=_severity)
+        return f"attribute disclosure: {worst.headline()} ({'bounded' if self.bounded else 'not bounded'})"
+
+    def rows(self) -> list[dict]:
+        return [row for c in self.columns for row in c.rows()]
+
+    def lines(self) -> list[str]:
+        out = [f"  {c.headline()}" for c in self.columns]
+        if self.linker is not None:
+            out.append(f"  {self.linker.text()}")
+        return out
+
+    def to_dict(self) -> dict:
+        return {"mechanism": self.mechanism, "bounded": self.bounded, "headline": self.headline(),
+                "groups": self.groups_note, "margins": list(self.margins), "control": self.has_control,
+                "columns": [c.to_dict() for c in self.columns],
+                "linker": None if self.linker is None else self.linker.to_dict()}
+
+
+def _severity(c: ColumnDisclosure) -> float:
+    return c.groups.all_within[-1] if c.kind == "numeric" else c.groups.constant
+
+
+def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, *, mechanism=None,
+                         k=None, link=None, column_rows=None, control: pd.DataFrame | None = None,
+                         margins=MARGINS, knows=None, learned: bool = True, standardize: bool = True,
+                         random_state=None, progress=None) -> AttributeReport:
+    """The attribute-disclosure intruders of the module docstring against ``released``.
+
+    Parameters are those of :func:`probanon.attacks.attack` (``original``, ``released``, ``keys``,
+    ``confidential``, ``mechanism``, ``k``, ``link``, ``column_rows``, ``standardize``,
+    ``random_state``), plus ``control`` (records of the same population held out of the release,
+    with the keys and confidential columns), ``margins`` (p in percent), ``knows`` (the
+    confidential columns the linker knows; default all, empty: no linker) and ``learned`` (False:
+    skip the learned intruder). ``progress("attribute intruders", done, total)`` as columns finish.
+    """
+    mechanism = check_mechanism(mechanism)
+    margins = _margins(margins)
+    rng = check_random_state(random_state)
+    keys, confidential = list(keys), list(confidential)
+    if not confidential:
+        raise ParameterError("attribute disclosure needs the confidential columns")
+    knows = list(confidential) if knows is None else list(knows)
+    stray = [c for c in knows if c not in confidential]
+    if stray:
+        raise ParameterError(f"the linker's known column {stray[0]!r} is not a confidential column")
+    for name, frame in (("original", original), ("released", released)) + ((("control", control),) if control is not None else ()):
+        missing = [c for c in keys + confidential if c not in frame.columns]
+        if missing:
+            raise InputError(f"the {name} table has no column {missing[0]!r}")
+    column_wise = MECHANISMS[mechanism] == "column-wise"
+    if column_wise and (k is None or column_rows is None or any(c not in column_rows for c in confidential)):
+        raise InputError(f"{mechanism}: attribute disclosure needs k and the released row of every confidential value "
+                         "(the link file of 'probanon swap')")
+    shared = None if column_wise else _groups(attack_data(original, released, keys, [], link), mechanism, k, standardize)
+    columns = []
+    for i, c in enumerate(confidential):
+        data = shared if shared is not None else _column_groups(original, released, keys, confidential, c,
+                                                                column_rows[c], link, mechanism, k, standardize)
+        columns.append(_column(original, released, c, data, control, keys, margins, learned, link, rng))
+        if progress is not None:
+            progress("attribute intruders", i + 1, len(confidential))
+    note = (shared or data).groups_note
+    linker = _linker(original, released, knows, link) if knows else None
+    return AttributeReport(mechanism, tuple(columns), linker, note, margins, control is not None)
+
+
+def _groups(data, mechanism, k, standardize):
+    """The groups of :func:`.setting.rebuild_groups`; without any (an unknown mechanism), the rows
+    sharing a released key tuple, each person in the one nearest to their keys."""
+    data = rebuild_groups(data, mechanism if MECHANISMS[mechanism] != "unknown" else "microaggregation", k, standardize)
+    if MECHANISMS[mechanism] == "unknown":
+        data.groups_note = data.groups_note.replace("groups of", "classes of") + " (unknown mechanism)"
+    return data
+
+
+def _column_groups(original, released, keys, confidential, column, rows, link, mechanism, k, standardize):
+    """A column-wise mechanism's blocks of ``column`` (as the identity suite rebuilds them)."""
+    return column_data(original, released, keys, column, np.asarray(rows), mechanism, k, standardize, confidential)
+
+
+def _control_groups(data, control_keys: np.ndarray) -> np.ndarray:
+    """The group of the released row nearest to each control record's keys (the rebuilt group of
+    an aggregated release: its nearest tuple's)."""
+    scaler = Standardizer.fit(data.known)
+    tree = spatial.cKDTree(scaler.transform(data.released_known))
+    _, row = tree.query(scaler.transform(control_keys), k=1, workers=-1)
+    return data.row_group[np.asarray(row, dtype=np.int64)]
+
+
+def _column(original, released, c, data, control, keys, margins, learned, link, rng) -> ColumnDisclosure:
+    numeric = is_numeric_column(original[c]) and is_numeric_column(released[c])
+    own, held = original[c].to_numpy(), released[c].to_numpy()
+    measure = ((lambda v, g: pinned_shares(v, g, margins, c, released=held, released_groups=data.row_group))
+               if numeric else (lambda v, g: class_shares(v, g, c, released=held, released_groups=data.row_group)))
+    groups = measure(own, data.target_group)
+    control_keys = None if control is None else _keys_matrix(control, keys, data)
+    control_groups = None if control is None else measure(control[c].to_numpy(), _control_groups(data, control_keys))
+    fits = _learned(data, held, own, None if control is None else control[c].to_numpy(), control_keys, numeric,
+                    margins, rng) if learned else ((np.nan,) * len(margins), (np.nan,) * len(margins), None)
+    score = _scorer(numeric, margins)
+    nearest = _nearest_rows(data, data.known, held, own, score, rng)
+    nearest_control = None if control is None else _nearest_rows(data, control_keys, held, control[c].to_numpy(),
+                                                                  score, rng)
+    interval = baseline = None
+    if numeric:
+        truth = np.arange(len(original)) if link is None else np.asarray(link)
+        interval, baseline = _interval(own.astype(float), held.astype(float)[truth])
+    return ColumnDisclosure(c, "numeric" if numeric else "categorical", groups, fits[0], fits[1], control_groups,
+                            fits[2], nearest, nearest_control, interval, baseline)
+
+
+#: rows of a tied nearest key tuple the nearest-row reader averages over, at most (a sample beyond)
+TIED_ROWS = 64
+
+
+def _scorer(numeric: bool, margins):
+    """success(guess, value) per pair: within each margin (numeric) or equal (categorical);
+    an (m, pairs) array of 0/1."""
+    if numeric:
+        return lambda guess, v: np.stack([np.abs(guess - v) <= np.abs(v) * p / 100 for p in margins])
+    return lambda guess, v: (guess == v)[None, :]
+
+
+def _nearest_rows(data, keys: np.ndarray, held, own, score, rng) -> tuple:
+    """The nearest-row reader: each person's expected success over the released rows whose key
+    tuple is nearest to their keys (:class:`.setting.TupleIndex`; at most :data:`TIED_ROWS` of
+    them, drawn at random beyond)."""
+    numeric = np.issubdtype(np.asarray(held).dtype, np.number) and np.issubdtype(np.asarray(own).dtype, np.number)
+    held = held.astype(float) if numeric else pd.Series(held, dtype=object).astype(str).to_numpy()
+    own = own.astype(float) if numeric else pd.Series(own, dtype=object).astype(str).to_numpy()
+    index = TupleIndex(data.known, data.released_known)
+    _, tuple_of = index.nearest(index.scaler.transform(keys))
+    order = np.argsort(index.row_tuple, kind="stable")
+    counts = np.bincount(index.row_tuple, minlength=index.tuples.shape[0])
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    take = np.minimum(counts[tuple_of], TIED_ROWS)
+    person = np.repeat(np.arange(own.size), take)
+    offset = np.arange(person.size) - np.repeat(np.cumsum(take) - take, take)
+    big = counts[tuple_of][person] > TIED_ROWS
+    if big.any():  # a random sample of the tied rows (with replacement) beyond TIED_ROWS
+        offset[big] = np.floor(rng.random(int(big.sum())) * counts[tuple_of][person][big]).astype(np.int64)
+    rows = order[starts[tuple_of][person] + offset]
+    hits = score(held[rows], own[person]).astype(float)
+    return tuple(float(x) for x in (np.add.reduceat(hits, np.cumsum(take) - take, axis=1) / take).mean(axis=1))
+
+
+def _keys_matrix(frame, keys, data) -> np.ndarray:
+    """A held-out table's keys, encoded as the attack's (:func:`.setting.attack_data`)."""
+    return attack_data(frame, frame, keys).known
+
+
+def _interval(own: np.ndarray, at_row: np.ndarray) -> tuple[float, float]:
+    """sdcMicro's interval disclosure on one column (:func:`probanon.metrics.interval_disclosure`)
+    and its baseline, the released column's mean as every person's value."""
+    from ..metrics.risk import interval_disclosure
+
+    half = INTERVAL * (at_row.std(ddof=1) if at_row.size > 1 else 0.0)
+    return (interval_disclosure(own[:, None], at_row[:, None], p=INTERVAL),
+            float(np.mean(np.abs(own - at_row.mean()) <= half)))
+
+
+def _learned(data, held, own, control_values, control_keys, numeric, margins, rng):
+    """The learned intruder: fitted on (released keys, released values), applied to the persons'
+    original keys (and the control's); success within each margin or exact, and the baseline."""
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+
+    seed = int(rng.integers(2**31 - 1))
+    X, targets = data.released_known, data.known
+    if numeric:
+        model = HistGradientBoostingRegressor(random_state=seed).fit(X, signed_log1p(held.astype(float)))
+        back = (lambda z: np.sign(z) * np.expm1(np.abs(z)))
+        score = (lambda pred, v: tuple(float(np.mean(np.abs(pred - v) <= np.abs(v) * p / 100)) for p in margins))
+        median = float(np.median(held.astype(float)))
+        own = own.astype(float)
+        success, baseline = score(back(model.predict(targets)), own), score(np.full(own.shape, median), own)
+        control = None if control_keys is None else score(back(model.predict(control_keys)), control_values.astype(float))
+        return success, baseline, control
+    labels = pd.Series(held, dtype=object).astype(str).to_numpy()
+    model = HistGradientBoostingClassifier(random_state=seed).fit(X, labels)
+    mode = pd.Series(labels).value_counts().index[0]
+    own_s = pd.Series(own, dtype=object).astype(str).to_numpy()
+    success = (float(np.mean(model.predict(targets) == own_s)),)
+    control = None if control_keys is None else (
+        float(np.mean(model.predict(control_keys) == pd.Series(control_values, dtype=object).astype(str).to_numpy())),)
+    return success, (float(np.mean(own_s == mode)),), control
+
+
+def _linker(original, released, knows, link) -> LinkerResult:
+    """The intruder who knows the columns ``knows`` of a person (module docstring)."""
+    n = len(original)
+    truth = np.arange(n) if link is None else np.asarray(link)
+    known, rows = _encode(original, released, knows)
+    index = TupleIndex(known, rows) if known.shape[1] else None
+    _, nearest = index.nearest()
+    counts = np.bincount(index.row_tuple, minlength=index.tuples.shape[0])
+    own_tuple = index.row_tuple[truth]
+    found = float(np.mean(np.where(nearest == own_tuple, 1.0 / counts[nearest], 0.0)))
+    return LinkerResult(list(knows), found, 1.0 / n, int(np.count_nonzero(counts == 1)), n)
+
+
+def _encode(original, released, columns):
+    """Matrices of ``columns`` for a nearest-row search: numeric columns as they are, a categorical
+    one as 0/1 indicators of its values (:class:`.setting.TupleIndex` z-scores every column)."""
+    left, right = [], []
+    for c in columns:
+        if is_numeric_column(original[c]) and is_numeric_column(released[c]):
+            left.append(original[c].to_numpy(dtype=float)[:, None])
+            right.append(released[c].to_numpy(dtype=float)[:, None])
+            continue
+        values = pd.Index(pd.concat([original[c], released[c]]).astype(str).unique())
+        a = original[c].astype(str).to_numpy()[:, None] == values.to_numpy()[None, :]
+        b = released[c].astype(str).to_numpy()[:, None] == values.to_numpy()[None, :]
+        left.append(a.astype(float))
+        right.append(b.astype(float))
+    if not left:
+        return np.empty((len(original), 0)), np.empty((len(released), 0))
+    return np.hstack(left), np.hstack(right)
+
+
+__all__ = ["AttributeReport", "ColumnDisclosure", "LinkerResult", "attribute_disclosure", "INTERVAL"]
