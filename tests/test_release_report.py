@@ -31,8 +31,10 @@ def test_internal_report_holds_risk_utility_and_the_map(reports):
     page = (reports / "internal" / "index.html").read_text()
     for text in ("k achieved on the keys", "sample uniques", "records violating 5-anonymity", "record linkage",
                  "interval disclosure", "empirical re-identification", "The attack suite (the mechanism known)",
-                 "claimed bound", "Information loss", "Risk-utility map"):
+                 "claimed bound", "Information loss", "Risk-utility map", "Attribute disclosure (not bounded)",
+                 "group pins within 10%"):
         assert text in page, text
+    assert (reports / "internal" / "attribute_disclosure.png").stat().st_size > 10_000
     assert (reports / "internal" / "risk_utility_map.png").stat().st_size > 10_000
     assert (reports / "internal" / "histograms.png").stat().st_size > 10_000
 
@@ -53,7 +55,7 @@ def test_internal_report_renders_in_a_browser(reports, tmp_path):
     for driver in chromium():
         driver.get((reports / "internal" / "index.html").resolve().as_uri())
         images = driver.find_elements("tag name", "img")
-        assert len(images) == 2
+        assert len(images) == 3  # histograms, the attribute disclosure of the confidential columns, the map
         assert all(driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 300", img)
                    for img in images)
         # issue 39, point 12: no figure wider than the page's column, none cut off at its right edge

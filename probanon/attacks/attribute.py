@@ -173,11 +173,23 @@ class AttributeReport:
     bounded: bool = False
 
     def headline(self) -> str:
-        """The worst column's line, for a verdict: 'attribute disclosure: ... (not bounded)'."""
+        """For a verdict: 'attribute disclosure: 15.0% of people pinned within 10% on TAXINC; TAXINC
+        read from the keys within 10% for 88% of people (the file's median: 14%) (not bounded)': the
+        column its group pins most often, and the one read best from the keys beyond its baseline."""
         if not self.columns:
             return "attribute disclosure: no confidential column"
         worst = max(self.columns, key=_severity)
-        return f"attribute disclosure: {worst.headline()} ({'bounded' if self.bounded else 'not bounded'})"
+        g = worst.groups
+        text = (f"{100 * g.all_within[-1]:.1f}% of people pinned within {g.margins[-1]:g}% on {worst.column}"
+                if worst.kind == "numeric" else
+                f"{100 * g.constant:.1f}% of people in classes where {worst.column} is constant")
+        read = max(self.columns, key=_excess_read)
+        if _excess_read(read) > 0:
+            best = max(read.nearest[-1], read.learned[-1] if np.isfinite(read.learned[-1]) else 0.0)
+            how = (f"within {g.margins[-1]:g}%" if read.kind == "numeric" else "exactly")
+            text += (f"; {read.column} read from the keys {how} for {100 * best:.1f}% of people (the file's "
+                     f"{'median' if read.kind == 'numeric' else 'mode'}: {100 * read.learned_baseline[-1]:.1f}%)")
+        return f"attribute disclosure: {text} ({'bounded' if self.bounded else 'not bounded'})"
 
     def rows(self) -> list[dict]:
         return [row for c in self.columns for row in c.rows()]
@@ -197,6 +209,12 @@ class AttributeReport:
 
 def _severity(c: ColumnDisclosure) -> float:
     return c.groups.all_within[-1] if c.kind == "numeric" else c.groups.constant
+
+
+def _excess_read(c: ColumnDisclosure) -> float:
+    """How much better than its baseline the nearest row or the model reads the column."""
+    learned = c.learned[-1] if np.isfinite(c.learned[-1]) else 0.0
+    return max(c.nearest[-1] if c.nearest else 0.0, learned) - c.learned_baseline[-1]
 
 
 def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, *, mechanism=None,
@@ -234,7 +252,7 @@ def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, c
     columns = []
     for i, c in enumerate(confidential):
         data = shared if shared is not None else _column_groups(original, released, keys, confidential, c,
-                                                                column_rows[c], link, mechanism, k, standardize)
+                                                                column_rows[c], mechanism, k, standardize)
         columns.append(_column(original, released, c, data, control, keys, margins, learned, link, rng))
         if progress is not None:
             progress("attribute intruders", i + 1, len(confidential))
@@ -252,7 +270,7 @@ def _groups(data, mechanism, k, standardize):
     return data
 
 
-def _column_groups(original, released, keys, confidential, column, rows, link, mechanism, k, standardize):
+def _column_groups(original, released, keys, confidential, column, rows, mechanism, k, standardize):
     """A column-wise mechanism's blocks of ``column`` (as the identity suite rebuilds them)."""
     return column_data(original, released, keys, column, np.asarray(rows), mechanism, k, standardize, confidential)
 

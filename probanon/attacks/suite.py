@@ -109,7 +109,7 @@ def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> Rei
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
            link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
            standardize: bool = True, transform: str = "auto", random_state=None, progress=None,
-           attribute: bool = False, control: pd.DataFrame | None = None) -> AttackReport:
+           attribute: bool = False, control: pd.DataFrame | None = None, knows=None) -> AttackReport:
     """Run every applicable intruder against ``released`` and compare its success with the bound.
 
     Parameters
@@ -145,6 +145,8 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
         on the confidential columns: ``report.attribute``.
     control : DataFrame, optional
         Records of the same population held out of the release: the attribute intruders' control.
+    knows : list of column names, optional
+        The confidential columns the attribute linker knows (default all).
     """
     mechanism = check_mechanism(mechanism)
     runs, confidence = check_runs(runs), check_confidence(confidence)
@@ -206,9 +208,10 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     found = None
     if attribute and confidential:
         found = attribute_disclosure(original, released, keys, confidential, mechanism=mechanism, k=k, link=link,
-                                     column_rows=column_rows, control=control, standardize=standardize,
-                                     random_state=rng)
-    elif control is not None:
-        raise ParameterError("a control table is for the attribute intruders (attribute=True, with confidential columns)")
+                                     column_rows=column_rows, control=control, knows=knows,
+                                     standardize=standardize, random_state=rng)
+    elif control is not None or knows is not None:
+        raise ParameterError("control and knows are for the attribute intruders (attribute=True, with confidential "
+                             "columns)")
     return AttackReport(mechanism, k, None if k is None else 1.0 / k, guarantee(mechanism), len(original), keys,
                         confidential, datasets[0].groups_note, tuple(results), attribute=found)

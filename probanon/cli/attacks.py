@@ -28,7 +28,8 @@ def _claim_report(args):
     """The km uniqueness attack or the (l, delta) linkage test, as the suite's report."""
     mechanism = args.mechanism
     unused = [flag for flag, v in (("--keys", args.keys), ("--confidential", args.confidential),
-                                   ("--raw-distances", args.raw_distances), ("--control", args.control)) if v]
+                                   ("--raw-distances", args.raw_distances), ("--control", args.control),
+                                   ("--knows", args.knows)) if v]
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism {mechanism}")
     if mechanism == "km":
@@ -106,6 +107,8 @@ def _table_report(args):
     column_rows = None
     if args.control is not None and not confidential:
         raise InputError("--control is the control of the attribute intruders: name the --confidential columns")
+    if args.knows is not None and not confidential:
+        raise InputError("--knows names confidential columns the linker knows: name the --confidential columns")
     if MECHANISMS.get(args.mechanism) == "column-wise":
         if not args.link:
             raise InputError(f"--mechanism {args.mechanism} needs the --link file of 'probanon swap' (it says where "
@@ -123,7 +126,8 @@ def _table_report(args):
                         standardize=not args.raw_distances, random_state=args.seed, progress=Counting(bar))
         control = None if args.control is None else read_table(args.control)
         report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k,
-                        intruders=intruders, attribute=bool(confidential), control=control, **settings)
+                        intruders=intruders, attribute=bool(confidential), control=control, knows=args.knows,
+                        **settings)
         options = remedies(original, released, keys, confidential, report, **settings)
     return report, (f"every target's original {', '.join(keys)}, the release and the mechanism "
                     f"({report.mechanism})"), options
@@ -201,6 +205,9 @@ def add_parser(sub) -> None:
     add_input(a, "--control", metavar="FILE",
               help="records of the same population held out of the release (keys and confidential columns): the "
                    "attribute intruders' control")
+    a.add_argument("--knows", metavar="COLS", type=column_names,
+                   help="the confidential columns the attribute linker knows of a person when it looks for their row "
+                        "(default all of them)")
     a.add_argument("--runs", type=positive_int, default=None,
                    help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")
