@@ -28,7 +28,8 @@ from .likelihood import LearnedLikelihood
 from .nearest import NearestRecord
 from .relations import RelationLinkage
 from .scope import Guarantee, guarantee
-from .setting import MECHANISMS, AttackData, TupleIndex, attack_data, check_mechanism, rebuild_groups
+from .setting import (MECHANISMS, AttackData, KeyTypes, TupleIndex, attack_data, check_mechanism, column_list_of,
+                      rebuild_groups)
 
 INTRUDERS = {"exact": ExactTuple, "nearest": NearestRecord, "likelihood": LearnedLikelihood,
              "relations": RelationLinkage}
@@ -124,7 +125,8 @@ def _column_data(original, released, keys, column, rows, mechanism, k, standardi
 
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
            link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
-           standardize: bool = True, transform: str = "auto", random_state=None, progress=None) -> AttackReport:
+           standardize: bool = True, transform: str = "auto", random_state=None, progress=None, nominal=(),
+           ordinal=(), strata=(), missing: str = "raise", weights=None) -> AttackReport:
     """Run every applicable intruder against ``released`` and compare its success with the bound.
 
     Parameters
@@ -155,11 +157,21 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     progress : callable, optional
         ``progress("intruder runs", done, total)`` (:mod:`probanon.progress`) as the runs of
         the intruders complete (first with 0 when the first ones are done).
+    nominal, ordinal, strata, missing, weights
+        How the release treated its keys, as :class:`probanon.microagg.MDAV` was told
+        (:mod:`probanon.attacks.setting`): nominal and ordinal keys (``ordinal``: names or {name:
+        levels in order}) compared in the release's encoding; strata columns (released, the
+        intruder knows a target's stratum); ``missing="pattern"``: missing key values kept
+        missing; the ``weights`` column, released per record and attached to a person as the
+        confidential columns are (it joins them in the report).
     """
     mechanism = check_mechanism(mechanism)
     runs, confidence = check_runs(runs), check_confidence(confidence)
     rng = check_random_state(random_state)
+    types = KeyTypes.of(column_list_of(nominal), ordinal, column_list_of(strata), missing, weights)
     keys, confidential = list(keys), list(confidential)
+    if weights is not None and weights not in confidential and weights not in keys:
+        confidential.append(weights)  # released per record: attached to a person as a confidential column
     if k is not None:
         k = check_k(k, len(original))
     names = list(INTRUDERS) if intruders is None else list(intruders)
@@ -179,14 +191,17 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
             raise ParameterError(f"the {mechanism} intruders need k (they rebuild its groups)")
         if not confidential:
             raise ParameterError(f"{mechanism} moves the confidential columns: name them")
+        if not types.plain:
+            raise ParameterError(f"the {mechanism} intruders take numeric keys without strata or missing values "
+                                 "(as 'probanon swap' releases them)")
         if column_rows is None or any(c not in column_rows for c in confidential):
             raise InputError(f"{mechanism}: the attack needs the released row of every confidential value "
                              "(the link file written by 'probanon swap --link')")
         datasets = [_column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
                                  standardize, confidential) for c in confidential]
     else:
-        datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link), mechanism, k,
-                                   standardize)]
+        datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link, **types.kwargs),
+                                   mechanism, k, standardize)]
     results, done, total = [], 0, runs * len(names) * len(datasets)
     for name in names:
         successes, notes, per_column = np.zeros(runs, dtype=np.int64), [], []
