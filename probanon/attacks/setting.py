@@ -507,10 +507,10 @@ def _among(types: KeyTypes) -> str:
     parts = (["in its stratum"] if types.strata else []) + \
         (["lacking at least the keys it lacks, the fewest more, compared on the keys observed in both"]
          if types.missing == "pattern" else [])
-    categorical = [*types.nominal, *(c for c, _ in types.ordinal)]
-    if categorical:
-        parts.append(f"{', '.join(categorical)} compared in the release's encoding (nominal: 0 or 1, ordinal: "
-                     "z-scored ranks)")
+    if types.nominal:
+        parts.append(f"{', '.join(types.nominal)} compared as categories (distance 1 when they differ)")
+    if types.ordinal:
+        parts.append(f"{', '.join(c for c, _ in types.ordinal)} compared by z-scored rank")
     return (" (" + "; ".join(parts) + ")") if parts else ""
 
 
