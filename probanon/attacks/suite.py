@@ -214,9 +214,10 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
                 done += runs
                 progress("intruder runs", done, total)
             successes += column
-            per_column.append((sum(column) / (runs * data.n), data.confidential_names[0]))
+            column_name = data.confidential_names[0] if data.confidential_names else ""  # per column: column-wise
+            per_column.append((sum(column) / (runs * data.n), column_name))
             if intruder.note:
-                notes.append((data.confidential_names[0], intruder.note))
+                notes.append((column_name, intruder.note))
         if len(datasets) > 1:  # per column: the worst one, then what was found (once when alike)
             worst = max(per_column)
             alike = len({note for _, note in notes}) == 1
