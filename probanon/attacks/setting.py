@@ -485,12 +485,13 @@ def rebuild_groups(data: AttackData, mechanism: str, k=None, standardize: bool =
     from ..microagg.mdav import mdav_partition
 
     k = check_k(k, data.n)
-    Z = space.Zy if standardize else data.released_known  # nominal indicators: never z-scored
     labels = np.empty(data.n, dtype=np.int64)
     offset = 0
-    for stratum in np.unique(space.row_stratum):
+    for stratum in np.unique(space.row_stratum):  # each stratum grouped as a file of its own (swap --strata)
         rows = np.flatnonzero(space.row_stratum == stratum)
-        labels[rows] = mdav_partition(np.ascontiguousarray(Z[rows]), check_k(k, rows.size)).labels + offset
+        Z = data.released_known[rows]  # z-scored on its own (nominal indicators never are), as the swap did
+        Z = space.encoding.standardizer(Z).transform(Z) if standardize else Z
+        labels[rows] = mdav_partition(np.ascontiguousarray(Z), check_k(k, rows.size)).labels + offset
         offset = int(labels[rows].max()) + 1
     # each distinct tuple -> the group of a row holding it
     tuple_group = np.empty(n_tuples, dtype=np.int64)
