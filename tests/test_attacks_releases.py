@@ -298,3 +298,35 @@ def test_mdav_swap_with_strata_groups_rebuilt_within_strata():
     holder = {tuple(v): i for i, v in enumerate(released[["x1", "x2"]].to_numpy())}  # tuples distinct
     expected = np.mean([holder[tuple(v)] == i for i, v in enumerate(frame[["x1", "x2"]].to_numpy())])
     _close(report.results[0].rate, expected, 240)
+
+
+@pytest.mark.parametrize("mechanism", ["ir-swap", "mdav-swap-informed"])
+def test_column_wise_swaps_with_strata(mechanism):
+    """'swap --strata' of a column-wise mechanism: keys released unchanged, so the exact intruder
+    finds each person's own row and succeeds on column c exactly when c's value was not moved
+    (counted here on the swap's value rows); the groups are formed within strata."""
+    from probanon.swapping import swap
+
+    rng = np.random.default_rng(10)
+    frame = pd.DataFrame(rng.lognormal(2.0, 1.0, size=(200, 4)), columns=["x1", "x2", "c1", "c2"])
+    frame["region"] = np.where(rng.random(200) < 0.3, "north", "south")
+    result = swap(frame[["x1", "x2", "c1", "c2"]], 4, mechanism, confidential=["c1", "c2"], random_state=11,
+                  strata=frame[["region"]])
+    released = result.released.assign(region=frame["region"].to_numpy())
+    rows = {}
+    for t, c in enumerate(["c1", "c2"]):
+        rows[c] = np.empty(200, dtype=np.int64)
+        rows[c][result.sources[:, t]] = np.arange(200)  # released row holding record i's value of c
+    report = attack(frame, released, ["x1", "x2"], ["c1", "c2"], mechanism=mechanism, k=4, column_rows=rows,
+                    intruders=["exact", "nearest"], runs=3, random_state=3, strata=["region"])
+    expected = np.mean([rows[c] == np.arange(200) for c in ("c1", "c2")])
+    assert all(r.rate == pytest.approx(expected) for r in report.results)
+    assert "within strata" in report.groups_note
+    # the groups the intruder rebuilt are the swap's own, as partitions of the released rows
+    from probanon.attacks.suite import _column_data
+
+    for t, c in enumerate(["c1", "c2"]):
+        data = _column_data(frame, released, ["x1", "x2"], c, rows[c], mechanism, 4, True, ["c1", "c2"], ["region"])
+        theirs = result.groups.labels[result.sources[:, t], t]  # group of the record whose value row r holds
+        pairs = set(zip(data.row_group.tolist(), theirs.tolist()))
+        assert len(pairs) == len(set(data.row_group.tolist())) == len(set(theirs.tolist()))

@@ -273,9 +273,10 @@ def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardi
     swapping mechanisms by :func:`probanon.swapping.swap` with the attack's seed. Categorical
     keys, strata (small ones merged and recoded, as ``--merge-small-strata``), missing values and
     weights as the release treated them (``types``)."""
+    from ..microagg.strata import recode_merged
+
     if mechanism == "microaggregation":
         from ..microagg import MDAV
-        from ..microagg.strata import recode_merged
 
         if types.plain and types.weights is None:
             Y = MDAV(k).fit_transform(original[keys].to_numpy(np.float64))
@@ -292,9 +293,13 @@ def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardi
     from ..swapping import swap
 
     frame = original[keys + confidential].astype(np.float64)
-    result = swap(frame, k, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
-                  random_state=seed, standardize=standardize)
-    remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential})
+    strata = original[list(types.strata)] if types.strata else None
+    with warnings.catch_warnings():  # strata merged at the larger k: recoded below, as a release says
+        warnings.simplefilter("ignore", AdjustmentWarning)
+        result = swap(frame, k, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
+                      random_state=seed, standardize=standardize, strata=strata, merge_small_strata=True)
+    recoded = {} if strata is None else recode_merged(result.strata, strata)
+    remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential}, **recoded)
     if MECHANISMS[mechanism] != "column-wise":
         return remade, None
     value_rows = result.value_rows()
@@ -332,14 +337,15 @@ def _larger_k(original, released, keys, confidential, report, rerun, link, stand
     return out, "" if out else f"A larger k: not measured (2k = {2 * report.k} exceeds the {n} records)."
 
 
-def _without(original, released, keys, confidential, columns, report, link, column_rows, seed, standardize) -> tuple:
+def _without(original, released, keys, confidential, columns, report, link, column_rows, seed, standardize,
+             types: KeyTypes = KeyTypes()) -> tuple:
     """(release, confidential columns left, link, column rows) without ``columns``: dropped from the
     release, or for a column-wise swap, whose groups are formed on every other attribute, the
     release made again without them (:func:`_remake`)."""
     rest = [c for c in confidential if c not in columns]
     if MECHANISMS[report.mechanism] == "column-wise":
         remade, rows = _remake(original, _aligned(released, link).drop(columns=list(columns)), keys, rest,
-                               report.mechanism, report.k, seed, standardize)
+                               report.mechanism, report.k, seed, standardize, types)
         return remade, rest, None, rows
     rows = None if column_rows is None else {c: column_rows[c] for c in rest}
     return released.drop(columns=list(columns)), rest, link, rows
@@ -349,7 +355,7 @@ def _drop_each(original, released, keys, confidential, report, rerun, link, colu
     out = []
     for c in confidential:
         table, rest, position, rows = _without(original, released, keys, confidential, [c], report, link, column_rows,
-                                               seed, standardize)
+                                               seed, standardize, rerun.types)
         out.append(Option("drop one", f"drop {c} alone", report.k, (c,),
                           rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"1 of {len(confidential)} confidential columns withheld"))
@@ -363,7 +369,7 @@ def _drop_together(original, released, keys, confidential, order, report, rerun,
     for m in range(2, len(order)):
         columns = tuple(order[:m])
         table, rest, position, rows = _without(original, released, keys, confidential, columns, report, link,
-                                               column_rows, seed, standardize)
+                                               column_rows, seed, standardize, rerun.types)
         out.append(Option("drop", f"drop {', '.join(columns)}", report.k, columns,
                           rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"{len(columns)} of {len(confidential)} confidential columns withheld"))

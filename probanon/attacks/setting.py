@@ -52,7 +52,6 @@ import pandas as pd
 from scipy import spatial
 
 from .._validation import check_k
-from ..data import Standardizer, quasi_identifiers
 from ..errors import InputError, ParameterError
 from ..metrics.risk import TIE_TOLERANCE
 from ..microagg.mixed import Encoding
@@ -306,13 +305,6 @@ def _check_columns(frame: pd.DataFrame, columns: list, name: str) -> None:
         raise InputError(f"the {name} table has no column {missing[0]!r}")
 
 
-def _matrix(frame: pd.DataFrame, columns: list, name: str) -> np.ndarray:
-    _check_columns(frame, columns, name)
-    if not columns:
-        return np.empty((len(frame), 0))
-    return quasi_identifiers(frame, columns)[0]
-
-
 def _confidential(released: pd.DataFrame, columns: list) -> tuple[np.ndarray, np.ndarray, list]:
     """(matrix, column of each matrix column, numeric per column): a number as it is (NaN where
     missing, an infinite value refused), any other column as one indicator per category (the
@@ -430,25 +422,6 @@ def attack_data(original: pd.DataFrame, released: pd.DataFrame, keys, confidenti
 def column_list_of(columns) -> list:
     """Column names given as a list (or one name)."""
     return [columns] if isinstance(columns, str) else list(columns or ())
-
-
-class TupleIndex:
-    """Distinct released key tuples, for finding the rows whose tuple is (nearest to) a target's.
-
-    Distances are Euclidean on keys z-scored with the original's mean and sd (the intruder's
-    external data), as in :func:`probanon.metrics.record_linkage`."""
-
-    def __init__(self, known: np.ndarray, released_known: np.ndarray):
-        scaler = Standardizer.fit(known)
-        self.Zx, Zy = scaler.transform(known), scaler.transform(released_known)
-        self.tuples, inverse = np.unique(Zy, axis=0, return_inverse=True)
-        self.row_tuple = inverse.reshape(-1)
-        self.tree = spatial.cKDTree(self.tuples)
-
-    def nearest(self, Z=None) -> tuple[np.ndarray, np.ndarray]:
-        """Distance to, and index of, the nearest distinct released tuple of every target."""
-        dist, idx = self.tree.query(self.Zx if Z is None else Z, k=1, workers=-1)
-        return dist, idx.astype(np.int64)
 
 
 def rebuild_groups(data: AttackData, mechanism: str, k=None, standardize: bool = True) -> AttackData:

@@ -28,7 +28,7 @@ from .likelihood import LearnedLikelihood
 from .nearest import NearestRecord
 from .relations import RelationLinkage
 from .scope import Guarantee, guarantee
-from .setting import (MECHANISMS, AttackData, KeyTypes, TupleIndex, attack_data, check_mechanism, column_list_of,
+from .setting import (MECHANISMS, AttackData, KeyTypes, attack_data, check_mechanism, column_list_of,
                       rebuild_groups)
 
 INTRUDERS = {"exact": ExactTuple, "nearest": NearestRecord, "likelihood": LearnedLikelihood,
@@ -94,33 +94,55 @@ def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> Rei
                    lower_exceeds_bound=bool(low > bound))
 
 
-def _column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential) -> AttackData:
-    """The attack on one confidential column of a column-wise release."""
-    data = attack_data(original, released, keys, [column], link=rows)
-    index = TupleIndex(data.known, data.released_known)  # keys are released unchanged
-    dist, target_tuple = index.nearest()
+def _column_data(original, released, keys, column, rows, mechanism, k, standardize, confidential,
+                 strata=()) -> AttackData:
+    """The attack on one confidential column of a column-wise release (with ``strata``: each
+    stratum grouped as a file of its own, as ``probanon swap --strata`` groups it)."""
+    data = attack_data(original, released, keys, [column], link=rows, strata=strata)
+    space = data.space
+    nearest, _ = space.nearest()  # keys are released unchanged: each target's own tuple, in its stratum
+    _, row_tuple, _ = space.tuples()
     # the released row holding the target's keys: equal tuples matched one to one (keys are released unchanged)
     target_row = np.empty(data.n, dtype=np.int64)
-    target_row[np.argsort(target_tuple, kind="stable")] = np.argsort(index.row_tuple, kind="stable")
+    target_row[np.argsort(nearest, kind="stable")] = np.argsort(row_tuple, kind="stable")
+    within = " within strata" if strata else ""
     if mechanism == "ir-swap":
         from ..microagg.ranking import individual_ranking_partition
 
-        row_group = individual_ranking_partition(-data.released_confidential, k, keep_ties=False)[:, 0]
-        data.row_group, data.target_group = row_group.astype(np.int64), row_group[target_row].astype(np.int64)
-        data.groups_note = f"rank blocks of k = {k} consecutive released values of each confidential column"
+        row_group = _by_stratum(space.row_stratum, lambda r: individual_ranking_partition(
+            -data.released_confidential[r], k, keep_ties=False)[:, 0])
+        data.row_group, data.target_group = row_group, row_group[target_row]
+        data.groups_note = f"rank blocks of k = {k} consecutive released values of each confidential column{within}"
     else:
         from ..microagg.mdav import mdav_partition
 
         others = [c for c in original.columns if c in keys or (c in confidential and c != column)]
         X = attack_data(original, original, others).known
-        Z = Standardizer.fit(X).transform(X) if standardize else X
-        labels = mdav_partition(np.ascontiguousarray(Z), k).labels.astype(np.int64)
+
+        def groups(r):
+            Z = Standardizer.fit(X[r]).transform(X[r]) if standardize else X[r]
+            return mdav_partition(np.ascontiguousarray(Z), k).labels
+
+        labels = _by_stratum(space.target_stratum, groups)
         data.target_group = labels
         row_group = np.empty(data.n, dtype=np.int64)
         row_group[target_row] = labels  # the row holding person i's keys is in i's group
         data.row_group = row_group
-        data.groups_note = f"MDAV groups (k = {k}) of all other attributes, rerun on the original (informed intruder)"
+        data.groups_note = (f"MDAV groups (k = {k}) of all other attributes{within}, rerun on the original "
+                            "(informed intruder)")
     return data
+
+
+def _by_stratum(stratum: np.ndarray, partition) -> np.ndarray:
+    """Group labels of every record, ``partition(rows)`` run on the rows of each stratum and
+    numbered across strata."""
+    labels = np.empty(stratum.size, dtype=np.int64)
+    offset = 0
+    for s in np.unique(stratum):
+        rows = np.flatnonzero(stratum == s)
+        labels[rows] = np.asarray(partition(rows), dtype=np.int64) + offset
+        offset = int(labels[rows].max()) + 1
+    return labels
 
 
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
@@ -191,14 +213,14 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
             raise ParameterError(f"the {mechanism} intruders need k (they rebuild its groups)")
         if not confidential:
             raise ParameterError(f"{mechanism} moves the confidential columns: name them")
-        if not types.plain:
-            raise ParameterError(f"the {mechanism} intruders take numeric keys without strata or missing values "
-                                 "(as 'probanon swap' releases them)")
+        if types.nominal or types.ordinal or types.missing == "pattern":
+            raise ParameterError(f"the {mechanism} intruders take complete numeric keys (as 'probanon swap' "
+                                 "releases them)")
         if column_rows is None or any(c not in column_rows for c in confidential):
             raise InputError(f"{mechanism}: the attack needs the released row of every confidential value "
                              "(the link file written by 'probanon swap --link')")
         datasets = [_column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
-                                 standardize, confidential) for c in confidential]
+                                 standardize, confidential, list(types.strata)) for c in confidential]
     else:
         datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link, **types.kwargs),
                                    mechanism, k, standardize)]
