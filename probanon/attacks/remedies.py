@@ -263,7 +263,7 @@ def _loss(original, released, columns, types: KeyTypes = KeyTypes()) -> str:
         return "(no numeric column)"
     X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
     loss = information_loss(X, Y, missing=bool(np.isnan(X).any() or np.isnan(Y).any()))
-    return f"{loss:.2f} %" + (" (numeric keys)" if len(numeric) < len(columns) else "")
+    return f"{loss:.2f} %"
 
 
 def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardize, types: KeyTypes = KeyTypes()) -> tuple:
@@ -323,6 +323,8 @@ def _larger_k(original, released, keys, confidential, report, rerun, link, stand
     moved = _moved(mechanism, keys, confidential)
     current = _loss(original, aligned, moved, types)
     what = "the keys" if moved == keys else "the confidential columns" if moved == confidential else "every attribute"
+    if types.nominal or types.ordinal:
+        what = what.replace("the keys", "the numeric keys") if moved != confidential else what
     out = []
     for factor in K_FACTORS:
         k2 = factor * report.k

@@ -137,10 +137,6 @@ class KeySpace:
     _tuples: tuple | None = None
     _nearest: tuple | None = None
 
-    @property
-    def n_tuples(self) -> int:
-        return self.tuples()[2]
-
     def tuples(self) -> tuple[np.ndarray, np.ndarray, int]:
         """``(target_tuple, row_tuple, T)``: the distinct released tuples of values (stratum
         included, missing values equal) numbered 0..T-1, that of each released row, and that of
@@ -189,11 +185,11 @@ class KeySpace:
             stratum, lacks = self.target_stratum[idx[0]], x_lack[idx[0]]
             cand = np.flatnonzero((t_stratum == stratum) & (t_lack | ~lacks).all(axis=1))
             if cand.size == 0:
-                what = "in its stratum " if self.row_stratum.max() > 0 else ""
+                where = " in its stratum" if self.row_stratum.max() > 0 else ""
                 lacking = [c for c, m in zip(self.encoding.columns, lacks) if m]
-                raise InputError(f"original record {idx[0] + 1}: no released row {what}"
-                                 + (f"lacks {', '.join(lacking)} as it does" if lacking else "to compare it with")
-                                 + " (is this the release of that file, made with these options?)")
+                need = f" lacking {', '.join(lacking)} as it does" if lacking else ""
+                raise InputError(f"original record {idx[0] + 1}: no released row{where}{need} (is this the release of "
+                                 "that file, made with these options?)")
             extra = (t_lack[cand] & ~lacks).sum(axis=1)
             cand = cand[extra == extra.min()]
             patterns, of = np.unique(t_lack[cand], axis=0, return_inverse=True)
