@@ -221,3 +221,27 @@ def test_release_summary_and_evaluate_print_the_headlines(tmp_path, capsys):
     code = main(["attack", str(CENSUS), str(out), "--mechanism", "microaggregation", "-k", "5", "--keys",
                  ",".join(KEYS), "--link", str(link), "--control", str(CENSUS)])
     assert code == 2 and "--control" in capsys.readouterr().err
+
+
+def test_a_release_with_a_nominal_key_and_a_categorical_confidential_column():
+    # keys x (numeric) and s (nominal, released as the group's mode); two released groups (1, a) and (11, b)
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 10.0, 11.0, 12.0], "s": ["a", "a", "a", "b", "b", "a"],
+                             "income": ["low", "low", "low", "high", "low", "high"]})
+    released = original.assign(x=[1.0] * 3 + [11.0] * 3, s=["a"] * 3 + ["b"] * 3)
+    control = pd.DataFrame({"x": [0.5, 12.0], "s": ["a", "b"], "income": ["low", "low"]})
+    r = attribute_disclosure(original, released, ["x", "s"], ["income"], mechanism="microaggregation", k=3,
+                             nominal=["s"], control=control, random_state=0)
+    income = r.columns[0]
+    # group (1, a) holds low only: its three people pinned; group (11, b): high, low, high -> mode high,
+    # right for the two highs: constant 3/6, mode right (3 + 2)/6; the file's mode low: 4/6
+    assert income.kind == "categorical" and income.groups.constant == pytest.approx(3 / 6)
+    assert income.groups.mode_right == pytest.approx(5 / 6)
+    assert income.groups.baseline_mode_right == pytest.approx(4 / 6)
+    assert (income.groups.distinct_l, income.groups.entropy_l) == (1, pytest.approx(1.0))
+    # held out: (0.5, a) lands in (1, a) and is low (pinned, mode right); (12, b) in (11, b) and is low
+    # (neither): 1/2 and 1/2
+    assert income.control_groups.constant == pytest.approx(1 / 2)
+    assert income.control_groups.mode_right == pytest.approx(1 / 2)
+    # the nearest row's value: its group's rows pooled: 3/3 for the lows of group 1; group 2's highs 2/3,
+    # its low 1/3: (3 + 2/3 + 1/3 + 2/3) / 6
+    assert income.nearest == (pytest.approx((3 + 2 / 3 + 1 / 3 + 2 / 3) / 6),)

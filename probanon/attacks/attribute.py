@@ -19,8 +19,8 @@ e.g. anonymeter's ``(attack - control) / (1 - control)``):
   (:func:`probanon.metrics.attribute.class_shares`);
 * **learned**: a model of the value given the keys (scikit-learn's histogram gradient boosting,
   regressor on the signed log1p scale or classifier), fitted on the release alone and applied to
-  the person's original keys; scored within p% (numeric) or exact (categorical), against the
-  file's median or mode;
+  the person's original keys (a numeric guess is the released value nearest to the prediction);
+  scored within p% (numeric) or exact (categorical), against the file's median or mode;
 * **nearest row**: the intruder reads the value of the released row whose keys are nearest to the
   person's (several rows at the same distance: the expected success over them), scored as the
   learned model: a release that keeps the keys and moves the values a little (a swap in small
@@ -49,7 +49,8 @@ from ..data import Standardizer
 from ..errors import InputError, ParameterError
 from ..metrics.attribute import MARGINS, ClassShares, PinnedShares, _margins, class_shares, pinned_shares
 from .likelihood import signed_log1p
-from .setting import MECHANISMS, TupleIndex, attack_data, check_mechanism, column_data, rebuild_groups
+from .setting import (MECHANISMS, KeyTypes, attack_data, check_mechanism, column_data, column_list_of, key_space,
+                      rebuild_groups)
 
 #: interval disclosure's half-width, a share of the released column's sd (sdcMicro's dRisk default)
 INTERVAL = 0.05
@@ -220,13 +221,15 @@ def _excess_read(c: ColumnDisclosure) -> float:
 def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, *, mechanism=None,
                          k=None, link=None, column_rows=None, control: pd.DataFrame | None = None,
                          margins=MARGINS, knows=None, learned: bool = True, standardize: bool = True,
-                         random_state=None, progress=None) -> AttributeReport:
+                         random_state=None, progress=None, nominal=(), ordinal=(), strata=(),
+                         missing: str = "raise") -> AttributeReport:
     """The attribute-disclosure intruders of the module docstring against ``released``.
 
     Parameters are those of :func:`probanon.attacks.attack` (``original``, ``released``, ``keys``,
     ``confidential``, ``mechanism``, ``k``, ``link``, ``column_rows``, ``standardize``,
-    ``random_state``), plus ``control`` (records of the same population held out of the release,
-    with the keys and confidential columns), ``margins`` (p in percent), ``knows`` (the
+    ``random_state`` and how the release treated its keys: ``nominal``, ``ordinal``, ``strata``,
+    ``missing``), plus ``control`` (records of the same population held out of the release, with
+    the keys, strata and confidential columns), ``margins`` (p in percent), ``knows`` (the
     confidential columns the linker knows; default all, empty: no linker) and ``learned`` (False:
     skip the learned intruder). ``progress("attribute intruders", done, total)`` as columns finish.
     """
@@ -240,20 +243,26 @@ def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, c
     stray = [c for c in knows if c not in confidential]
     if stray:
         raise ParameterError(f"the linker's known column {stray[0]!r} is not a confidential column")
-    for name, frame in (("original", original), ("released", released)) + ((("control", control),) if control is not None else ()):
-        missing = [c for c in keys + confidential if c not in frame.columns]
-        if missing:
-            raise InputError(f"the {name} table has no column {missing[0]!r}")
+    types = KeyTypes.of(column_list_of(nominal), ordinal, column_list_of(strata), missing)
+    tables = (("original", original), ("released", released)) + ((("control", control),) if control is not None else ())
+    for name, frame in tables:
+        absent = [c for c in keys + confidential + list(types.strata) if c not in frame.columns]
+        if absent:
+            raise InputError(f"the {name} table has no column {absent[0]!r}")
     column_wise = MECHANISMS[mechanism] == "column-wise"
     if column_wise and (k is None or column_rows is None or any(c not in column_rows for c in confidential)):
         raise InputError(f"{mechanism}: attribute disclosure needs k and the released row of every confidential value "
                          "(the link file of 'probanon swap')")
-    shared = None if column_wise else _groups(attack_data(original, released, keys, [], link), mechanism, k, standardize)
+    options = {name: value for name, value in types.kwargs.items() if name != "weights"}
+    shared = None if column_wise else _groups(attack_data(original, released, keys, [], link, **options), mechanism,
+                                              k, standardize)
+    held_out = None if control is None else key_space(control, released, keys, types)
     columns = []
     for i, c in enumerate(confidential):
-        data = shared if shared is not None else _column_groups(original, released, keys, confidential, c,
-                                                                column_rows[c], mechanism, k, standardize)
-        columns.append(_column(original, released, c, data, control, keys, margins, learned, link, rng))
+        data = shared if shared is not None else column_data(original, released, keys, c, np.asarray(column_rows[c]),
+                                                             mechanism, k, standardize, confidential,
+                                                             list(types.strata))
+        columns.append(_column(original, released, c, data, control, held_out, margins, learned, link, rng))
         if progress is not None:
             progress("attribute intruders", i + 1, len(confidential))
     note = (shared or data).groups_note
@@ -270,40 +279,35 @@ def _groups(data, mechanism, k, standardize):
     return data
 
 
-def _column_groups(original, released, keys, confidential, column, rows, mechanism, k, standardize):
-    """A column-wise mechanism's blocks of ``column`` (as the identity suite rebuilds them)."""
-    return column_data(original, released, keys, column, np.asarray(rows), mechanism, k, standardize, confidential)
-
-
-def _control_groups(data, control_keys: np.ndarray) -> np.ndarray:
-    """The group of the released row nearest to each control record's keys (the rebuilt group of
-    an aggregated release: its nearest tuple's)."""
-    scaler = Standardizer.fit(data.known)
-    tree = spatial.cKDTree(scaler.transform(data.released_known))
-    _, row = tree.query(scaler.transform(control_keys), k=1, workers=-1)
-    return data.row_group[np.asarray(row, dtype=np.int64)]
-
-
-def _column(original, released, c, data, control, keys, margins, learned, link, rng) -> ColumnDisclosure:
+def _column(original, released, c, data, control, held_out, margins, learned, link, rng) -> ColumnDisclosure:
     numeric = is_numeric_column(original[c]) and is_numeric_column(released[c])
     own, held = original[c].to_numpy(), released[c].to_numpy()
     measure = ((lambda v, g: pinned_shares(v, g, margins, c, released=held, released_groups=data.row_group))
                if numeric else (lambda v, g: class_shares(v, g, c, released=held, released_groups=data.row_group)))
     groups = measure(own, data.target_group)
-    control_keys = None if control is None else _keys_matrix(control, keys, data)
-    control_groups = None if control is None else measure(control[c].to_numpy(), _control_groups(data, control_keys))
-    fits = _learned(data, held, own, None if control is None else control[c].to_numpy(), control_keys, numeric,
-                    margins, rng) if learned else ((np.nan,) * len(margins), (np.nan,) * len(margins), None)
+    theirs = None if control is None else control[c].to_numpy()
+    control_groups = None
+    if control is not None:  # a held-out person goes to the group of the released tuple nearest to their keys
+        first, _ = held_out.nearest()
+        control_groups = measure(theirs, data.row_group[held_out.representatives()[first]])
+    control_keys = None if control is None else _embedded(data, control)
+    fits = _learned(data, held, own, theirs, control_keys, numeric, margins, rng) if learned else \
+        ((np.nan,) * len(margins), (np.nan,) * len(margins), None)
     score = _scorer(numeric, margins)
-    nearest = _nearest_rows(data, data.known, held, own, score, rng)
-    nearest_control = None if control is None else _nearest_rows(data, control_keys, held, control[c].to_numpy(),
-                                                                  score, rng)
+    nearest = _nearest_rows(data.space, held, own, score, rng)
+    nearest_control = None if control is None else _nearest_rows(held_out, held, theirs, score, rng)
     interval = baseline = None
     if numeric:
         truth = np.arange(len(original)) if link is None else np.asarray(link)
         interval, baseline = _interval(own.astype(float), held.astype(float)[truth])
     return ColumnDisclosure(c, "numeric" if numeric else "categorical", groups, fits[0], fits[1], control_groups,
                             fits[2], nearest, nearest_control, interval, baseline)
+
+
+def _embedded(data, frame: pd.DataFrame) -> np.ndarray:
+    """A held-out table's keys in the attack's embedding (the encoding fitted on the original)."""
+    encoding = data.space.encoding
+    return encoding.embed_values(encoding.values(frame, data.types.missing == "pattern"))
 
 
 #: rows of a tied nearest key tuple the nearest-row reader averages over, at most (a sample beyond)
@@ -318,32 +322,42 @@ def _scorer(numeric: bool, margins):
     return lambda guess, v: (guess == v)[None, :]
 
 
-def _nearest_rows(data, keys: np.ndarray, held, own, score, rng) -> tuple:
+def _nearest_rows(space, held, own, score, rng) -> tuple:
     """The nearest-row reader: each person's expected success over the released rows whose key
-    tuple is nearest to their keys (:class:`.setting.TupleIndex`; at most :data:`TIED_ROWS` of
-    them, drawn at random beyond)."""
+    tuple is nearest to their keys among those they can be in (:meth:`.setting.KeySpace.nearest`:
+    same stratum, same missing keys; tuples tied at the nearest distance pooled), at most
+    :data:`TIED_ROWS` rows each, drawn at random beyond."""
     numeric = np.issubdtype(np.asarray(held).dtype, np.number) and np.issubdtype(np.asarray(own).dtype, np.number)
     held = held.astype(float) if numeric else pd.Series(held, dtype=object).astype(str).to_numpy()
     own = own.astype(float) if numeric else pd.Series(own, dtype=object).astype(str).to_numpy()
-    index = TupleIndex(data.known, data.released_known)
-    _, tuple_of = index.nearest(index.scaler.transform(keys))
-    order = np.argsort(index.row_tuple, kind="stable")
-    counts = np.bincount(index.row_tuple, minlength=index.tuples.shape[0])
+    first, tied = space.nearest()
+    _, row_tuple, n_tuples = space.tuples()
+    order = np.argsort(row_tuple, kind="stable")
+    counts = np.bincount(row_tuple, minlength=n_tuples)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    take = np.minimum(counts[tuple_of], TIED_ROWS)
-    person = np.repeat(np.arange(own.size), take)
-    offset = np.arange(person.size) - np.repeat(np.cumsum(take) - take, take)
-    big = counts[tuple_of][person] > TIED_ROWS
-    if big.any():  # a random sample of the tied rows (with replacement) beyond TIED_ROWS
-        offset[big] = np.floor(rng.random(int(big.sum())) * counts[tuple_of][person][big]).astype(np.int64)
-    rows = order[starts[tuple_of][person] + offset]
+    rows_of = [order[starts[t]:starts[t] + counts[t]] for t in range(n_tuples)] if tied else None
+    person, rows = [], []
+    plain = np.ones(own.size, dtype=bool)
+    for i, tuples in tied.items():  # several tuples at the nearest distance: their rows pooled
+        plain[i] = False
+        pool = np.concatenate([rows_of[t] for t in tuples])
+        if pool.size > TIED_ROWS:
+            pool = rng.choice(pool, TIED_ROWS, replace=False)
+        person.append(np.full(pool.size, i))
+        rows.append(pool)
+    who = np.flatnonzero(plain)
+    take = np.minimum(counts[first[who]], TIED_ROWS)
+    mine = np.repeat(who, take)
+    offset = np.arange(mine.size) - np.repeat(np.cumsum(take) - take, take)
+    big = counts[first[mine]] > TIED_ROWS
+    if big.any():  # a random sample of the tuple's rows (with replacement) beyond TIED_ROWS
+        offset[big] = np.floor(rng.random(int(big.sum())) * counts[first[mine]][big]).astype(np.int64)
+    person.append(mine)
+    rows.append(order[starts[first[mine]] + offset])
+    person, rows = np.concatenate(person), np.concatenate(rows)
     hits = score(held[rows], own[person]).astype(float)
-    return tuple(float(x) for x in (np.add.reduceat(hits, np.cumsum(take) - take, axis=1) / take).mean(axis=1))
-
-
-def _keys_matrix(frame, keys, data) -> np.ndarray:
-    """A held-out table's keys, encoded as the attack's (:func:`.setting.attack_data`)."""
-    return attack_data(frame, frame, keys).known
+    per_person = np.stack([np.bincount(person, weights=h, minlength=own.size) for h in hits])
+    return tuple(float(x) for x in (per_person / np.bincount(person, minlength=own.size)).mean(axis=1))
 
 
 def _interval(own: np.ndarray, at_row: np.ndarray) -> tuple[float, float]:
@@ -358,59 +372,68 @@ def _interval(own: np.ndarray, at_row: np.ndarray) -> tuple[float, float]:
 
 def _learned(data, held, own, control_values, control_keys, numeric, margins, rng):
     """The learned intruder: fitted on (released keys, released values), applied to the persons'
-    original keys (and the control's); success within each margin or exact, and the baseline."""
+    original keys (and the control's); success within each margin or exact, and the baseline.
+    Missing keys stay missing (the model splits on them)."""
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
     seed = int(rng.integers(2**31 - 1))
     X, targets = data.released_known, data.known
+    score = _scorer(numeric, margins)
     if numeric:
         model = HistGradientBoostingRegressor(random_state=seed).fit(X, signed_log1p(held.astype(float)))
-        back = (lambda z: np.sign(z) * np.expm1(np.abs(z)))
-        score = (lambda pred, v: tuple(float(np.mean(np.abs(pred - v) <= np.abs(v) * p / 100)) for p in margins))
-        median = float(np.median(held.astype(float)))
-        own = own.astype(float)
-        success, baseline = score(back(model.predict(targets)), own), score(np.full(own.shape, median), own)
-        control = None if control_keys is None else score(back(model.predict(control_keys)), control_values.astype(float))
+        values = np.unique(held.astype(float))
+
+        def guess(Z):  # the released value nearest to the prediction (a zero is guessed as 0, not 1e-3)
+            z = model.predict(Z)
+            pred = np.sign(z) * np.expm1(np.abs(z))
+            at = np.clip(np.searchsorted(values, pred), 1, max(values.size - 1, 1))
+            lower = values[np.minimum(at - 1, values.size - 1)]
+            upper = values[np.minimum(at, values.size - 1)]
+            return np.where(np.abs(pred - lower) <= np.abs(upper - pred), lower, upper)
+
+        own, median = own.astype(float), float(np.median(held.astype(float)))
+        success = tuple(float(x) for x in score(guess(targets), own).mean(axis=1))
+        baseline = tuple(float(x) for x in score(np.full(own.shape, median), own).mean(axis=1))
+        control = None if control_keys is None else tuple(
+            float(x) for x in score(guess(control_keys), control_values.astype(float)).mean(axis=1))
         return success, baseline, control
-    labels = pd.Series(held, dtype=object).astype(str).to_numpy()
+    text = (lambda v: pd.Series(v, dtype=object).astype(str).to_numpy())
+    labels = text(held)
     model = HistGradientBoostingClassifier(random_state=seed).fit(X, labels)
     mode = pd.Series(labels).value_counts().index[0]
-    own_s = pd.Series(own, dtype=object).astype(str).to_numpy()
-    success = (float(np.mean(model.predict(targets) == own_s)),)
-    control = None if control_keys is None else (
-        float(np.mean(model.predict(control_keys) == pd.Series(control_values, dtype=object).astype(str).to_numpy())),)
-    return success, (float(np.mean(own_s == mode)),), control
+    own_s = text(own)
+    control = None if control_keys is None else (float(np.mean(model.predict(control_keys) == text(control_values))),)
+    return (float(np.mean(model.predict(targets) == own_s)),), (float(np.mean(own_s == mode)),), control
 
 
 def _linker(original, released, knows, link) -> LinkerResult:
-    """The intruder who knows the columns ``knows`` of a person (module docstring)."""
+    """The intruder who knows the columns ``knows`` of a person (module docstring): the released
+    rows holding the distinct tuple of those columns nearest to the person's (z-scored with the
+    original's mean and sd), one of them at random."""
     n = len(original)
     truth = np.arange(n) if link is None else np.asarray(link)
     known, rows = _encode(original, released, knows)
-    index = TupleIndex(known, rows) if known.shape[1] else None
-    _, nearest = index.nearest()
-    counts = np.bincount(index.row_tuple, minlength=index.tuples.shape[0])
-    own_tuple = index.row_tuple[truth]
-    found = float(np.mean(np.where(nearest == own_tuple, 1.0 / counts[nearest], 0.0)))
+    scaler = Standardizer.fit(known)
+    tuples, row_tuple = np.unique(scaler.transform(rows), axis=0, return_inverse=True)
+    row_tuple = row_tuple.reshape(-1)
+    _, nearest = spatial.cKDTree(tuples).query(scaler.transform(known), k=1, workers=-1)
+    counts = np.bincount(row_tuple, minlength=tuples.shape[0])
+    found = float(np.mean(np.where(nearest == row_tuple[truth], 1.0 / counts[nearest], 0.0)))
     return LinkerResult(list(knows), found, 1.0 / n, int(np.count_nonzero(counts == 1)), n)
 
 
 def _encode(original, released, columns):
     """Matrices of ``columns`` for a nearest-row search: numeric columns as they are, a categorical
-    one as 0/1 indicators of its values (:class:`.setting.TupleIndex` z-scores every column)."""
+    one as 0/1 indicators of its values (z-scored afterwards as every column)."""
     left, right = [], []
     for c in columns:
         if is_numeric_column(original[c]) and is_numeric_column(released[c]):
             left.append(original[c].to_numpy(dtype=float)[:, None])
             right.append(released[c].to_numpy(dtype=float)[:, None])
             continue
-        values = pd.Index(pd.concat([original[c], released[c]]).astype(str).unique())
-        a = original[c].astype(str).to_numpy()[:, None] == values.to_numpy()[None, :]
-        b = released[c].astype(str).to_numpy()[:, None] == values.to_numpy()[None, :]
-        left.append(a.astype(float))
-        right.append(b.astype(float))
-    if not left:
-        return np.empty((len(original), 0)), np.empty((len(released), 0))
+        values = pd.Index(pd.concat([original[c], released[c]]).astype(str).unique()).to_numpy()
+        left.append((original[c].astype(str).to_numpy()[:, None] == values[None, :]).astype(float))
+        right.append((released[c].astype(str).to_numpy()[:, None] == values[None, :]).astype(float))
     return np.hstack(left), np.hstack(right)
 
 

@@ -2,7 +2,11 @@
 relate to the keys, then links optimally one-to-one.
 
 Knows: the targets' original keys, the release and the mechanism (so the groups it can rebuild,
-:func:`probanon.attacks.setting.rebuild_groups`). Does:
+:func:`probanon.attacks.setting.rebuild_groups`). Categorical keys enter in the release's
+embedding (:class:`probanon.attacks.setting.AttackData`: ordinal ranks, nominal indicators), a
+text confidential column as its category indicators; a missing value is replaced by the mean of
+the column's observed released values beside a 0/1 column saying it is missing (:func:`filled`).
+Does:
 
 1. On the release alone, on a transform ``t`` (signed ``log1p`` or identity; ``"auto"`` keeps the
    one whose two fits have the larger mean R^2 on the release), fits by least squares both ways
@@ -83,6 +87,22 @@ class LinearModel:
         return self.coef[0] + A @ self.coef[1:]
 
 
+def filled(V: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    """``V`` with its missing values (NaN) replaced by the mean of the observed values of
+    ``reference`` (0 when none), and one more 0/1 column per column missing somewhere in either
+    (1 where ``V`` lacks it): a linear fit then learns what a missing value says."""
+    lacking = np.isnan(V)
+    cols = np.flatnonzero(lacking.any(axis=0) | np.isnan(reference).any(axis=0))
+    if cols.size == 0:
+        return V
+    observed = ~np.isnan(reference[:, cols])
+    mean = np.where(observed.any(axis=0), np.nansum(reference[:, cols], axis=0) / np.maximum(observed.sum(axis=0), 1),
+                    0.0)
+    out = V.copy()
+    out[:, cols] = np.where(lacking[:, cols], mean, V[:, cols])
+    return np.hstack([out, lacking[:, cols].astype(np.float64)])
+
+
 def embeddings(data: AttackData, transform: str = "auto") -> tuple[np.ndarray, np.ndarray, str, float]:
     """``(u, v, transform, r2)``: ``cost(i, j) = ||u_i - v_j||^2`` (module docstring)."""
     if transform not in TRANSFORMS:
@@ -90,6 +110,7 @@ def embeddings(data: AttackData, transform: str = "auto") -> tuple[np.ndarray, n
     best = None
     for kind in (("log1p", "identity") if transform == "auto" else (transform,)):
         X, K, C = (_transform(V, kind) for V in (data.known, data.released_known, data.released_confidential))
+        X, K, C = filled(X, K), filled(K, K), filled(C, C)
         c_given_x, x_given_c = LinearModel(K, C), LinearModel(C, K)
         r2 = (c_given_x.r2 + x_given_c.r2) / 2
         if best is None or r2 > best[-1]:

@@ -195,6 +195,24 @@ def _drop_implied(found: list[RelationFound]) -> list[RelationFound]:
     return kept
 
 
+def numeric_columns(data: AttackData) -> tuple[np.ndarray, list, np.ndarray, list, str]:
+    """``(X, key names, C, confidential names, note)``: the numeric keys of the targets and the
+    numeric confidential columns of the release that no record lacks, the only ones a relation
+    between amounts can hold on; ``note`` names the columns left out, and why ("" when none)."""
+    key_cols, key_names = data.numeric_keys()
+    conf_cols, conf_names = data.numeric_confidential()
+    X, C = data.known[:, key_cols], data.released_confidential[:, conf_cols]
+    complete_x, complete_c = ~np.isnan(X).any(axis=0), ~np.isnan(C).any(axis=0)
+    categorical = [c for c in data.known_names if c not in key_names] + \
+        [c for c in data.confidential_names if c not in conf_names]
+    lacking = [c for c, ok in zip(key_names, complete_x) if not ok] + [c for c, ok in zip(conf_names, complete_c) if not ok]
+    parts = ([f"{', '.join(categorical)} (not numeric)"] if categorical else []) + \
+        ([f"{', '.join(lacking)} (missing values)"] if lacking else [])
+    note = f"; numeric columns only: left out {' and '.join(parts)}" if parts else ""
+    return (X[:, complete_x], [c for c, ok in zip(key_names, complete_x) if ok], C[:, complete_c],
+            [c for c, ok in zip(conf_names, complete_c) if ok], note)
+
+
 class RelationLinkage:
     """The intruder. For every candidate relation it computes the left side for every target
     (``u_i``) and the right side for every released row (``w_j``) and measures, without the
@@ -203,7 +221,9 @@ class RelationLinkage:
     expects when linking uniformly among the matching rows. It keeps the most selective relation
     with ``matched >= min_share``; a target links uniformly to a matching row of its rebuilt group
     (or of the whole release when none there matches), and without a matching row uniformly inside
-    its group (no link without groups). Without a relation it is the uniform guess in the group."""
+    its group (no link without groups). Without a relation it is the uniform guess in the group.
+    Relations are sums of amounts: it searches the numeric keys and confidential columns that no
+    record lacks, and its note names the columns it left out (:func:`numeric_columns`)."""
 
     name, knows = NAME, KNOWS
 
@@ -211,10 +231,9 @@ class RelationLinkage:
                  max_terms: int = MAX_TERMS, max_coefficient: int = 1):
         self.data = data
         self.relation, best = None, None
-        X, C = data.known, data.released_confidential
+        X, key_names, C, confidential_names, skipped = numeric_columns(data)
         key_side, confidential_side = _Sides(X, sort=True), _Sides(C, sort=True)
-        for ka, alpha, cb, beta in candidate_relations(data.known_names, data.confidential_names, max_terms,
-                                                       max_coefficient):
+        for ka, alpha, cb, beta in candidate_relations(key_names, confidential_names, max_terms, max_coefficient):
             (su, u_min, u_max), (sw, w_min, w_max) = key_side(ka, alpha), confidential_side(cb, beta)
             if u_min == u_max or w_min == w_max:  # a constant side
                 continue
@@ -230,14 +249,14 @@ class RelationLinkage:
             if best is None or selectivity > best[0]:
                 best = (selectivity, matched, ka, alpha, cb, beta, order, lo, hi)
         if best is None:
-            self.note = "no relation matches the release"
+            self.note = "no relation matches the release" + skipped
             return
         selectivity, matched, ka, alpha, cb, beta, self.order, self.lo, self.hi = best
         self.by_group = (None if data.row_group is None else
                          np.sort(data.row_group[self.order].astype(np.int64) * data.n + np.arange(data.n)))
-        self.relation = _relation(data.known_names, data.confidential_names, ka, alpha, cb, beta)
+        self.relation = _relation(key_names, confidential_names, ka, alpha, cb, beta)
         self.note = (f"links through {self.relation} (matches {matched:.1%} of the released rows; expected "
-                     f"success by value alone {selectivity:.3f})")
+                     f"success by value alone {selectivity:.3f})" + skipped)
 
     def links(self, rng: np.random.Generator) -> np.ndarray:
         data = self.data

@@ -27,14 +27,16 @@ release; nothing is extrapolated.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from .._validation import check_random_state
+from ..errors import AdjustmentWarning
 from ..metrics import information_loss
-from .setting import MECHANISMS, attack_data, rebuild_groups
+from .setting import MECHANISMS, KeyTypes, attack_data, column_list_of, rebuild_groups
 from .suite import INTRUDERS, NEEDS_CONFIDENTIAL, AttackReport, attack, with_bound
 
 #: The larger k tried: k' = factor x k, in order.
@@ -174,16 +176,18 @@ class Remedies:
 class _Rerun:
     """The same intruders, seed, runs and confidence, on a changed release."""
 
-    def __init__(self, original, keys, report: AttackReport, names, runs, confidence, standardize, seed, progress):
+    def __init__(self, original, keys, report: AttackReport, names, runs, confidence, standardize, seed, progress,
+                 types: KeyTypes = KeyTypes()):
         self.original, self.keys, self.report, self.names = original, list(keys), report, names
         self.runs, self.confidence, self.standardize, self.seed, self.progress = runs, confidence, standardize, seed, progress
+        self.types = types
 
     def __call__(self, released, confidential, k, link=None, column_rows=None) -> tuple:
         names = [n for n in self.names if confidential or n not in NEEDS_CONFIDENTIAL]
         result = attack(self.original, released, self.keys, confidential, mechanism=self.report.mechanism, k=k,
                         link=link, column_rows=column_rows, intruders=names, runs=self.runs,
                         confidence=self.confidence, standardize=self.standardize, random_state=self.seed,
-                        progress=self.progress)
+                        progress=self.progress, **{**self.types.kwargs, "weights": None})  # weights: in confidential
         return tuple(with_bound(r, self.report.bound, self.report.k) for r in result.results)
 
 
@@ -196,20 +200,26 @@ def _seed(random_state) -> int | None:
 
 def remedies(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, report: AttackReport, *, link=None,
              column_rows=None, runs: int = 10, confidence: float = 0.99, standardize: bool = True,
-             random_state=None, progress=None) -> Remedies | None:
+             random_state=None, progress=None, nominal=(), ordinal=(), strata=(), missing="raise",
+             weights=None) -> Remedies | None:
     """The office's options when ``report`` (the suite's report on ``released``, made with these
     arguments) has intruders above its bound, each measured (module docstring); None when none is
     above it or no bound is claimed. ``random_state``: the seed the attack ran with (a Generator:
-    one seed is drawn from it for every rerun)."""
+    one seed is drawn from it for every rerun). ``nominal``, ``ordinal``, ``strata``, ``missing``,
+    ``weights``: how the release treated its keys, as :func:`probanon.attacks.attack` takes them
+    (the weight column is one of the columns that may be dropped or perturbed)."""
     if not report.exceeded or report.bound is None or MECHANISMS.get(report.mechanism) is None:
         return None
     keys, confidential = list(keys), list(confidential)
+    types = KeyTypes.of(column_list_of(nominal), ordinal, column_list_of(strata), missing, weights)
+    if weights is not None and weights not in confidential and weights not in keys:
+        confidential.append(weights)  # as the attack: attached to a person as the confidential columns
     by_name = {cls.name: key for key, cls in INTRUDERS.items()}
     names = [by_name[r] for r in report.exceeded]
     seed = _seed(random_state)
-    rerun = _Rerun(original, keys, report, names, runs, confidence, standardize, seed, progress)
+    rerun = _Rerun(original, keys, report, names, runs, confidence, standardize, seed, progress, types)
     options, notes = [], []
-    larger, note = _larger_k(original, released, keys, confidential, report, rerun, link, standardize, seed)
+    larger, note = _larger_k(original, released, keys, confidential, report, rerun, link, standardize, seed, types)
     options += larger
     notes += [note] if note else []
     learned = [n for n in names if n in NEEDS_CONFIDENTIAL]
@@ -225,7 +235,7 @@ def remedies(original: pd.DataFrame, released: pd.DataFrame, keys, confidential,
             options += _drop_together(original, released, keys, confidential, order, report, rerun, link,
                                       column_rows, seed, standardize)
         perturbed, note = _perturb_together(original, released, keys, confidential, order, report, rerun, link,
-                                            column_rows, standardize)
+                                            column_rows, standardize, types)
         options += perturbed
         notes += [note] if note else []
     chosen = {}
@@ -244,27 +254,52 @@ def _moved(mechanism: str, keys: list, confidential: list) -> list:
     return confidential if kind == "column-wise" else keys + confidential if mechanism == "mdav-id" else keys
 
 
-def _loss(original, released, columns) -> float:
-    """Information loss (%) of ``columns`` of ``released`` (aligned with ``original``)."""
-    return information_loss(original[columns].to_numpy(np.float64), released[columns].to_numpy(np.float64))
+def _loss(original, released, columns, types: KeyTypes = KeyTypes()) -> str:
+    """Information loss (%) of the numeric ``columns`` of ``released`` (aligned with ``original``;
+    categorical keys left out, missing values skipped), as printed."""
+    numeric = [c for c in columns if c not in types.nominal and c not in dict(types.ordinal)
+               and pd.api.types.is_numeric_dtype(original[c])]
+    if not numeric:
+        return "(no numeric column)"
+    X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
+    loss = information_loss(X, Y, missing=bool(np.isnan(X).any() or np.isnan(Y).any()))
+    return f"{loss:.2f} %"
 
 
-def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardize) -> tuple:
+def _remake(original, aligned, keys, confidential, mechanism, k, seed, standardize, types: KeyTypes = KeyTypes()) -> tuple:
     """(release, column rows or None): the mechanism run again on the original at ``k``, on the
     keys and ``confidential`` only, the other columns as in ``aligned`` (the release in the
     original's record order); microaggregation as MDAV (:class:`probanon.microagg.MDAV`), the
-    swapping mechanisms by :func:`probanon.swapping.swap` with the attack's seed."""
+    swapping mechanisms by :func:`probanon.swapping.swap` with the attack's seed. Categorical
+    keys, strata (small ones merged and recoded, as ``--merge-small-strata``), missing values and
+    weights as the release treated them (``types``)."""
+    from ..microagg.strata import recode_merged
+
     if mechanism == "microaggregation":
         from ..microagg import MDAV
 
-        Y = MDAV(k).fit_transform(original[keys].to_numpy(np.float64))
-        return aligned.assign(**{c: Y[:, j] for j, c in enumerate(keys)}), None
+        if types.plain and types.weights is None:
+            Y = MDAV(k).fit_transform(original[keys].to_numpy(np.float64))
+            return aligned.assign(**{c: Y[:, j] for j, c in enumerate(keys)}), None
+        model = MDAV(k, nominal=list(types.nominal), ordinal=dict(types.ordinal), missing=types.missing,
+                     merge_small_strata=True).set_output(transform="default")
+        strata = original[list(types.strata)] if types.strata else None
+        weights = None if types.weights is None else original[types.weights].to_numpy(np.float64)
+        with warnings.catch_warnings():  # strata merged at the larger k: recoded below, as a release says
+            warnings.simplefilter("ignore", AdjustmentWarning)
+            Y = model.fit_transform(original[keys], sample_weight=weights, strata=strata)
+        recoded = {} if strata is None else recode_merged(model.strata_, strata)
+        return aligned.assign(**{c: Y[:, j] for j, c in enumerate(keys)}, **recoded), None
     from ..swapping import swap
 
     frame = original[keys + confidential].astype(np.float64)
-    result = swap(frame, k, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
-                  random_state=seed, standardize=standardize)
-    remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential})
+    strata = original[list(types.strata)] if types.strata else None
+    with warnings.catch_warnings():  # strata merged at the larger k: recoded below, as a release says
+        warnings.simplefilter("ignore", AdjustmentWarning)
+        result = swap(frame, k, mechanism, confidential=None if mechanism == "mdav-id" else confidential,
+                      random_state=seed, standardize=standardize, strata=strata, merge_small_strata=True)
+    recoded = {} if strata is None else recode_merged(result.strata, strata)
+    remade = aligned.assign(**{c: result.released[c].to_numpy() for c in keys + confidential}, **recoded)
     if MECHANISMS[mechanism] != "column-wise":
         return remade, None
     value_rows = result.value_rows()
@@ -275,7 +310,8 @@ def _aligned(released, link):
     return released if link is None else released.iloc[np.asarray(link)].reset_index(drop=True)
 
 
-def _larger_k(original, released, keys, confidential, report, rerun, link, standardize, seed) -> tuple[list, str]:
+def _larger_k(original, released, keys, confidential, report, rerun, link, standardize, seed,
+              types: KeyTypes = KeyTypes()) -> tuple[list, str]:
     """The release remade at each larger k, until one brings the intruders within the bound."""
     mechanism = report.mechanism
     if mechanism in ("survey", "unknown"):
@@ -285,30 +321,33 @@ def _larger_k(original, released, keys, confidential, report, rerun, link, stand
     n = len(original)
     aligned = _aligned(released, link)
     moved = _moved(mechanism, keys, confidential)
-    current = _loss(original, aligned, moved)
+    current = _loss(original, aligned, moved, types)
     what = "the keys" if moved == keys else "the confidential columns" if moved == confidential else "every attribute"
+    if types.nominal or types.ordinal:
+        what = what.replace("the keys", "the numeric keys") if moved != confidential else what
     out = []
     for factor in K_FACTORS:
         k2 = factor * report.k
         if k2 > n:
             break
-        remade, rows = _remake(original, aligned, keys, confidential, mechanism, k2, seed, standardize)
+        remade, rows = _remake(original, aligned, keys, confidential, mechanism, k2, seed, standardize, types)
         change = f"k = {k2} ({'MDAV on the keys' if mechanism == 'microaggregation' else mechanism + ' again'})"
         out.append(Option("larger k", change, k2, (), rerun(remade, confidential, k2, column_rows=rows),
-                          f"information loss on {what} {_loss(original, remade, moved):.2f} %, now {current:.2f} %"))
+                          f"information loss on {what} {_loss(original, remade, moved, types)}, now {current}"))
         if out[-1].within:
             break
     return out, "" if out else f"A larger k: not measured (2k = {2 * report.k} exceeds the {n} records)."
 
 
-def _without(original, released, keys, confidential, columns, report, link, column_rows, seed, standardize) -> tuple:
+def _without(original, released, keys, confidential, columns, report, link, column_rows, seed, standardize,
+             types: KeyTypes = KeyTypes()) -> tuple:
     """(release, confidential columns left, link, column rows) without ``columns``: dropped from the
     release, or for a column-wise swap, whose groups are formed on every other attribute, the
     release made again without them (:func:`_remake`)."""
     rest = [c for c in confidential if c not in columns]
     if MECHANISMS[report.mechanism] == "column-wise":
         remade, rows = _remake(original, _aligned(released, link).drop(columns=list(columns)), keys, rest,
-                               report.mechanism, report.k, seed, standardize)
+                               report.mechanism, report.k, seed, standardize, types)
         return remade, rest, None, rows
     rows = None if column_rows is None else {c: column_rows[c] for c in rest}
     return released.drop(columns=list(columns)), rest, link, rows
@@ -318,7 +357,7 @@ def _drop_each(original, released, keys, confidential, report, rerun, link, colu
     out = []
     for c in confidential:
         table, rest, position, rows = _without(original, released, keys, confidential, [c], report, link, column_rows,
-                                               seed, standardize)
+                                               seed, standardize, rerun.types)
         out.append(Option("drop one", f"drop {c} alone", report.k, (c,),
                           rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"1 of {len(confidential)} confidential columns withheld"))
@@ -332,7 +371,7 @@ def _drop_together(original, released, keys, confidential, order, report, rerun,
     for m in range(2, len(order)):
         columns = tuple(order[:m])
         table, rest, position, rows = _without(original, released, keys, confidential, columns, report, link,
-                                               column_rows, seed, standardize)
+                                               column_rows, seed, standardize, rerun.types)
         out.append(Option("drop", f"drop {', '.join(columns)}", report.k, columns,
                           rerun(table, rest, report.k, link=position, column_rows=rows),
                           f"{len(columns)} of {len(confidential)} confidential columns withheld"))
@@ -341,9 +380,11 @@ def _drop_together(original, released, keys, confidential, order, report, rerun,
     return out
 
 
-def release_groups(original, released, keys, mechanism, k, link=None, standardize=True) -> np.ndarray:
+def release_groups(original, released, keys, mechanism, k, link=None, standardize=True,
+                   types: KeyTypes = KeyTypes()) -> np.ndarray:
     """The group of each released row, as the intruder rebuilds it (:func:`rebuild_groups`)."""
-    data = rebuild_groups(attack_data(original, released, keys, (), link), mechanism, k, standardize)
+    data = rebuild_groups(attack_data(original, released, keys, (), link, **{**types.kwargs, "weights": None}),
+                          mechanism, k, standardize)
     return data.row_group
 
 
@@ -354,23 +395,30 @@ def perturbed(released: pd.DataFrame, columns, groups: np.ndarray) -> pd.DataFra
 
 
 def _perturb_together(original, released, keys, confidential, order, report, rerun, link, column_rows,
-                      standardize) -> tuple[list, str]:
-    """Replace the columns in ``order`` by their group means, one more each time, until within the bound."""
+                      standardize, types: KeyTypes = KeyTypes()) -> tuple[list, str]:
+    """Replace the columns in ``order`` by their group means, one more each time, until within the
+    bound (numeric columns: a text column has no mean)."""
     if MECHANISMS[report.mechanism] not in ("aggregated", "swapped"):
         return [], (f"Perturbing confidential columns: not measured ({report.mechanism} swaps each confidential "
                     "column in its own groups; the release has no groups of records to aggregate them in).")
-    groups = release_groups(original, released, keys, report.mechanism, report.k, link, standardize)
+    text = [c for c in order if not pd.api.types.is_numeric_dtype(released[c])]
+    order = [c for c in order if c not in text]
+    note = f"Perturbing {', '.join(text)}: not measured (not numeric: no group mean)." if text else ""
+    if not order:
+        return [], note
+    groups = release_groups(original, released, keys, report.mechanism, report.k, link, standardize, types)
     out = []
     for m in range(1, len(order) + 1):
         columns = tuple(order[:m])
         table = perturbed(released, columns, groups)
-        loss = information_loss(released[list(columns)].to_numpy(np.float64), table[list(columns)].to_numpy(np.float64))
+        before, after = released[list(columns)].to_numpy(np.float64), table[list(columns)].to_numpy(np.float64)
+        loss = information_loss(before, after, missing=bool(np.isnan(before).any()))
         out.append(Option("perturb", f"perturb {', '.join(columns)} (group means)", report.k, columns,
                           rerun(table, confidential, report.k, link=link, column_rows=column_rows),
                           f"information loss on {'it' if m == 1 else 'them'} {loss:.2f} %"))
         if out[-1].within:
             break
-    return out, ""
+    return out, note
 
 
 __all__ = ["HEADINGS", "K_FACTORS", "Option", "Remedies", "perturbed", "release_groups", "remedies"]

@@ -28,7 +28,7 @@ from .likelihood import LearnedLikelihood
 from .nearest import NearestRecord
 from .relations import RelationLinkage
 from .scope import Guarantee, guarantee
-from .setting import MECHANISMS, attack_data, check_mechanism, column_data, rebuild_groups
+from .setting import KeyTypes, MECHANISMS, attack_data, check_mechanism, column_data, column_list_of, rebuild_groups
 
 INTRUDERS = {"exact": ExactTuple, "nearest": NearestRecord, "likelihood": LearnedLikelihood,
              "relations": RelationLinkage}
@@ -108,8 +108,9 @@ def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> Rei
 
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
            link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
-           standardize: bool = True, transform: str = "auto", random_state=None, progress=None,
-           attribute: bool = False, control: pd.DataFrame | None = None, knows=None) -> AttackReport:
+           standardize: bool = True, transform: str = "auto", random_state=None, progress=None, nominal=(),
+           ordinal=(), strata=(), missing: str = "raise", weights=None, attribute: bool = False,
+           control: pd.DataFrame | None = None, knows=None) -> AttackReport:
     """Run every applicable intruder against ``released`` and compare its success with the bound.
 
     Parameters
@@ -140,6 +141,13 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     progress : callable, optional
         ``progress("intruder runs", done, total)`` (:mod:`probanon.progress`) as the runs of
         the intruders complete (first with 0 when the first ones are done).
+    nominal, ordinal, strata, missing, weights
+        How the release treated its keys, as :class:`probanon.microagg.MDAV` was told
+        (:mod:`probanon.attacks.setting`): nominal and ordinal keys (``ordinal``: names or {name:
+        levels in order}) compared in the release's encoding; strata columns (released, the
+        intruder knows a target's stratum); ``missing="pattern"``: missing key values kept
+        missing; the ``weights`` column, released per record and attached to a person as the
+        confidential columns are (it joins them in the report).
     attribute : bool
         Also run the attribute-disclosure intruders (:func:`probanon.attacks.attribute.attribute_disclosure`)
         on the confidential columns: ``report.attribute``.
@@ -151,7 +159,10 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     mechanism = check_mechanism(mechanism)
     runs, confidence = check_runs(runs), check_confidence(confidence)
     rng = check_random_state(random_state)
+    types = KeyTypes.of(column_list_of(nominal), ordinal, column_list_of(strata), missing, weights)
     keys, confidential = list(keys), list(confidential)
+    if weights is not None and weights not in confidential and weights not in keys:
+        confidential.append(weights)  # released per record: attached to a person as a confidential column
     if k is not None:
         k = check_k(k, len(original))
     names = list(INTRUDERS) if intruders is None else list(intruders)
@@ -171,14 +182,17 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
             raise ParameterError(f"the {mechanism} intruders need k (they rebuild its groups)")
         if not confidential:
             raise ParameterError(f"{mechanism} moves the confidential columns: name them")
+        if types.nominal or types.ordinal or types.missing == "pattern":
+            raise ParameterError(f"the {mechanism} intruders take complete numeric keys (as 'probanon swap' "
+                                 "releases them)")
         if column_rows is None or any(c not in column_rows for c in confidential):
             raise InputError(f"{mechanism}: the attack needs the released row of every confidential value "
                              "(the link file written by 'probanon swap --link')")
         datasets = [column_data(original, released, keys, c, np.asarray(column_rows[c]), mechanism, k,
-                                 standardize, confidential) for c in confidential]
+                                standardize, confidential, list(types.strata)) for c in confidential]
     else:
-        datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link), mechanism, k,
-                                   standardize)]
+        datasets = [rebuild_groups(attack_data(original, released, keys, confidential, link, **types.kwargs),
+                                   mechanism, k, standardize)]
     results, done, total = [], 0, runs * len(names) * len(datasets)
     for name in names:
         successes, notes, per_column = np.zeros(runs, dtype=np.int64), [], []
@@ -191,9 +205,10 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
                 done += runs
                 progress("intruder runs", done, total)
             successes += column
-            per_column.append((sum(column) / (runs * data.n), data.confidential_names[0]))
+            column_name = data.confidential_names[0] if data.confidential_names else ""  # per column: column-wise
+            per_column.append((sum(column) / (runs * data.n), column_name))
             if intruder.note:
-                notes.append((data.confidential_names[0], intruder.note))
+                notes.append((column_name, intruder.note))
         if len(datasets) > 1:  # per column: the worst one, then what was found (once when alike)
             worst = max(per_column)
             alike = len({note for _, note in notes}) == 1
@@ -209,7 +224,8 @@ def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=()
     if attribute and confidential:
         found = attribute_disclosure(original, released, keys, confidential, mechanism=mechanism, k=k, link=link,
                                      column_rows=column_rows, control=control, knows=knows,
-                                     standardize=standardize, random_state=rng)
+                                     standardize=standardize, random_state=rng,
+                                     **{name: v for name, v in types.kwargs.items() if name != "weights"})
     elif control is not None or knows is not None:
         raise ParameterError("control and knows are for the attribute intruders (attribute=True, with confidential "
                              "columns)")

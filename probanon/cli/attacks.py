@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from .options import column_names
+from .options import column_names, ordinal_keys
 from .options import add_input, add_match_options, example, positive_int, seed
 from .parser import command
 from ..data import read_table
@@ -28,8 +28,10 @@ def _claim_report(args):
     """The km uniqueness attack or the (l, delta) linkage test, as the suite's report."""
     mechanism = args.mechanism
     unused = [flag for flag, v in (("--keys", args.keys), ("--confidential", args.confidential),
-                                   ("--raw-distances", args.raw_distances), ("--control", args.control),
-                                   ("--knows", args.knows)) if v]
+                                   ("--raw-distances", args.raw_distances), ("--nominal", args.nominal),
+                                   ("--ordinal", args.ordinal), ("--strata", args.strata),
+                                   ("--missing pattern", args.missing == "pattern"), ("--weights", args.weights),
+                                   ("--control", args.control), ("--knows", args.knows)) if v]
     if unused:
         raise InputError(f"{unused[0]} does not apply to --mechanism {mechanism}")
     if mechanism == "km":
@@ -101,9 +103,13 @@ def _table_report(args):
         raise InputError("give one released file" if not args.released else
                          f"--mechanism {args.mechanism} attacks one released file, not {len(args.released)}")
     original, released = read_table(args.original), read_table(args.released[0])
-    keys, confidential = column_list(args.keys), column_list(args.confidential)
+    nominal, ordinal, strata = column_list(args.nominal), ordinal_keys(args.ordinal), column_list(args.strata)
+    keys = column_list(args.keys)
+    keys += [c for c in nominal + list(ordinal) if c not in keys]  # as microaggregate: categorical keys are keys
+    confidential = column_list(args.confidential)
     if not keys:
         raise InputError("name the keys the intruder knows with --keys")
+    types = dict(nominal=nominal, ordinal=ordinal, strata=strata, missing=args.missing, weights=args.weights)
     column_rows = None
     if args.control is not None and not confidential:
         raise InputError("--control is the control of the attribute intruders: name the --confidential columns")
@@ -119,7 +125,9 @@ def _table_report(args):
         for c, rows in column_rows.items():
             check_match(original, released, rows, (), f"{how} (released_row_{c})", columns=[c])
     else:
-        position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position)
+        # merged strata are recoded in the release ("W+X"): not compared as released unchanged
+        position = align(original, released, keys, link=args.link, id=args.id, by_position=args.by_position,
+                         changed=strata)
     intruders = column_list(args.intruders) or None
     with Progress(f"attack: {len(original):,} records", quiet=args.quiet or args.json, desc="intruder runs") as bar:
         settings = dict(link=position, column_rows=column_rows, runs=args.runs or 10, confidence=args.confidence,
@@ -127,10 +135,12 @@ def _table_report(args):
         control = None if args.control is None else read_table(args.control)
         report = attack(original, released, keys, confidential, mechanism=args.mechanism, k=args.k,
                         intruders=intruders, attribute=bool(confidential), control=control, knows=args.knows,
-                        **settings)
-        options = remedies(original, released, keys, confidential, report, **settings)
-    return report, (f"every target's original {', '.join(keys)}, the release and the mechanism "
-                    f"({report.mechanism})"), options
+                        **settings, **types)
+        options = remedies(original, released, keys, confidential, report, **settings, **types)
+    known = ", ".join(keys) + (f" and stratum ({', '.join(strata)})" if strata else "")
+    return report, (f"every target's original {known}"
+                    + (" (which keys it lacks included)" if args.missing == "pattern" else "")
+                    + f", the release and the mechanism ({report.mechanism})"), options
 
 
 def cmd_attack(args) -> int:
@@ -212,6 +222,25 @@ def add_parser(sub) -> None:
                    help="runs of each intruder (default 10; l-delta: simulated sets of releases, default 2000)")
     a.add_argument("--confidence", type=float, default=0.99, help="level of the Clopper-Pearson intervals")
     a.add_argument("--intruders", metavar="NAMES", type=column_names, help="comma-separated subset of exact,nearest,likelihood,relations (km: itemset,person)")
+    a.add_argument("--nominal", metavar="COLS", type=column_names,
+                   help="comma-separated nominal keys, as the release was made with (microaggregate --nominal): "
+                        "compared in the release's encoding (distance 1 between different categories), exactly as "
+                        "released by the exact intruder")
+    a.add_argument("--ordinal", metavar="COLS",
+                   help="comma-separated ordinal keys, as the release was made with (microaggregate --ordinal): NAME "
+                        "or NAME=L1<L2<...; compared on z-scored ranks")
+    a.add_argument("--strata", metavar="COLS", type=column_names,
+                   help="comma-separated strata columns of the release (microaggregate or swap --strata): the intruder "
+                        "knows a person's stratum and rebuilds the groups within strata (merged strata recoded "
+                        "\"W+X\" are understood)")
+    a.add_argument("--missing", choices=("raise", "pattern"), default="raise",
+                   help="missing key values: raise (default) refuses them; pattern: the release was made with "
+                        "microaggregate --missing pattern (the intruder knows which keys a person lacks and compares "
+                        "the keys observed in both)")
+    a.add_argument("--weights", metavar="COL",
+                   help="the release's weight column (microaggregate --weights), released per record: the intruder "
+                        "does not know a person's weight, so it is attached to a person as the confidential columns "
+                        "are (name it in --keys instead if the intruder knows it)")
     a.add_argument("--raw-distances", action="store_true", help="the release's MDAV ran on raw values (swap)")
     a.add_argument("--seed", type=seed, default=None, help="seed of the intruders' tie-breaking")
     a.add_argument("--json", action="store_true", help="one JSON object on stdout")
