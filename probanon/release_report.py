@@ -323,7 +323,7 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
              "beside it.")
     rep.table(_risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilistic))
     if mechanism is not None and numeric:
-        _attack_section(rep, original, released, numeric, list(confidential), mechanism, k)
+        _attack_section(rep, original, released, numeric, list(categorical), list(confidential), mechanism, k)
     if confidential:
         _attribute_section(rep, original, released, keys, list(confidential))
     if numeric:
@@ -354,21 +354,23 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
     return rep
 
 
-def _attack_section(rep: Report, original, released, numeric, confidential, mechanism, k) -> None:
+def _attack_section(rep: Report, original, released, numeric, categorical, confidential, mechanism, k) -> None:
     """The attack suite of ``mechanism`` against 1/k, each success flagged with its bound, and
-    the options measured when an intruder is above it."""
+    the options measured when an intruder is above it; the categorical keys compared as the
+    release's nominal keys."""
     from .attacks import attack
     from .attacks.remedies import remedies
 
     runs = 10
-    suite = attack(original, released, numeric, confidential, mechanism=mechanism, k=k, runs=runs, random_state=0)
+    keys, types = numeric + categorical, {"nominal": categorical} if categorical else {}
+    suite = attack(original, released, keys, confidential, mechanism=mechanism, k=k, runs=runs, random_state=0, **types)
     rep.text("The attack suite (the mechanism known)", f"Intruders who know the keys and how the release was "
              f"made ({mechanism}), {runs} runs each, against the claimed bound 1/{k}: " +
              (f"ABOVE it: {', '.join(suite.exceeded)}." if suite.exceeded else "none significantly above it."))
     rep.table([dict(row, success=flag(row["success"], bool(r.lower_exceeds_bound), limit=f"{r.bound:.4f}"))
                for row, r in zip(suite.rows(), suite.results)])
     if suite.exceeded:
-        options = remedies(original, released, numeric, confidential, suite, runs=runs, random_state=0)
+        options = remedies(original, released, keys, confidential, suite, runs=runs, random_state=0, **types)
         rep.text("What the office can do", options.summary())
         rep.table(options.rows())
 

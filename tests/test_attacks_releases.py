@@ -323,10 +323,10 @@ def test_column_wise_swaps_with_strata(mechanism):
     assert all(r.rate == pytest.approx(expected) for r in report.results)
     assert "within strata" in report.groups_note
     # the groups the intruder rebuilt are the swap's own, as partitions of the released rows
-    from probanon.attacks.suite import _column_data
+    from probanon.attacks.setting import column_data
 
     for t, c in enumerate(["c1", "c2"]):
-        data = _column_data(frame, released, ["x1", "x2"], c, rows[c], mechanism, 4, True, ["c1", "c2"], ["region"])
+        data = column_data(frame, released, ["x1", "x2"], c, rows[c], mechanism, 4, True, ["c1", "c2"], ["region"])
         theirs = result.groups.labels[result.sources[:, t], t]  # group of the record whose value row r holds
         pairs = set(zip(data.row_group.tolist(), theirs.tolist()))
         assert len(pairs) == len(set(data.row_group.tolist())) == len(set(theirs.tolist()))
