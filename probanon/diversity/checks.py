@@ -184,7 +184,11 @@ def _nonempty(counts: pd.DataFrame) -> np.ndarray:
 def entropy_per_class(counts: pd.DataFrame) -> np.ndarray:
     """Entropy ``H_c = ln n_c - (1/n_c) sum_s n_c(s) ln n_c(s)`` (nats) of every non-empty class
     (entropy l-diversity, Machanavajjhala et al. 2007)."""
-    n = _nonempty(counts).astype(np.float64)
+    return _entropy_rows(_nonempty(counts).astype(np.float64))
+
+
+def _entropy_rows(n: np.ndarray) -> np.ndarray:
+    """:func:`entropy_per_class` of a float array of counts (classes x values, no empty class)."""
     size = n.sum(axis=1)
     nlogn = np.where(n > 0, n * np.log(np.where(n > 0, n, 1.0)), 0.0).sum(axis=1)
     return np.maximum(np.log(size) - nlogn / size, 0.0)
@@ -231,12 +235,18 @@ def emd_per_class(counts: pd.DataFrame, distance: str = "auto") -> np.ndarray:
     distance ``1/(m-1) sum_i |sum_{j<=i} (P_c - P)_j|`` (see the module docstring)."""
     distance = _distance(counts, distance)
     n = _nonempty(counts).astype(np.float64)
-    whole = n.sum(axis=0) / n.sum()
+    return _emd_rows(n, n.sum(axis=0) / n.sum(), distance == "ordered")
+
+
+def _emd_rows(n: np.ndarray, whole: np.ndarray, ordered: bool) -> np.ndarray:
+    """:func:`emd_per_class` of a float array of counts (classes x values, no empty class)
+    against the whole table's distribution ``whole`` (the values' shares), with the ordered
+    ground distance (values in increasing order) or the equal one."""
     diff = n / n.sum(axis=1, keepdims=True) - whole
     m = n.shape[1]
     if m == 1:
         return np.zeros(n.shape[0])
-    if distance == "equal":
+    if not ordered:
         return 0.5 * np.abs(diff).sum(axis=1)
     return np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / (m - 1)
 
