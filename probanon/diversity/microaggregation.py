@@ -30,7 +30,8 @@ Algorithms (``algorithm=``):
   remaining records, then the record s farthest from r), each group started with its
   reference record and its k-1 nearest remaining records and then grown, one record at a time,
   by the remaining record whose addition leaves the smallest shortfall (EMD - t, or l-shortfall;
-  the largest over the sensitive columns), ties to the one nearest the reference record, until
+  the largest over the sensitive columns), ties to the one nearest the reference record
+  (among the ``CANDIDATES`` remaining records nearest the reference on larger files), until
   the group meets the requirement. Fewer than k records left join the group with the nearest
   centroid; a group that could not be completed is merged as in ``"merge"``.
 * ``"t-closeness-first"`` (paper, Algorithm 3; MDAV only; t-closeness): the cluster size
@@ -68,6 +69,10 @@ from .checks import ENTROPY_TOLERANCE, T_TOLERANCE, _emd_rows, _entropy_rows
 ALGORITHMS = ("auto", "merge", "k-anonymity-first", "t-closeness-first")
 L_KINDS = ("distinct", "entropy")
 BASE_METHODS = ("mdav", "pcl")
+#: k-anonymity-first grows a group by the best of at most this many remaining records, the
+#: nearest to its reference (all of them on files of up to this size): each step evaluates the
+#: requirement for every distinct sensitive value among them (a candidates x values array)
+CANDIDATES = 1024
 
 
 def t_closeness_first_size(n: int, k: int, t: float) -> int:
@@ -256,6 +261,9 @@ def _aware(Z, k, sens: _Sensitive, req: _Requirement):
                   for c, v in zip(sens.codes, sens.values)]
         while req.of(counts)[0] > 0 and remaining.any():
             rows = np.flatnonzero(remaining)
+            if rows.size > CANDIDATES:  # the CANDIDATES remaining records nearest the reference
+                d2 = ((Z[rows] - Z[ref]) ** 2).sum(axis=1)
+                rows = np.sort(rows[np.lexsort((rows, d2))[:CANDIDATES]])
             score = np.full(rows.size, -np.inf)
             for j, (c, v) in enumerate(zip(sens.codes, sens.values)):
                 present, at = np.unique(c[rows], return_inverse=True)
