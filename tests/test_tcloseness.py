@@ -254,3 +254,25 @@ def test_cli_refuses_a_release_that_breaks_the_property(capsys, tmp_path, small_
                              "--t-closeness", "0.15", "--sensitive", "TAXINC"])
     assert code == 2 and "t-closeness <= 0.15: FAILS" in err, err
     assert not (tmp_path / "t.csv").exists()
+
+
+def test_one_more_record_of_each_value_is_the_emd_and_entropy_of_the_grown_class():
+    # the O(m) scores k-anonymity-first grows groups by, against this file's EMD and entropy of each grown class
+    from probanon.diversity.checks import _one_more
+
+    rng = np.random.default_rng(1)
+    for m in (1, 2, 9):
+        values = np.arange(m)
+        whole = rng.integers(0, m, 60)
+        group = rng.integers(0, m, 7)
+        row = np.bincount(group, minlength=m).astype(float)
+        share = np.bincount(whole, minlength=m) / whole.size
+        for ordered in (True, False):
+            emd, h = _one_more(row, share, ordered)
+            for v in values:
+                grown = np.append(group, v)
+                p, pc = share, np.bincount(grown, minlength=m) / grown.size
+                want = 0.0 if m == 1 else (np.abs(np.cumsum(pc - p)).sum() / (m - 1) if ordered
+                                            else 0.5 * np.abs(pc - p).sum())
+                assert emd[v] == pytest.approx(want, abs=1e-12)
+                assert h[v] == pytest.approx(entropy(grown), abs=1e-12)

@@ -30,8 +30,8 @@ Algorithms (``algorithm=``):
   remaining records, then the record s farthest from r), each group started with its
   reference record and its k-1 nearest remaining records and then grown, one record at a time,
   by the remaining record whose addition leaves the smallest shortfall (EMD - t, or l-shortfall;
-  the largest over the sensitive columns), ties to the one nearest the reference record
-  (among the ``CANDIDATES`` remaining records nearest the reference on larger files), until
+  the largest over the sensitive columns; every value's in O(m), :func:`.checks._one_more`),
+  ties to the one nearest the reference record, until
   the group meets the requirement. Fewer than k records left join the group with the nearest
   centroid; a group that could not be completed is merged as in ``"merge"``.
 * ``"t-closeness-first"`` (paper, Algorithm 3; MDAV only; t-closeness): the cluster size
@@ -64,15 +64,11 @@ from ..data import Standardizer, select_columns
 from ..errors import GuaranteeError, InputError, NotFittedError, ParameterError
 from ..microagg import MDAV, PCL
 from ..microagg.means import group_means
-from .checks import ENTROPY_TOLERANCE, T_TOLERANCE, _emd_rows, _entropy_rows
+from .checks import ENTROPY_TOLERANCE, T_TOLERANCE, _emd_rows, _entropy_rows, _one_more
 
 ALGORITHMS = ("auto", "merge", "k-anonymity-first", "t-closeness-first")
 L_KINDS = ("distinct", "entropy")
 BASE_METHODS = ("mdav", "pcl")
-#: k-anonymity-first grows a group by the best of at most this many remaining records, the
-#: nearest to its reference (all of them on files of up to this size): each step evaluates the
-#: requirement for every distinct sensitive value among them (a candidates x values array)
-CANDIDATES = 1024
 
 
 def t_closeness_first_size(n: int, k: int, t: float) -> int:
@@ -165,6 +161,20 @@ class _Requirement:
                 out = np.maximum(out, float(self.l) - (counts > 0).sum(axis=1))
             else:
                 out = np.maximum(out, math.log(self.l) - ENTROPY_TOLERANCE - _entropy_rows(counts))
+        return out
+
+    def one_more(self, j: int, row: np.ndarray) -> np.ndarray:
+        """Shortfall on column j of the group of counts ``row`` after one more record of each
+        value v (array of m): the same conditions as :meth:`column`."""
+        emd, entropy = _one_more(row, self.sens.whole[j], self.sens.ordered[j])
+        out = np.full(row.size, -np.inf)
+        if self.t is not None:
+            out = np.maximum(out, emd - float(self.t) - T_TOLERANCE)
+        if self.l is not None:
+            if self.l_kind == "distinct":
+                out = np.maximum(out, float(self.l) - ((row > 0).sum() + (row == 0)))
+            else:
+                out = np.maximum(out, math.log(self.l) - ENTROPY_TOLERANCE - entropy)
         return out
 
     def of(self, counts: list) -> np.ndarray:
@@ -261,16 +271,11 @@ def _aware(Z, k, sens: _Sensitive, req: _Requirement):
                   for c, v in zip(sens.codes, sens.values)]
         while req.of(counts)[0] > 0 and remaining.any():
             rows = np.flatnonzero(remaining)
-            if rows.size > CANDIDATES:  # the CANDIDATES remaining records nearest the reference
-                d2 = ((Z[rows] - Z[ref]) ** 2).sum(axis=1)
-                rows = np.sort(rows[np.lexsort((rows, d2))[:CANDIDATES]])
             score = np.full(rows.size, -np.inf)
-            for j, (c, v) in enumerate(zip(sens.codes, sens.values)):
-                present, at = np.unique(c[rows], return_inverse=True)
-                candidates = np.repeat(counts[j], present.size, axis=0)
-                candidates[np.arange(present.size), present] += 1.0
-                score = np.maximum(score, req.column(j, candidates)[at.ravel()])
+            for j, c in enumerate(sens.codes):
+                score = np.maximum(score, req.one_more(j, counts[j][0])[c[rows]])
             d2 = ((Z[rows] - Z[ref]) ** 2).sum(axis=1)
+            score = np.round(score, 12)  # equal shortfalls up to rounding are ties: the nearest record wins
             pick = int(rows[np.lexsort((rows, d2, score))[0]])
             members.append(pick)
             remaining[pick] = False
