@@ -59,7 +59,8 @@ import pandas as pd
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 
 from .._output import OutputMixin
-from .._validation import NONE, RANDOM_STATE, check_k, check_matrix, integer, is_numeric_column, one_of, real
+from .._validation import (NONE, RANDOM_STATE, check_k, check_matrix, check_params, integer, is_numeric_column, one_of,
+                           real)
 from ..data import Standardizer, select_columns
 from ..errors import GuaranteeError, InputError, NotFittedError, ParameterError
 from ..microagg import MDAV, PCL
@@ -407,8 +408,6 @@ class SensitiveMicroaggregation(OutputMixin, OneToOneFeatureMixin, TransformerMi
     def fit(self, X, y=None, *, sensitive=None):
         """Partition the records of X so that every group has at least k records and meets
         the requirement on every column of ``sensitive`` (module docstring)."""
-        from .._validation import check_params
-
         check_params(self)
         algorithm = self._algorithm()
         for stale in ("feature_names_in_", "unpublished_", "base_labels_"):
