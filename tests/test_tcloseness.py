@@ -78,7 +78,8 @@ def test_cluster_size_of_t_closeness_first_is_the_papers_formula():
     assert t_closeness_first_size(50, 3, 0.0) == 50  # t = 0: one group
 
 
-def test_t_closeness_first_meets_the_papers_bound_with_distinct_values():
+@pytest.mark.parametrize("method", ["mdav", "pcl"])
+def test_t_closeness_first_meets_the_papers_bound_with_distinct_values(method):
     # n = 400 distinct sensitive values, k' = max(3, ceil(400 / (2*399*0.02 + 1))) = ceil(23.1) = 24 does
     # not divide 400; with n = 384 = 16 x 24 every group is one record per bucket and, by the paper's
     # proposition, EMD <= (n - k') / (2 k' (n - 1)) with no merge needed
@@ -86,17 +87,33 @@ def test_t_closeness_first_meets_the_papers_bound_with_distinct_values():
     n = 384
     X = rng.normal(size=(n, 3))
     s = rng.permutation(n).astype(float)
-    m = SensitiveMicroaggregation(3, t=0.02, algorithm="t-closeness-first").fit(X, sensitive=s)
+    m = SensitiveMicroaggregation(3, t=0.02, algorithm="t-closeness-first", method=method).fit(X, sensitive=s)
     k_prime = math.ceil(n / (2 * (n - 1) * 0.02 + 1))
     assert m.cluster_size_ == k_prime == 24
     assert m.merges_ == 0
     assert (m.sizes_ == k_prime).all()
     bound = (n - k_prime) / (2 * k_prime * (n - 1))
     assert max(ordered_emd(s[g], s) for g in groups_of(m.labels_)) <= bound + 1e-12
+    buckets = np.argsort(np.argsort(s)) // (n // k_prime)  # bucket of each record: its rank // 16
+    assert all(sorted(buckets[g]) == list(range(k_prime)) for g in groups_of(m.labels_))  # one of each
+
+
+def sse(X, labels):
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    return sum(((Z[g] - Z[g].mean(axis=0)) ** 2).sum() for g in groups_of(labels))
+
+
+def test_lloyd_rounds_of_pcl_never_raise_the_sse_of_t_closeness_first(census):
+    X, s = census[KEYS].to_numpy(float), census["TAXINC"]
+    for k, t in ((5, 0.1), (2, 0.05)):
+        mdav = SensitiveMicroaggregation(k, t=t, algorithm="t-closeness-first").fit(X, sensitive=s)
+        pcl = SensitiveMicroaggregation(k, t=t, algorithm="t-closeness-first", method="pcl").fit(X, sensitive=s)
+        assert pcl.lloyd_rounds_ >= 1 and pcl.sizes_.size == mdav.sizes_.size
+        assert sse(X, pcl.labels_) < sse(X, mdav.labels_)
 
 
 @pytest.mark.parametrize("algorithm,method", [("merge", "mdav"), ("merge", "pcl"), ("k-anonymity-first", "mdav"),
-                                              ("t-closeness-first", "mdav")])
+                                              ("t-closeness-first", "mdav"), ("t-closeness-first", "pcl")])
 def test_every_group_is_k_anonymous_and_t_close_on_every_sensitive_column(census, algorithm, method):
     sample = census.iloc[::4].reset_index(drop=True)  # 270 records
     X = sample[KEYS].to_numpy(float)
@@ -168,7 +185,7 @@ def test_bad_requests_are_refused():
     with pytest.raises(ParameterError, match="give t"):
         SensitiveMicroaggregation(3).fit(X, sensitive=np.arange(20))
     with pytest.raises(ParameterError, match="MDAV's"):
-        SensitiveMicroaggregation(3, t=0.2, method="pcl", algorithm="t-closeness-first").fit(X, sensitive=np.arange(20))
+        SensitiveMicroaggregation(3, t=0.2, method="pcl", algorithm="k-anonymity-first").fit(X, sensitive=np.arange(20))
     with pytest.raises(InputError, match="2 distinct values"):
         SensitiveMicroaggregation(3, l=3).fit(X, sensitive=np.arange(20) % 2)
     with pytest.raises(InputError, match="rows"):

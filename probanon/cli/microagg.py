@@ -384,8 +384,8 @@ def add_parser(sub) -> None:
                    default="auto",
                    help="--t-closeness/--l-diversity: merge (plain groups merged until they comply; the only one "
                         "with --function), k-anonymity-first (MDAV groups grown until they comply), t-closeness-first "
-                        "(groups of one record per sensitive-value bucket; --t-closeness); auto (default): "
-                        "t-closeness-first with T, k-anonymity-first with L alone, merge with pcl")
+                        "(groups of one record per sensitive-value bucket, improved by Lloyd rounds with pcl; --t-closeness); "
+                        "auto (default): t-closeness-first with T; with L alone k-anonymity-first (mdav) or merge (pcl)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 
