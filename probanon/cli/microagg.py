@@ -1,5 +1,7 @@
 """``probanon microaggregate``: MDAV, V-MDAV, PCL and individual ranking on a file (or a directory of
-Parquet files on Dask), the release written after its promise is checked."""
+Parquet files on Dask), the release written after its promise is checked; with ``--t-closeness`` /
+``--l-diversity`` and ``--sensitive``, MDAV or PCL groups that are also t-close / l-diverse
+(:mod:`probanon.diversity.microaggregation`), checked on the release before it is written."""
 
 from __future__ import annotations
 
