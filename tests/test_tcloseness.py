@@ -294,3 +294,37 @@ def test_one_more_record_of_each_value_is_the_emd_and_entropy_of_the_grown_class
                                             else 0.5 * np.abs(pc - p).sum())
                 assert emd[v] == pytest.approx(want, abs=1e-12)
                 assert h[v] == pytest.approx(entropy(grown), abs=1e-12)
+
+
+@pytest.fixture(scope="module")
+def banded_census(tmp_path_factory, census):
+    path = tmp_path_factory.mktemp("banded") / "census.csv"
+    sample = census.iloc[::3][KEYS + ["TAXINC"]].copy()
+    sample["BAND"] = pd.cut(sample["FEDTAX"], [-np.inf, 0, 1000, 3000, 8000, np.inf],
+                            labels=["none", "low", "mid", "high", "top"]).astype(str)
+    sample.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("method,kind", [("mdav", "distinct"), ("pcl", "entropy")])
+def test_cli_l_diverse_release(capsys, tmp_path, banded_census, method, kind):
+    out = tmp_path / "l.csv"
+    code, err = run(capsys, ["microaggregate", str(banded_census), "-o", str(out), "-k", "3", "--keys", ",".join(KEYS),
+                             "--confidential", "TAXINC,BAND", "--seed", "1", "--quiet", "--method", method,
+                             "--l-diversity", "3", "--l-kind", kind, "--sensitive", "BAND"])
+    assert code == 0, err
+    release = pd.read_csv(out)
+    for rows in release.groupby(KEYS).indices.values():
+        band = release["BAND"].to_numpy()[rows]
+        assert len(rows) >= 3
+        assert (len(set(band)) >= 3) if kind == "distinct" else (entropy(band) >= math.log(3) - 1e-12)
+    assert f"plain {method.upper()} at k = 3" in err
+
+
+def test_cli_refuses_an_l_the_file_cannot_give(capsys, tmp_path, banded_census):
+    code, err = run(capsys, ["microaggregate", str(banded_census), "-o", str(tmp_path / "l.csv"), "-k", "3",
+                             "--keys", ",".join(KEYS), "--confidential", "TAXINC,BAND", "--quiet",
+                             "--l-diversity", "5", "--sensitive", "BAND"])
+    present = pd.read_csv(banded_census)["BAND"].nunique()  # 4 of the 5 bands occur in this sample
+    assert code == 2 and f"'BAND' has {present} distinct values in the whole file" in err, err
+    assert not (tmp_path / "l.csv").exists()
