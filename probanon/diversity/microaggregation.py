@@ -210,6 +210,7 @@ def _counts(labels: np.ndarray, codes: np.ndarray, n_groups: int, m: int) -> np.
 def _merge(Z, labels, sens: _Sensitive, req: _Requirement):
     """Paper, Algorithm 1's merging: while a group fails, the group that fails the most is
     merged with the group of nearest key centroid. Returns (labels numbered 0.., merges)."""
+    labels = np.unique(labels, return_inverse=True)[1].ravel().astype(np.int64)  # no empty group
     g = int(labels.max()) + 1
     sizes = np.bincount(labels, minlength=g).astype(np.float64)
     sums = np.column_stack([np.bincount(labels, weights=Z[:, j], minlength=g) for j in range(Z.shape[1])]) \
