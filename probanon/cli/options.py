@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from .._validation import MAX_SEED
 from ..attacks.audit import audit as run_audit, contradictions
@@ -122,14 +123,22 @@ def release_roles(args, frame, keys=None, audit: bool = True, strata=None) -> di
 def pre_release_audit(args, frame, roles: dict) -> None:
     """The pre-release audit (:func:`probanon.attacks.audit.audit`) of ``frame``'s keys against
     its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
-    as :func:`release_roles` gives them): a finding stops the command unless ``--accept-risk``,
-    when it is printed as a warning (:func:`audit_verdict`)."""
+    as :func:`release_roles` gives them), whatever their type: a finding stops the command unless
+    ``--accept-risk``, when it is printed as a warning; a column it cannot read is said in a warning
+    (:func:`audit_verdict`). Categorical keys (``--nominal``, ``--ordinal``) are read by their
+    values, and so is every text key (whatever the command, it is released as a group's level); a
+    column that partly pins one is counted on the release itself, after the fit
+    (:func:`check_categorical_keys`: the records whose masked value it gives back)."""
     from ..release import columns_with
 
     published = [c for c, role in roles.items() if role in PER_RECORD]
-    result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
-    if not result.passed:
-        audit_verdict(args, result)
+    keys = columns_with(roles, "key")
+    nominal = [c for c in column_list(getattr(args, "nominal", None)) if c in frame.columns]
+    text = [c for c in keys if not pd.api.types.is_numeric_dtype(frame[c])]  # released by a group's level, whatever the command
+    categorical = nominal + list(ordinal_keys(getattr(args, "ordinal", None))) + text
+    result = run_audit(frame, keys, published, missing=getattr(args, "missing", "raise") == "pattern",
+                       nominal=nominal, masked_by_level=[c for c in categorical if c in frame.columns])
+    audit_verdict(args, result)
 
 
 #: the roles of the columns released per record, unchanged or recoded (strata)
