@@ -54,6 +54,8 @@ MIN_SHARE = deps.MIN_SHARE
 PARTIAL_SHARE = deps.PARTIAL_SHARE
 #: pairs of columns are tried as the determining side while the (pair, column) tests are at most this many
 MAX_PAIR_TESTS = 4000
+#: Spearman's rho is read on at least this many rows (as many as a class needs to pin a value)
+MIN_RANK_ROWS = deps.MIN_SUPPORT
 
 KEY_SIDE = "key determined by confidential columns"
 RELEASED_SIDE = "confidential column determined by keys"
@@ -310,6 +312,7 @@ def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_T
     findings: list[AuditFinding] = []
     X, C = _complete_records(frame, num_keys, num_conf, missing)
     linear: list[AuditFinding] = []
+    too_few: list = []
     if num_keys and num_conf and X.shape[0]:
         for found in relations_in(X, C, num_keys, num_conf, min_share=min_share, tolerance=tolerance,
                                   max_terms=max_terms):
@@ -323,7 +326,11 @@ def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_T
         linear += _regressions(C, X, num_conf, num_keys, KEY_SIDE, r2_threshold, exact)
         linear += _regressions(X, C, num_keys, num_conf, RELEASED_SIDE, r2_threshold, exact)
         flagged = exact | {f.column for f in linear} | {c for f in findings for c in f.determining}
-        linear += _monotone(X, C, num_keys, num_conf, r2_threshold, flagged)
+        if X.shape[0] >= MIN_RANK_ROWS:
+            linear += _monotone(X, C, num_keys, num_conf, r2_threshold, flagged)
+        else:
+            too_few = [("(monotone relations)", f"{X.shape[0]:,} records with every numeric value: Spearman's rho is "
+                                                f"read on {MIN_RANK_ROWS} or more")]
     thresholds = dict(min_share=min_share, min_gain=min_gain, partial_share=partial_share)
     found, deferred, unread = _dependencies(frame, keys, confidential, nominal, masked, thresholds, pairs)
     order = {"relation": 0, "dependency": 1, "regression": 2, "monotone": 3, "partial dependency": 4}
@@ -331,8 +338,8 @@ def audit(frame: pd.DataFrame, keys, confidential, *, r2_threshold: float = R2_T
     parameters = {"min_share": min_share, "min_gain": min_gain, "partial_share": partial_share,
                   "r2_threshold": r2_threshold, "max_terms": max_terms, "tolerance": tolerance, "pairs": pairs,
                   "max_levels": deps.MAX_LEVELS, "bins": deps.BINS, "rule_share": deps.RULE_SHARE,
-                  "min_support": deps.MIN_SUPPORT, "rule_level": deps.RULE_LEVEL}
-    return AuditResult(list(keys), list(confidential), len(frame), tuple(findings), r2_threshold, tuple(unread),
+                  "min_support": deps.MIN_SUPPORT, "rule_level": deps.RULE_LEVEL, "min_rank_rows": MIN_RANK_ROWS}
+    return AuditResult(list(keys), list(confidential), len(frame), tuple(findings), r2_threshold, tuple(unread + too_few),
                        tuple(deferred), parameters)
 
 
@@ -486,15 +493,16 @@ def contradictions(original: pd.DataFrame, released: pd.DataFrame, keys, columns
     return ContradictionResult(tuple(pairs), len(original))
 
 
-def verdict(result, accept_risk: bool = False, where: str = "") -> None:
+def verdict(result, accept_risk: bool = False, where: str = "", *, say_unread: bool = True) -> None:
     """The verdict on an audit (:func:`audit`, :func:`contradictions`) before a release: nothing
     when it passed and read every column; a :class:`ProbanonWarning` naming the columns it could
     not read (:attr:`AuditResult.not_audited`); with a finding (``where``: on what, e.g. a file), an
     :class:`InputError` saying it and its remedy, unless ``accept_risk`` (``--accept-risk``): then a
-    :class:`ProbanonWarning` that the release goes out although."""
+    :class:`ProbanonWarning` that the release goes out although. ``say_unread=False``: the caller
+    says the columns not read itself (a command, once its release is written)."""
     on = f" in {where}" if where else ""
     unread = getattr(result, "not_audited", ())
-    if unread:
+    if unread and say_unread:
         warnings.warn(f"the pre-release audit{on} could not read every released column: {result.unaudited()}",
                       ProbanonWarning, stacklevel=2)
     if result.passed:

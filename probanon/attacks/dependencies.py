@@ -81,8 +81,8 @@ class Coding:
 
 
 def _label(value) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.6g}"
     return str(value)
 
 
@@ -122,7 +122,7 @@ def encode(series: pd.Series, *, nominal: bool = False) -> Coding | str:
         if nominal or series.nunique() <= MAX_LEVELS:
             return _by_values(name, series, "its values", None if nominal else x)
         return _binned(name, x, "its")
-    values = series.astype(object).where(series.notna(), None)
+    values = series.astype(object).where(series.isna(), series.astype(str)).where(series.notna(), None)
     counts = values.value_counts(dropna=True)
     classed = int(counts[counts >= MIN_SUPPORT].sum())
     if classed >= MIN_CLASSED * int(series.notna().sum()):

@@ -138,7 +138,21 @@ def pre_release_audit(args, frame, roles: dict) -> None:
     categorical = nominal + list(ordinal_keys(getattr(args, "ordinal", None))) + text
     result = run_audit(frame, keys, published, missing=getattr(args, "missing", "raise") == "pattern",
                        nominal=nominal, masked_by_level=[c for c in categorical if c in frame.columns])
-    audit_verdict(args, result)
+    args.audit_unread = result.unaudited()  # said once the release is written (:func:`say_unaudited`)
+    audit_verdict(args, result, say_unread=False)
+
+
+def say_unaudited(args) -> None:
+    """After a release is written: a warning naming the released columns the pre-release audit
+    could not read, and why (:attr:`probanon.attacks.audit.AuditResult.not_audited`); nothing when
+    it read them all. Said after the work, so that an input error stays the command's one line."""
+    import warnings
+
+    from ..errors import ProbanonWarning
+
+    if getattr(args, "audit_unread", ""):
+        warnings.warn(f"the pre-release audit could not read every released column: {args.audit_unread}",
+                      ProbanonWarning, stacklevel=2)
 
 
 #: the roles of the columns released per record, unchanged or recoded (strata)
@@ -160,12 +174,13 @@ def check_categorical_keys(args, original, released, roles: dict, categorical, w
         audit_verdict(args, result, where)
 
 
-def audit_verdict(args, result, where: str = "") -> None:
+def audit_verdict(args, result, where: str = "", say_unread: bool = True) -> None:
     """A pre-release audit with a finding (``where``: on what, e.g. a file): an
-    :class:`InputError` unless ``--accept-risk``, then a warning (:func:`probanon.attacks.audit.verdict`)."""
+    :class:`InputError` unless ``--accept-risk``, then a warning; with ``say_unread``, a warning
+    naming the columns it could not read (:func:`probanon.attacks.audit.verdict`)."""
     from ..attacks.audit import verdict
 
-    verdict(result, args.accept_risk, where)
+    verdict(result, args.accept_risk, where, say_unread=say_unread)
 
 
 def seed(text: str) -> int:
@@ -283,6 +298,7 @@ def write_release(args, release, extra: dict | None = None) -> None:
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
+    say_unaudited(args)
 
 
 #: the width summaries wrap their texts at
