@@ -327,3 +327,24 @@ def test_census_finds_ptotval_only_and_passes_without_it(shared_data):
     assert 0.9 < rho2 < 0.99
     clean = audit(census, keys, confidential)
     assert clean.passed and clean.not_audited == () and clean.deferred == ()
+
+
+def test_a_release_says_the_columns_it_could_not_audit(tmp_path, capsys, shared_data):
+    """A free-text column released per record: the release goes out (nothing found), and a warning
+    after the summary of what was written names the column and why; an input error stays one line."""
+    census = pd.read_csv(shared_data / "casc" / "census.csv").iloc[:200]
+    census["note"] = [f"interviewed on visit {i}" for i in range(len(census))]
+    path, out = tmp_path / "in.csv", tmp_path / "out.csv"
+    census.to_csv(path, index=False)
+    argv = ["microaggregate", path, "-o", out, "--keys", "AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX", "--confidential",
+            "TAXINC,note", "--drop", "PTOTVAL,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL", "--seed", 1, "--quiet"]
+    code, _, err = run_cli(argv + ["-k", 5], capsys)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    said = [i for i, line in enumerate(lines) if line.startswith(
+        "probanon: warning: the pre-release audit could not read every released column: note not audited: 200 distinct "
+        "values in 200 records")]
+    assert len(said) == 1 and said[0] > next(i for i, line in enumerate(lines) if line.startswith("wrote "))
+    out.unlink()
+    code, _, err = run_cli(argv + ["-k", 201], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not out.exists()

@@ -124,8 +124,8 @@ def pre_release_audit(args, frame, roles: dict) -> None:
     """The pre-release audit (:func:`probanon.attacks.audit.audit`) of ``frame``'s keys against
     its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
     as :func:`release_roles` gives them), whatever their type: a finding stops the command unless
-    ``--accept-risk``, when it is printed as a warning; a column it cannot read is said in a warning
-    (:func:`audit_verdict`). Categorical keys (``--nominal``, ``--ordinal``) are read by their
+    ``--accept-risk``, when it is printed as a warning (:func:`audit_verdict`); a column it cannot
+    read is said in a warning once the release is written (:func:`say_unaudited`). Categorical keys (``--nominal``, ``--ordinal``) are read by their
     values, and so is every text key (whatever the command, it is released as a group's level); a
     column that partly pins one is counted on the release itself, after the fit
     (:func:`check_categorical_keys`: the records whose masked value it gives back)."""
