@@ -304,8 +304,8 @@ def write_release(args, release, extra: dict | None = None, groups=None) -> None
     if lines:
         print("attribute disclosure of the confidential columns (measured on the release's groups, not bounded):\n"
               + "\n".join(f"  {line}" for line in lines), file=sys.stderr)
-
     say_unaudited(args)
+
 
 def attribute_lines(release, groups=None) -> list[str]:
     """One headline per confidential column of ``release`` (its columns described as
