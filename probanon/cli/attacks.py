@@ -166,22 +166,26 @@ def cmd_audit(args) -> int:
     from ..attacks.audit import audit
 
     frame = read_table(args.input)
-    keys, confidential = column_list(args.keys), column_list(args.confidential)
+    keys, confidential, nominal = column_list(args.keys), column_list(args.confidential), column_list(args.nominal)
     if not keys or not confidential:
         raise InputError("name the keys (--keys) and the confidential columns (--confidential)")
-    missing = [c for c in keys + confidential if c not in frame.columns]
+    missing = [c for c in keys + confidential + nominal if c not in frame.columns]
     if missing:
         raise InputError(f"{args.input}: no column {missing[0]!r}")
-    result = audit(frame, keys, confidential, r2_threshold=args.r2)
+    result = audit(frame, keys, confidential, r2_threshold=args.r2, min_share=args.min_share,
+                   partial_share=args.partial_share, nominal=nominal)
     if args.json:
         print(json.dumps(result.to_dict(), allow_nan=False))
-    elif result.passed:
-        print(result.summary())
+        return 0 if result.passed else 1
+    if result.passed:
+        print(result.summary().split("; ")[0])
     else:
         print(f"audit: {len(result.findings)} dependence(s) that void a guarantee on the keys:")
         for f in result.findings:
             print(f"  {f.direction}: {f.text}")
         print(f"remedy: {result.advice()}")
+    for column, why in result.not_audited:
+        print(f"not audited: {column}: {why}")
     return 0 if result.passed else 1
 
 
@@ -252,10 +256,24 @@ def add_parser(sub) -> None:
 
     u = command(sub, "audit", epilog=example(
         "probanon audit census.csv --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,PTOTVAL,STATETAX \\",
-        "    --confidential TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL   # exit 1: PTOTVAL = POTHVAL + PEARNVAL"))
+        "    --confidential TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL   # exit 1: PTOTVAL = POTHVAL + PEARNVAL",
+        "probanon audit adult.csv --keys age,education-num,hours-per-week,sex,race,marital-status \\",
+        "    --confidential education   # exit 1: education determines education-num on 48,842/48,842 rows"))
     add_input(u, "input", help="the original table, before any release")
-    u.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, required=True, help="comma-separated keys")
-    u.add_argument("--confidential", metavar="COLS", type=column_names, required=True, help="comma-separated confidential columns")
-    u.add_argument("--r2", type=float, default=0.99, help="flag regressions with adjusted R^2 at least this")
+    u.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, required=True,
+                   help="comma-separated keys, of any type (text columns are read as categories)")
+    u.add_argument("--confidential", metavar="COLS", type=column_names, required=True,
+                   help="comma-separated columns released per record (confidential, passed through), of any type")
+    u.add_argument("--nominal", metavar="COLS", type=column_names,
+                   help="comma-separated numeric columns that are codes of categories: read by their values only, "
+                        "never in linear or monotone relations (text columns are categories without it)")
+    u.add_argument("--r2", type=float, default=0.99,
+                   help="flag regressions with adjusted R^2, and monotone pairs with Spearman rho^2, at least this")
+    u.add_argument("--min-share", type=float, default=0.95,
+                   help="flag relations holding on, and columns (or pairs) determining another on, at least this "
+                        "share of the rows")
+    u.add_argument("--partial-share", type=float, default=0.25,
+                   help="flag a column whose values each pin another (99%% of >= 10 rows) on at least this share of "
+                        "the rows ('largely determines')")
     u.add_argument("--json", action="store_true", help="one JSON object on stdout")
     u.set_defaults(func=cmd_audit)

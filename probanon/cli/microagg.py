@@ -1,5 +1,7 @@
 """``probanon microaggregate``: MDAV, V-MDAV, PCL and individual ranking on a file (or a directory of
-Parquet files on Dask), the release written after its promise is checked."""
+Parquet files on Dask), the release written after its promise is checked; with ``--t-closeness`` /
+``--l-diversity`` and ``--sensitive``, MDAV or PCL groups that are also t-close / l-diverse
+(:mod:`probanon.diversity.microaggregation`), checked on the release before it is written."""
 
 from __future__ import annotations
 
@@ -118,9 +120,19 @@ def _microaggregate_folder(args) -> int:
 
 
 def cmd_microaggregate(args) -> int:
+    sensitive = args.t_closeness is not None or args.l_diversity is not None
+    if args.sensitive and not sensitive:
+        raise InputError("--sensitive names the columns of --t-closeness or --l-diversity: give one of them")
+    if not sensitive and (args.t_algorithm != "auto" or args.l_kind != "distinct"):
+        raise InputError(f"{'--t-algorithm' if args.t_algorithm != 'auto' else '--l-kind'} applies to --t-closeness "
+                         "or --l-diversity")
     if Path(args.input).is_dir():
+        if sensitive:
+            raise InputError("--t-closeness/--l-diversity: a directory of Parquet files is not available; give one file")
         return _microaggregate_folder(args)
     frame = read_table(args.input)
+    if sensitive:
+        return _microaggregate_sensitive(args, frame)
     nominal, ordinal = column_list(args.nominal), ordinal_keys(args.ordinal)
     categorical = nominal + list(ordinal)
     roles = release_roles(args, frame, keys=column_list(args.keys) + categorical if categorical else None)
@@ -194,6 +206,104 @@ def cmd_microaggregate(args) -> int:
 
 
 
+def _microaggregate_sensitive(args, frame) -> int:
+    """``--t-closeness T`` / ``--l-diversity L`` with ``--sensitive COLS``
+    (:class:`probanon.diversity.microaggregation.SensitiveMicroaggregation`): every released
+    group t-close / l-diverse on each sensitive column, checked on what is about to be written
+    (``diversity_report`` on the release's classes: EMD <= t, distinct or entropy l); prints the
+    information loss beside plain MDAV/PCL at the same k."""
+    from ..diversity import diversity_report
+    from ..diversity.microaggregation import SensitiveMicroaggregation
+    from ..errors import GuaranteeError
+    from ..microagg.means import group_means
+
+    given = [flag for flag, on in (("--nominal", args.nominal), ("--ordinal", args.ordinal),
+                                   ("--missing pattern", args.missing == "pattern"), ("--weights", args.weights),
+                                   ("--strata", args.strata), ("--block-size", args.block_size is not None),
+                                   ("--split-duplicates", args.split_duplicates),
+                                   ("--scheduler/--workers", args.scheduler is not None or args.workers is not None))
+             if on]
+    if given:
+        raise InputError(f"--t-closeness/--l-diversity: {given[0]} is not available with them (numeric keys, one file)")
+    if args.method not in ("mdav", "pcl"):
+        raise InputError(f"--t-closeness/--l-diversity: --method mdav or pcl, not {args.method}")
+    sensitive = column_list(args.sensitive)
+    if not sensitive:
+        raise InputError("--t-closeness/--l-diversity: name the sensitive columns with --sensitive COLS")
+    roles = release_roles(args, frame)
+    keys = columns_with(roles, "key")
+    for c in sensitive:
+        if c not in frame.columns:
+            raise InputError(f"--sensitive: column {c!r} is not in the table")
+        if roles.get(c) not in ("confidential", "other"):
+            raise InputError(f"--sensitive: column {c!r} is {roles.get(c)}, not released per record: name it in "
+                             "--confidential")
+    X, _ = quasi_identifiers(frame, keys, False, MISSING_HINT)
+    digits = _released_decimals(args, frame, keys)
+    model = SensitiveMicroaggregation(args.k, t=args.t_closeness, l=args.l_diversity, l_kind=args.l_kind,
+                                      algorithm=args.t_algorithm, method=args.method,
+                                      random_state=args.seed).set_output(transform="default")
+    what = model._requirement_text()
+    name = METHOD_NAMES[args.method]
+    with Progress(f"{name} with {what} on {', '.join(sensitive)}: {len(frame):,} records, k = {args.k}",
+                  quiet=args.quiet, desc=args.method) as progress:
+        progress("fit", 0, 1)
+        model.fit(X, sensitive=frame[sensitive])
+        progress("fit", 1, 1)
+    places = [digits[c] for c in keys]
+    released = rounded(model.centroids_[model.labels_], places)
+    loss = utility_report(X, released).information_loss
+    plain = getattr(model, "base_labels_", None)
+    if plain is None:
+        plain = _estimator(args).set_params(k=model.k_).set_output(transform="default").fit(X).labels_
+    plain_loss = utility_report(X, rounded(group_means(X, plain, int(plain.max()) + 1)[plain], places)).information_loss
+    release = make_release(frame, roles, replaced=dict(zip(keys, released.T)),
+                           actions={c: f"key: replaced by its {name} group mean ({what} on {', '.join(sensitive)})"
+                                       + (f", rounded to {digits[c]} decimals" if digits[c] is not None else "")
+                                    for c in keys},
+                           keep_order=args.keep_order, random_state=shuffle_stream(args.seed), means=digits,
+                           promise=promise_of(model.k_, keys, roles, None, name))
+    found = []
+    for c in sensitive:  # the property, on what is about to be written: the release's classes
+        report = diversity_report(release.data, qi=keys, sensitive=c, t=args.t_closeness, l=args.l_diversity,
+                                  sense=args.l_kind)
+        if not report.holds:
+            raise GuaranteeError(f"{name} with {what} promises it on {c}, but what is about to be released has "
+                                 + "; ".join(r.describe() for r in report.requirements if not r.holds))
+        found.append(f"{c}: largest EMD {report.t_closeness:.4f}, fewest distinct {report.l_distinct}, "
+                     f"entropy l {report.l_entropy:.3g}")
+    extra = {}
+    if args.function:
+        if model.function_ is None:
+            raise InputError(f"--function: {model.unpublished_}")
+        model.function_.columns = keys
+        model.function_.meta["decimals"] = {c: digits[c] for c in keys}
+        extra[args.function] = model.function_.to_json(indent=1)
+    write_release(args, release, extra)
+    print(f"{args.method} with {what} ({model.algorithm_}"
+          + (f", cluster size k' = {model.cluster_size_}" if model.algorithm_ == "t-closeness-first" else "")
+          + f"): {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, {model.sizes_.size} groups "
+          f"(smallest {int(model.sizes_.min())}, largest {int(model.sizes_.max())}), {model.merges_} merged to meet it",
+          file=sys.stderr)
+    print("checked on the release: " + "; ".join(found), file=sys.stderr)
+    print(f"information loss = {format_information_loss(loss)} (plain {name} at k = {model.k_}: "
+          f"{format_information_loss(plain_loss)}): the price of {what}", file=sys.stderr)
+    return 0
+
+
+def _unit_interval(text: str) -> float:
+    """argparse type of t: a number in [0, 1]."""
+    import argparse
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
+    return value
+
+
 def _released_decimals(args, frame, numeric) -> dict:
     """{numeric key: the decimals its released means are rounded to}: ``--decimals``, else the
     input's own (:func:`probanon.data.input_decimals`)."""
@@ -208,7 +318,11 @@ def add_parser(sub) -> None:
         "# census.csv: the CASC census file (1,080 records, 13 numeric columns)",
         "probanon microaggregate census.csv -o census_k5.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
         "    --confidential PTOTVAL,TAXINC,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
-        "    --function census_k5.json --link census_k5.link.csv --seed 7"))
+        "    --function census_k5.json --link census_k5.link.csv --seed 7",
+        "# every group also 0.2-close on TAXINC (t-closeness-first, Soria-Comas et al. 2015)",
+        "probanon microaggregate census.csv -o census_t.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
+        "    --confidential TAXINC --drop PTOTVAL,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
+        "    --t-closeness 0.2 --sensitive TAXINC --seed 7"))
     add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
                                "Parquet files with --workers or --scheduler)")
     add_output(m, "-o", "--output", required=True, table=True,
@@ -256,6 +370,24 @@ def add_parser(sub) -> None:
                         "(B >= 2k) microaggregated separately, in parallel; 0: never (default: no blocks below "
                         "200,000 records, blocks of at most 500,000 above, 32,000 for pcl); the output says how the data "
                         "were blocked")
+    m.add_argument("--t-closeness", metavar="T", type=_unit_interval, default=None,
+                   help="mdav, pcl: every group also t-close on each --sensitive column (Earth Mover's distance of its "
+                        "values from the whole file's <= T; ordered distance for numbers, equal for categories; "
+                        "Soria-Comas et al. 2015), checked on the release before it is written")
+    m.add_argument("--l-diversity", metavar="L", type=positive_int, default=None,
+                   help="mdav, pcl: every group also l-diverse on each --sensitive column (--l-kind), checked on the "
+                        "release before it is written")
+    m.add_argument("--l-kind", choices=("distinct", "entropy"), default="distinct",
+                   help="--l-diversity: at least L distinct values per group (default), or entropy >= ln L")
+    m.add_argument("--sensitive", metavar="COLS", type=column_names,
+                   help="comma-separated sensitive columns of --t-closeness / --l-diversity (released per record: "
+                        "name them in --confidential)")
+    m.add_argument("--t-algorithm", choices=("auto", "merge", "k-anonymity-first", "t-closeness-first"),
+                   default="auto",
+                   help="--t-closeness/--l-diversity: merge (plain groups merged until they comply; the only one "
+                        "with --function), k-anonymity-first (MDAV groups grown until they comply), t-closeness-first "
+                        "(groups of one record per sensitive-value bucket, improved by Lloyd rounds with pcl; --t-closeness); "
+                        "auto (default): t-closeness-first with T; with L alone k-anonymity-first (mdav) or merge (pcl)")
     m.add_argument("--quiet", action="store_true", help="no progress bar")
     m.set_defaults(func=cmd_microaggregate)
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from .._validation import MAX_SEED
 from ..attacks.audit import audit as run_audit, contradictions
@@ -122,14 +123,36 @@ def release_roles(args, frame, keys=None, audit: bool = True, strata=None) -> di
 def pre_release_audit(args, frame, roles: dict) -> None:
     """The pre-release audit (:func:`probanon.attacks.audit.audit`) of ``frame``'s keys against
     its columns released per record (:data:`PER_RECORD`; ``roles``: {column of ``frame``: role},
-    as :func:`release_roles` gives them): a finding stops the command unless ``--accept-risk``,
-    when it is printed as a warning (:func:`audit_verdict`)."""
+    as :func:`release_roles` gives them), whatever their type: a finding stops the command unless
+    ``--accept-risk``, when it is printed as a warning (:func:`audit_verdict`); a column it cannot
+    read is said in a warning once the release is written (:func:`say_unaudited`). Categorical keys (``--nominal``, ``--ordinal``) are read by their
+    values, and so is every text key (whatever the command, it is released as a group's level); a
+    column that partly pins one is counted on the release itself, after the fit
+    (:func:`check_categorical_keys`: the records whose masked value it gives back)."""
     from ..release import columns_with
 
     published = [c for c, role in roles.items() if role in PER_RECORD]
-    result = run_audit(frame, columns_with(roles, "key"), published, missing=getattr(args, "missing", "raise") == "pattern")
-    if not result.passed:
-        audit_verdict(args, result)
+    keys = columns_with(roles, "key")
+    nominal = [c for c in column_list(getattr(args, "nominal", None)) if c in frame.columns]
+    text = [c for c in keys if not pd.api.types.is_numeric_dtype(frame[c])]  # released by a group's level, whatever the command
+    categorical = nominal + list(ordinal_keys(getattr(args, "ordinal", None))) + text
+    result = run_audit(frame, keys, published, missing=getattr(args, "missing", "raise") == "pattern",
+                       nominal=nominal, masked_by_level=[c for c in categorical if c in frame.columns])
+    args.audit_unread = result.unaudited()  # said once the release is written (:func:`say_unaudited`)
+    audit_verdict(args, result, say_unread=False)
+
+
+def say_unaudited(args) -> None:
+    """After a release is written: a warning naming the released columns the pre-release audit
+    could not read, and why (:attr:`probanon.attacks.audit.AuditResult.not_audited`); nothing when
+    it read them all. Said after the work, so that an input error stays the command's one line."""
+    import warnings
+
+    from ..errors import ProbanonWarning
+
+    if getattr(args, "audit_unread", ""):
+        warnings.warn(f"the pre-release audit could not read every released column: {args.audit_unread}",
+                      ProbanonWarning, stacklevel=2)
 
 
 #: the roles of the columns released per record, unchanged or recoded (strata)
@@ -151,12 +174,13 @@ def check_categorical_keys(args, original, released, roles: dict, categorical, w
         audit_verdict(args, result, where)
 
 
-def audit_verdict(args, result, where: str = "") -> None:
+def audit_verdict(args, result, where: str = "", say_unread: bool = True) -> None:
     """A pre-release audit with a finding (``where``: on what, e.g. a file): an
-    :class:`InputError` unless ``--accept-risk``, then a warning (:func:`probanon.attacks.audit.verdict`)."""
+    :class:`InputError` unless ``--accept-risk``, then a warning; with ``say_unread``, a warning
+    naming the columns it could not read (:func:`probanon.attacks.audit.verdict`)."""
     from ..attacks.audit import verdict
 
-    verdict(result, args.accept_risk, where)
+    verdict(result, args.accept_risk, where, say_unread=say_unread)
 
 
 def seed(text: str) -> int:
@@ -280,6 +304,7 @@ def write_release(args, release, extra: dict | None = None, groups=None) -> None
     if lines:
         print("attribute disclosure of the confidential columns (measured on the release's groups, not bounded):\n"
               + "\n".join(f"  {line}" for line in lines), file=sys.stderr)
+    say_unaudited(args)
 
 
 def attribute_lines(release, groups=None) -> list[str]:

@@ -2,9 +2,10 @@
 sizes from a joint distribution, release counts, check released tables, attack linked releases.
 
 Planning and release are imported here; the public names of :mod:`.checks` (k-anonymity,
-l-diversity, t-closeness) and :mod:`.attack` (linkage attack, worst case, Monte Carlo) are
-forwarded on first use, so ``from probanon.diversity import diversity_report`` works without
-importing those modules with the package.
+l-diversity, t-closeness), :mod:`.attack` (linkage attack, worst case, Monte Carlo) and
+:mod:`.microaggregation` (t-close and l-diverse microaggregation, issue 42.2) are forwarded
+on first use, so ``from probanon.diversity import diversity_report`` works without importing
+those modules with the package.
 """
 
 import importlib
@@ -31,7 +32,7 @@ from .planning import (
 )
 from .release import assign_classes, load_plan, release_counts, save_plan
 
-_FORWARDED = ("checks", "attack")
+_FORWARDED = ("checks", "attack", "microaggregation")
 
 __all__ = [
     "DiversityPlan",

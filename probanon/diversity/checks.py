@@ -184,7 +184,11 @@ def _nonempty(counts: pd.DataFrame) -> np.ndarray:
 def entropy_per_class(counts: pd.DataFrame) -> np.ndarray:
     """Entropy ``H_c = ln n_c - (1/n_c) sum_s n_c(s) ln n_c(s)`` (nats) of every non-empty class
     (entropy l-diversity, Machanavajjhala et al. 2007)."""
-    n = _nonempty(counts).astype(np.float64)
+    return _entropy_rows(_nonempty(counts).astype(np.float64))
+
+
+def _entropy_rows(n: np.ndarray) -> np.ndarray:
+    """:func:`entropy_per_class` of a float array of counts (classes x values, no empty class)."""
     size = n.sum(axis=1)
     nlogn = np.where(n > 0, n * np.log(np.where(n > 0, n, 1.0)), 0.0).sum(axis=1)
     return np.maximum(np.log(size) - nlogn / size, 0.0)
@@ -231,14 +235,46 @@ def emd_per_class(counts: pd.DataFrame, distance: str = "auto") -> np.ndarray:
     distance ``1/(m-1) sum_i |sum_{j<=i} (P_c - P)_j|`` (see the module docstring)."""
     distance = _distance(counts, distance)
     n = _nonempty(counts).astype(np.float64)
-    whole = n.sum(axis=0) / n.sum()
+    return _emd_rows(n, n.sum(axis=0) / n.sum(), distance == "ordered")
+
+
+def _emd_rows(n: np.ndarray, whole: np.ndarray, ordered: bool) -> np.ndarray:
+    """:func:`emd_per_class` of a float array of counts (classes x values, no empty class)
+    against the whole table's distribution ``whole`` (the values' shares), with the ordered
+    ground distance (values in increasing order) or the equal one."""
     diff = n / n.sum(axis=1, keepdims=True) - whole
     m = n.shape[1]
     if m == 1:
         return np.zeros(n.shape[0])
-    if distance == "equal":
+    if not ordered:
         return 0.5 * np.abs(diff).sum(axis=1)
     return np.abs(np.cumsum(diff, axis=1)).sum(axis=1) / (m - 1)
+
+
+def _one_more(row: np.ndarray, whole: np.ndarray, ordered: bool):
+    """The EMD (as :func:`_emd_rows`) and the entropy (as :func:`_entropy_rows`) of a class of
+    counts ``row`` (floats, one per value) after one more record of value v, for every v at once
+    (arrays of m), in O(m): with s the class size and ``a = cumsum(row) - (s+1) cumsum(whole)``,
+    the ordered EMD is ``(sum_{i<v} |a_i| + sum_{i>=v} |a_i + 1|) / ((s+1)(m-1))``; with
+    ``b = row - (s+1) whole`` the equal one is ``(sum |b| - |b_v| + |b_v + 1|) / (2(s+1))``; the
+    entropy is ``ln(s+1) - (sum n ln n - n_v ln n_v + (n_v+1) ln(n_v+1)) / (s+1)``. Used to grow a
+    class record by record (:mod:`.microaggregation`)."""
+    size = row.sum() + 1.0
+    m = row.size
+    if m == 1:
+        emd = np.zeros(1)
+    elif ordered:
+        a = np.abs(np.cumsum(row) - size * np.cumsum(whole))
+        b = np.abs(np.cumsum(row) - size * np.cumsum(whole) + 1.0)
+        below = np.concatenate([[0.0], np.cumsum(a)[:-1]])
+        above = np.cumsum(b[::-1])[::-1]
+        emd = (below + above) / (size * (m - 1))
+    else:
+        b = row - size * whole
+        emd = (np.abs(b).sum() - np.abs(b) + np.abs(b + 1.0)) / (2.0 * size)
+    nlogn = np.where(row > 0, row * np.log(np.where(row > 0, row, 1.0)), 0.0)
+    entropy = np.log(size) - (nlogn.sum() - nlogn + (row + 1.0) * np.log(row + 1.0)) / size
+    return emd, np.maximum(entropy, 0.0)
 
 
 @dataclass(frozen=True)
