@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .options import (PER_RECORD, add_chunk_options, add_decimals_option, add_input, add_output,
+from .options import (PER_RECORD, say_unaudited, add_chunk_options, add_decimals_option, add_input, add_output,
                       add_release_options, check_categorical_keys, example, function_promise,
                       pre_release_audit, release_roles, rounded, seed, write_release)
 from .parser import command
@@ -167,8 +167,8 @@ def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, prom
         key_columns = columns_with(roles, "key")
         released = [c for c, role in roles.items() if role in PER_RECORD]  # as the whole file's audit reads them
         dtypes = table_dtypes(types)  # every chunk read as the whole file is: a categorical key as text throughout
-        # the audit reads the numeric columns only (keys are, once checked)
-        audited_columns = key_columns + [c for c in released if getattr(dtypes[c], "kind", "") in ("i", "u", "f")]
+        # the audit reads every column released per record, whatever its type (issue 42.3)
+        audited_columns = key_columns + [c for c in released if c not in key_columns]
         link = record_order(n, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))[1]
         position = link["released_row"].to_numpy() - 1
         link = link if args.link else None
@@ -218,6 +218,7 @@ def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, prom
           + (f"; private link file {args.link}: never publish it" if args.link else "")
           + f"; pre-release audit on a systematic sample of {len(sampled):,} records); columns:\n"
           + part.summary(), file=sys.stderr)
+    say_unaudited(args)
     return 0
 
 

@@ -302,7 +302,8 @@ def write_release(args, release, extra: dict | None = None, groups=None) -> None
           + release.summary(), file=sys.stderr)
     lines = attribute_lines(release, groups)
     if lines:
-        print("attribute disclosure of the confidential columns (measured on the release's groups, not bounded):\n"
+        print("attribute disclosure of the confidential columns (measured on the release's groups; bounded only where "
+              "the mechanism states a bound):\n"
               + "\n".join(f"  {line}" for line in lines), file=sys.stderr)
     say_unaudited(args)
 
