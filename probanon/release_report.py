@@ -175,16 +175,16 @@ def _attribute_section(rep: Report, original, released, keys, confidential) -> N
     from .metrics.attribute import PinnedShares, release_disclosure
 
     found = release_disclosure(released, confidential, released[keys], original=original)
-    rep.text("Attribute disclosure (not bounded)",
+    rep.text("Attribute disclosure (no bound claimed)",
              "What the released classes of the keys say about each person's confidential values, beside the "
-             "same guess without the release (baseline: the whole file as one class). No bound is claimed. "
+             "same guess without the release (baseline: classes of the same sizes drawn at random; the file's median). "
              + " ".join(line[0].upper() + line[1:] + "." for line in found.lines()))
     rep.table(found.rows())
     numeric = [c for c in found.columns if isinstance(c, PinnedShares)]
     if numeric:
         rep.figure("attribute_disclosure", _pinned_figure(numeric),
                    "Share of people whose released class pins their confidential value within p% (every value of "
-                   "the class within it), for each margin p; hatched: the baseline (the whole file as one class)")
+                   "the class within it), for each margin p; hatched: the baseline (classes of the same sizes drawn at random)")
 
 
 def _pinned_figure(columns: list):

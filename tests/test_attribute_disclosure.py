@@ -2,6 +2,8 @@
 the shares of people whose released group pins their value, against a record-by-record recount
 and a case worked by hand."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -21,13 +23,16 @@ def test_a_case_worked_by_hand():
     r = pinned_shares(values, groups, margins=(5, 10), column="income")
     assert r.all_within == (1 / 5, 3 / 5)
     assert r.median_within == (3 / 5, 3 / 5)
-    # the whole file as one group: its values span 50..109, which no 10% margin holds; its median
-    # 100 is within 5% of 100 and 104 (and within 10% of 100, 104, 109: [98.1, 119.9])
-    assert r.baseline_all_within == (0.0, 0.0)
+    # baseline of "pinned": the person with s - 1 others drawn at random from the other 4 values; with
+    # m - 1 of them within p%, all are with chance C(m-1, s-1)/C(4, s-1). 5%: only 104 has two others
+    # within ([98.8, 109.2]: 100, 109): C(2,2)/C(4,2) = 1/6; 100 and 109 have one, 50 and 80 none:
+    # (1/6)/5. 10%: 100, 104, 109 have two each -> 1/6 each; 50 ([45, 55]) and 80 none: (3/6)/5.
+    assert r.baseline_all_within == (pytest.approx(1 / 30), pytest.approx(1 / 10))
+    # the file's median 100 is within 5% of 100 and 104 (and within 10% of 100, 104, 109: [98.1, 119.9])
     assert r.baseline_median_within == (2 / 5, 3 / 5)
     assert (r.n_records, r.n_groups) == (5, 2)
-    assert r.headline() == ("60.0% of people pinned within 10% on income (baseline 0.0%); the group's median "
-                            "within 10% for 60.0% (baseline 60.0%)")
+    assert r.headline() == ("60.0% of people pinned within 10% on income (random groups of the same sizes: 10.0%); "
+                            "the group's median within 10% for 60.0% (the file's median: 60.0%)")
 
 
 def _recount(values, groups, p):
@@ -50,7 +55,15 @@ def test_the_shares_agree_with_a_record_by_record_recount():
     for p, every, middle in zip(r.margins, r.all_within, r.median_within):
         assert (every, middle) == pytest.approx(_recount(list(values), list(groups), p), abs=1e-12)
     for p, every, middle in zip(r.margins, r.baseline_all_within, r.baseline_median_within):
-        assert (every, middle) == pytest.approx(_recount(list(values), [0] * 300, p), abs=1e-12)
+        # the file's median as everyone's guess: the whole file as one group's median
+        assert middle == pytest.approx(_recount(list(values), [0] * 300, p)[1], abs=1e-12)
+        # a random group of the person's group's size: the others drawn from the other 299 values
+        chance = 0.0
+        for i, v in enumerate(values):
+            size = int(np.sum(groups == groups[i]))
+            near = sum(abs(x - v) <= abs(v) * p / 100 for j, x in enumerate(values) if j != i)
+            chance += math.comb(near, size - 1) / math.comb(299, size - 1)
+        assert every == pytest.approx(chance / 300, rel=1e-9, abs=1e-15)
     assert r.n_groups == len(set(groups))
 
 
@@ -65,7 +78,8 @@ def test_groups_from_the_released_key_columns():
 
 @pytest.mark.parametrize("values, groups, margins, message", [
     ([1.0, 2.0], ["a"], (5,), "2 values but 1 group labels"),
-    ([1.0, np.nan], ["a", "b"], (5,), "missing"),
+    ([np.nan, np.nan], ["a", "b"], (5,), "every value is missing"),
+    ([1.0, np.inf], ["a", "b"], (5,), "an infinite value"),
     ([1.0, 2.0], ["a", "b"], (0,), "margins must be percentages > 0"),
     ([1.0, 2.0], ["a", "b"], (), "margins must be percentages > 0"),
 ])
@@ -93,7 +107,10 @@ def test_class_shares_by_hand():
     # against (3/7, 3/7, 1/7): 1/2 (|2/3-3/7| + |1/3-3/7| + 1/7) = 1/2 (5/21 + 2/21 + 3/21) = 10/42;
     # class 3 (0, 1/2, 1/2): 1/2 (3/7 + 1/14 + 5/14) = 6/7 * 1/2 = 3/7, the largest.
     r = class_shares(["a", "a", "b", "a", "b", "b", "c"], [1, 1, 1, 2, 2, 3, 3], column="x")
-    assert r.constant == 0.0 and r.baseline_constant == 0.0
+    assert r.constant == 0.0
+    # a random class of the same size holding the person's value only: a's in classes of 3, 3, 2 ->
+    # C(2,2)/C(6,2) = 1/15, 1/15, C(2,1)/C(6,1) = 1/3; b's in 3, 2, 2 -> 1/15, 1/3, 1/3; c (no other c): 0
+    assert r.baseline_constant == pytest.approx((3 / 15 + 3 / 3) / 7)
     assert r.mode_right == pytest.approx(4 / 7) and r.baseline_mode_right == pytest.approx(3 / 7)
     assert r.distinct_l == 2
     assert r.entropy_l == pytest.approx(min(np.exp(np.log(3) - 2 * np.log(2) / 3), 2.0))
@@ -170,12 +187,12 @@ def test_attribute_intruders_on_a_toy_release():
     assert s.learned_baseline == (pytest.approx(3 / 6),)  # the file's mode c
     # the linker knows v and s: the released (v, s) tuples (50, c) twice, the rest once: 4 people found
     # for sure, the two (50, c) with 1/2 each: (4 + 1) / 6; singled out: 4 rows
-    assert r.linker.found == pytest.approx(5 / 6) and r.linker.singled_out == 4
+    assert r.linker.found == pytest.approx(5 / 6) and r.linker.unique_rows == 4
     # held-out people: a copy of the originals finds what they find
     c = attribute_disclosure(original, released, ["x"], ["v", "s"], mechanism="microaggregation", k=3,
                              margins=(5,), control=original, random_state=0)
     assert c.columns[0].control_groups.all_within == (0.5,) and c.columns[1].control_groups.constant == 0.5
-    assert "not bounded" in c.headline()
+    assert c.headline().endswith("(no bound claimed)")
 
 
 def test_attack_carries_the_attribute_report_and_the_verdict():
@@ -186,7 +203,7 @@ def test_attack_carries_the_attribute_report_and_the_verdict():
                     attribute=True, intruders=["exact", "nearest"])
     assert report.attribute is not None and report.attribute.columns[0].groups.all_within[1] == 0.5
     line = report.verdict_line()
-    assert line.startswith("identity: ") and "; attribute disclosure: " in line and line.endswith("(not bounded)")
+    assert line.startswith("identity: ") and "; attribute disclosure: " in line and line.endswith("(no bound claimed)")
     assert report.to_dict()["attribute"]["columns"][0]["column"] == "v"
     with pytest.raises(Exception, match="control"):
         attack(original, released, ["x"], ["v"], mechanism="microaggregation", k=3, runs=1, control=original)
@@ -209,7 +226,7 @@ def test_release_summary_and_evaluate_print_the_headlines(tmp_path, capsys):
     labels = released.groupby(KEYS).ngroup().to_numpy()
     share = _pinned_recount(released.TAXINC, labels, 10)  # each person's value is in their group: the release suffices
     assert f"{100 * share:.1f}% of people pinned within 10% on TAXINC" in err
-    assert "single out 1,080 of 1,080 records" in err  # every (TAXINC, FICA) pair of the census is its own
+    assert "1,080 of 1,080 released records have a combination of confidential values" in err  # all distinct
     assert released.groupby(["TAXINC", "FICA"]).size().max() == 1
     code = main(["evaluate", str(CENSUS), str(out), "--keys", ",".join(KEYS), "--link", str(link), "--risk",
                  "--confidential", conf, "--json"])
@@ -245,3 +262,65 @@ def test_a_release_with_a_nominal_key_and_a_categorical_confidential_column():
     # the nearest row's value: its group's rows pooled: 3/3 for the lows of group 1; group 2's highs 2/3,
     # its low 1/3: (3 + 2/3 + 1/3 + 2/3) / 6
     assert income.nearest == (pytest.approx((3 + 2 / 3 + 1 / 3 + 2 / 3) / 6),)
+
+
+def test_missing_values_mixed_columns_and_ties():
+    # a numeric and a categorical column, each with a missing value; the categorical one pinned most
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 10.0, 11.0, 12.0],
+                             "v": [100.0, np.nan, 300.0, 50.0, 50.0, 51.0],
+                             "s": ["a", "a", "a", None, None, "c"]})
+    released = original.assign(x=[1.0] * 3 + [11.0] * 3)
+    r = attribute_disclosure(original, released, ["x"], ["v", "s"], mechanism="microaggregation", k=3,
+                             margins=(5,), random_state=0)
+    v, s = r.columns
+    # v: the person without a value left out; group 1 holds 100 and 300 (observed): nobody pinned;
+    # group 2 (50, 50, 51) pins its three: 3 of the 5 with a value
+    assert v.groups.n_missing == 1 and v.groups.all_within == (pytest.approx(3 / 5),)
+    # s: a missing value is a category: group 1 (a, a, a) constant; group 2 (-, -, c) not: 3/6
+    assert s.kind == "categorical" and s.groups.constant == pytest.approx(3 / 6)
+    assert s.groups.mode_right == pytest.approx((3 + 2) / 6)  # the two missing ones: the mode of group 2
+    assert "attribute disclosure: " in r.headline()  # the headline's columns of both kinds
+    # the linker knows v and s: (51, c) and (100, a), (300, a) unique; (50, -) twice; the one lacking v is
+    # compared on s among rows lacking v (its own): found for (1 + 1 + 1 + 1/2 + 1/2 + 1) / 6
+    assert r.linker.found == pytest.approx(5 / 6)
+
+
+def test_a_person_between_two_released_values_is_found_half_the_time():
+    # the linker knows v = 11, equally near the released 10 and 12: one of the two at random
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0], "v": [10.0, 11.0, 30.0]})
+    released = pd.DataFrame({"x": [0.0, 1.0, 2.0], "v": [12.0, 10.0, 30.0]})  # row 0 holds 12: person 1's row is 1
+    r = attribute_disclosure(original, released, ["x"], ["v"], link=np.array([1, 0, 2]), margins=(5,),
+                             learned=False, random_state=0)
+    # person 0 (10) -> row holding 10 = row 1, but their row is row 1? link[0] = 1: found; person 1 (11):
+    # rows 0 (12) and 1 (10) tie at distance 1: their row 0 with 1/2; person 2 (30) -> row 2: found
+    assert r.linker.found == pytest.approx((1 + 0.5 + 1) / 3)
+
+
+def test_held_out_records_lacking_a_level_and_the_mdav_id_summary(tmp_path, capsys):
+    original, released = _toy()
+    nominal_original = original.assign(t=["p", "p", "p", "q", "q", "q"])
+    nominal_released = released.assign(t=["p", "p", "p", "q", "q", "q"])
+    control = pd.DataFrame({"x": [0.5], "t": ["p"], "v": [100.0], "s": ["a"]})  # one record, one level of t
+    r = attribute_disclosure(nominal_original, nominal_released, ["x", "t"], ["v", "s"], mechanism="microaggregation",
+                             k=3, nominal=["t"], control=control, margins=(5,), random_state=0)
+    # the held-out person (0.5, p) lands in group (1, p): 100, 101, 300 -> not pinned; a, a, b -> mode a right
+    assert r.columns[0].control_groups.all_within == (0.0,) and r.columns[1].control_groups.mode_right == 1.0
+    # a release that replaces the values by group means: each person's own value against the mean
+    from probanon.cli.main import main
+
+    if not CENSUS.exists():
+        return
+    out = tmp_path / "id.csv"
+    code = main(["swap", str(CENSUS), "-o", str(out), "-k", "5", "--method", "mdav-id", "--keys", ",".join(KEYS),
+                 "--confidential", "TAXINC", "--drop", "PTOTVAL,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL",
+                 "--link", str(tmp_path / "id.link.csv"), "--seed", "1"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    link = pd.read_csv(tmp_path / "id.link.csv")
+    released = pd.read_csv(out)
+    census = pd.read_csv(CENSUS)
+    mean = released.TAXINC.to_numpy()[link.released_row.to_numpy() - 1]  # each person's released mean
+    own = census.TAXINC.to_numpy()[link.original_row.to_numpy() - 1]
+    share = np.mean(np.abs(mean - own) <= 0.1 * np.abs(own))  # the group (its mean) within 10% of theirs
+    assert share < 0.9  # not every person: the mean is not their value
+    assert f"{100 * share:.1f}% of people pinned within 10% on TAXINC" in err

@@ -5,9 +5,10 @@ values, which a release can give away without any row being found (a group of k 
 incomes all lie within 5% of each other). Three intruders, each per confidential column, each
 beside its baseline (the same guess without the release) and, when the office holds records out
 of the release (``control``: people of the same population who are not in it), beside its
-control (the same attack on them: what the release teaches about the population, not about the
-people in it; the excess over the control is the disclosure, as in the evaluators of the field,
-e.g. anonymeter's ``(attack - control) / (1 - control)``):
+control: the same attack on them, which measures what the release teaches about the population
+rather than about the people in it. The excess over the control, ``(attack - control) /
+(1 - control)`` as in the evaluators of the field (anonymeter), is the disclosure the release
+causes; the headlines give it when there is a control.
 
 * **groups**: the intruder places the person in the group it rebuilds from their keys (the
   groups of :func:`.setting.rebuild_groups`; a swap's blocks for column-wise mechanisms; for an
@@ -26,11 +27,12 @@ e.g. anonymeter's ``(attack - control) / (1 - control)``):
   learned model: a release that keeps the keys and moves the values a little (a swap in small
   rank blocks) gives the values away to this reader, whatever the model generalises;
 * **linker**: an intruder who knows a person's confidential values (all, or the columns named in
-  ``knows``) and looks for the released row nearest to them (numeric columns z-scored, a
-  categorical column counting 1 when different); found when it is the person's row (ties: one of
-  the tied rows at random, expected success counted), against 1/n. Whoever finds the row reads the
-  rest of it: the other confidential values and the released keys. It also counts the released
-  rows whose confidential values single them out (no other row has the same).
+  ``knows``) and looks for the released rows nearest to them (:class:`.setting.KeySpace`: numeric
+  columns z-scored, a categorical one compared as a nominal key, distance 1 when different);
+  found when it picks the person's row (tuples tied at the nearest distance pooled, one row at
+  random: the expected success), against 1/n. Whoever finds the row reads the rest of it: the
+  other confidential values and the released keys. It also counts the released rows whose values
+  of those columns no other row has.
 
 No bound is claimed for any of them unless a mechanism proves one (t-closeness, l-diversity);
 they measure.
@@ -42,12 +44,11 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import spatial
 
-from .._validation import check_random_state, is_numeric_column
-from ..data import Standardizer
+from .._validation import check_random_state
 from ..errors import InputError, ParameterError
-from ..metrics.attribute import MARGINS, ClassShares, PinnedShares, _margins, class_shares, pinned_shares
+from ..metrics.attribute import (MARGINS, ClassShares, PinnedShares, _margins, category_codes, class_shares,
+                                 is_numeric_confidential, pinned_shares, within)
 from .likelihood import signed_log1p
 from .setting import (MECHANISMS, KeyTypes, attack_data, check_mechanism, column_data, column_list_of, key_space,
                       rebuild_groups)
@@ -79,22 +80,24 @@ class ColumnDisclosure:
     interval_baseline: float | None = None
 
     def headline(self) -> str:
-        """'15.0% of people pinned within 10% on TAXINC (not bounded)'-style line."""
-        g = self.groups
-        if self.kind == "numeric":
-            text = f"{100 * g.all_within[-1]:.1f}% of people pinned within {g.margins[-1]:g}% on {self.column}"
-            text += f" (baseline {100 * g.baseline_all_within[-1]:.1f}%"
-            if self.control_groups is not None:
-                text += f", control {100 * self.control_groups.all_within[-1]:.1f}%"
-            return text + (f"; read from the keys within {g.margins[-1]:g}%: {100 * self.nearest[-1]:.1f}% by the "
-                           f"nearest row, {100 * self.learned[-1]:.1f}% by a model, the file's median "
-                           f"{100 * self.learned_baseline[-1]:.1f}%)")
-        text = f"{100 * g.constant:.1f}% of people in classes where {self.column} is constant"
-        text += f" (baseline {100 * g.baseline_constant:.1f}%"
-        if self.control_groups is not None:
-            text += f", control {100 * self.control_groups.constant:.1f}%"
-        return text + (f"; read from the keys: {100 * self.nearest[0]:.1f}% right by the nearest row, "
-                       f"{100 * self.learned[0]:.1f}% by a model, the file's mode {100 * self.learned_baseline[0]:.1f}%)")
+        """'14.0% of people pinned within 10% on TAXINC (random groups 0.0%, ...; read from the keys
+        ...)': the group measure, its baseline and control, and the best reading from the keys."""
+        g, c = self.groups, self.control_groups
+        numeric = self.kind == "numeric"
+        share, base = (g.all_within[-1], g.baseline_all_within[-1]) if numeric else (g.constant, g.baseline_constant)
+        text = (f"{100 * share:.1f}% of people pinned within {g.margins[-1]:g}% on {self.column}" if numeric else
+                f"{100 * share:.1f}% of people in classes where {self.column} is constant")
+        text += f" (random groups of the same sizes: {100 * base:.1f}%"
+        if c is not None:
+            text += f", held-out records: {100 * (c.all_within[-1] if numeric else c.constant):.1f}%"
+        how = f"within {g.margins[-1]:g}%" if numeric else "exactly"
+        text += (f"; read from the keys {how}: {100 * self.nearest[-1]:.1f}% by the nearest row, "
+                 f"{100 * self.learned[-1]:.1f}% by a model, the file's {'median' if numeric else 'mode'} "
+                 f"{100 * self.learned_baseline[-1]:.1f}%")
+        if self.learned_control is not None:
+            text += (f", the model on held-out records {100 * self.learned_control[-1]:.1f}% (excess "
+                     f"{100 * _excess(self.learned[-1], self.learned_control[-1]):.1f}%)")
+        return text + ")"
 
     def rows(self) -> list[dict]:
         """One row per measure: measure, released, baseline, control."""
@@ -124,11 +127,16 @@ class ColumnDisclosure:
         out.append(_row(self.column, "learned from keys, exact", self.learned[0], self.learned_baseline[0],
                         None if self.learned_control is None else self.learned_control[0]))
         out.append({"column": self.column, "measure": "worst class: distinct l / entropy l / t",
-                    "released": f"{g.distinct_l} / {g.entropy_l:.2f} / {g.t:.3f}", "baseline": "-", "control": "-"})
+                    "released": g.worst(), "baseline": "-", "control": "-"})
         return out
 
     def to_dict(self) -> dict:
         return {"column": self.column, "kind": self.kind, "headline": self.headline(), "measures": self.rows()}
+
+
+def _excess(attack: float, control: float) -> float:
+    """anonymeter's risk: the attack's success beyond the control's, ``(attack - control) / (1 - control)``."""
+    return 0.0 if control >= 1 else max(0.0, (attack - control) / (1 - control))
 
 
 def _row(column, measure, released, baseline, control) -> dict:
@@ -140,30 +148,29 @@ def _row(column, measure, released, baseline, control) -> dict:
 @dataclass(frozen=True)
 class LinkerResult:
     """The intruder who knows confidential values (``knows``) and looks for the row: ``found`` its
-    expected success (share of people whose row it finds), ``baseline`` 1/n, ``control`` none (a
-    held-out person has no row); ``singled_out``: released rows whose values of ``knows`` no
-    other row shares."""
+    expected success (share of people whose row it picks), ``baseline`` 1/n (a held-out person has
+    no row: no control); ``unique_rows``: released rows whose values of ``knows`` no other row has."""
 
     knows: list
     found: float
     baseline: float
-    singled_out: int
+    unique_rows: int
     n_records: int
 
     def text(self) -> str:
-        return (f"knowing {', '.join(map(str, self.knows))}, an intruder finds a person's row for "
+        return (f"knowing {', '.join(map(str, self.knows))}, an intruder picks a person's row for "
                 f"{100 * self.found:.1f}% of people (a random row: {100 * self.baseline:.4f}%); "
-                f"{self.singled_out:,} of {self.n_records:,} released rows are singled out by these values")
+                f"{self.unique_rows:,} of {self.n_records:,} released rows have values of these columns no other row has")
 
     def to_dict(self) -> dict:
         return {"knows": [str(c) for c in self.knows], "found": self.found, "baseline": self.baseline,
-                "singled_out": self.singled_out, "n_records": self.n_records}
+                "unique_rows": self.unique_rows, "n_records": self.n_records}
 
 
 @dataclass(frozen=True)
 class AttributeReport:
     """Attribute disclosure of a release: one :class:`ColumnDisclosure` per confidential column and
-    the confidential-values linker. No bound is claimed (``bounded`` False)."""
+    the confidential-values linker. These measure; no bound is claimed for them."""
 
     mechanism: str
     columns: tuple
@@ -171,26 +178,31 @@ class AttributeReport:
     groups_note: str
     margins: tuple
     has_control: bool
-    bounded: bool = False
 
     def headline(self) -> str:
-        """For a verdict: 'attribute disclosure: 15.0% of people pinned within 10% on TAXINC; TAXINC
-        read from the keys within 10% for 88% of people (the file's median: 14%) (not bounded)': the
-        column its group pins most often, and the one read best from the keys beyond its baseline."""
+        """For a verdict: 'attribute disclosure: 14.0% of people pinned within 10% on TAXINC (random
+        groups of the same sizes: 0.0%); TAXINC read from the keys within 10% for 58.0% of people (the
+        file's median: 13.6%) (no bound claimed)': the column its groups pin most beyond chance, and
+        the one read best from the keys beyond the file's median or mode."""
         if not self.columns:
             return "attribute disclosure: no confidential column"
-        worst = max(self.columns, key=_severity)
+        worst = max(self.columns, key=lambda c: c.groups.excess)
         g = worst.groups
-        text = (f"{100 * g.all_within[-1]:.1f}% of people pinned within {g.margins[-1]:g}% on {worst.column}"
-                if worst.kind == "numeric" else
-                f"{100 * g.constant:.1f}% of people in classes where {worst.column} is constant")
+        if worst.kind == "numeric":
+            text = (f"{100 * g.all_within[-1]:.1f}% of people pinned within {g.margins[-1]:g}% on {worst.column} "
+                    f"(random groups of the same sizes: {100 * g.baseline_all_within[-1]:.1f}%)")
+        else:
+            text = (f"{100 * g.constant:.1f}% of people in classes where {worst.column} is constant (random classes "
+                    f"of the same sizes: {100 * g.baseline_constant:.1f}%)")
         read = max(self.columns, key=_excess_read)
         if _excess_read(read) > 0:
             best = max(read.nearest[-1], read.learned[-1] if np.isfinite(read.learned[-1]) else 0.0)
-            how = (f"within {g.margins[-1]:g}%" if read.kind == "numeric" else "exactly")
+            how = f"within {read.groups.margins[-1]:g}%" if read.kind == "numeric" else "exactly"
             text += (f"; {read.column} read from the keys {how} for {100 * best:.1f}% of people (the file's "
-                     f"{'median' if read.kind == 'numeric' else 'mode'}: {100 * read.learned_baseline[-1]:.1f}%)")
-        return f"attribute disclosure: {text} ({'bounded' if self.bounded else 'not bounded'})"
+                     f"{'median' if read.kind == 'numeric' else 'mode'}: {100 * read.learned_baseline[-1]:.1f}%"
+                     + (f"; the model on held-out records: {100 * read.learned_control[-1]:.1f}%"
+                        if read.learned_control is not None else "") + ")")
+        return f"attribute disclosure: {text} (no bound claimed)"
 
     def rows(self) -> list[dict]:
         return [row for c in self.columns for row in c.rows()]
@@ -202,18 +214,14 @@ class AttributeReport:
         return out
 
     def to_dict(self) -> dict:
-        return {"mechanism": self.mechanism, "bounded": self.bounded, "headline": self.headline(),
-                "groups": self.groups_note, "margins": list(self.margins), "control": self.has_control,
+        return {"mechanism": self.mechanism, "headline": self.headline(), "groups": self.groups_note,
+                "margins": list(self.margins), "control": self.has_control,
                 "columns": [c.to_dict() for c in self.columns],
                 "linker": None if self.linker is None else self.linker.to_dict()}
 
 
-def _severity(c: ColumnDisclosure) -> float:
-    return c.groups.all_within[-1] if c.kind == "numeric" else c.groups.constant
-
-
 def _excess_read(c: ColumnDisclosure) -> float:
-    """How much better than its baseline the nearest row or the model reads the column."""
+    """How much better than the file's median or mode the nearest row or the model reads the column."""
     learned = c.learned[-1] if np.isfinite(c.learned[-1]) else 0.0
     return max(c.nearest[-1] if c.nearest else 0.0, learned) - c.learned_baseline[-1]
 
@@ -256,17 +264,19 @@ def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, c
     options = {name: value for name, value in types.kwargs.items() if name != "weights"}
     shared = None if column_wise else _groups(attack_data(original, released, keys, [], link, **options), mechanism,
                                               k, standardize)
-    held_out = None if control is None else key_space(control, released, keys, types)
+    held_out = None
     columns = []
     for i, c in enumerate(confidential):
         data = shared if shared is not None else column_data(original, released, keys, c, np.asarray(column_rows[c]),
                                                              mechanism, k, standardize, confidential,
                                                              list(types.strata))
+        if control is not None and (held_out is None or shared is None):  # the held-out people in this space
+            held_out = key_space(control, released, keys, types, like=data.space)
         columns.append(_column(original, released, c, data, control, held_out, margins, learned, link, rng))
         if progress is not None:
             progress("attribute intruders", i + 1, len(confidential))
     note = (shared or data).groups_note
-    linker = _linker(original, released, knows, link) if knows else None
+    linker = _linker(original, released, knows, link, rng) if knows else None
     return AttributeReport(mechanism, tuple(columns), linker, note, margins, control is not None)
 
 
@@ -280,12 +290,19 @@ def _groups(data, mechanism, k, standardize):
 
 
 def _column(original, released, c, data, control, held_out, margins, learned, link, rng) -> ColumnDisclosure:
-    numeric = is_numeric_column(original[c]) and is_numeric_column(released[c])
+    numeric = is_numeric_confidential(original[c], released[c]) and (control is None or
+                                                                     is_numeric_confidential(control[c]))
     own, held = original[c].to_numpy(), released[c].to_numpy()
+    theirs = None if control is None else control[c].to_numpy()
+    if numeric:
+        own, held = own.astype(np.float64), held.astype(np.float64)
+        theirs = None if theirs is None else theirs.astype(np.float64)
+    else:  # categories as codes shared by the three tables, a missing value one more category
+        own, held, *rest = category_codes(own, held, *(() if theirs is None else (theirs,)))
+        theirs = rest[0] if rest else None
     measure = ((lambda v, g: pinned_shares(v, g, margins, c, released=held, released_groups=data.row_group))
                if numeric else (lambda v, g: class_shares(v, g, c, released=held, released_groups=data.row_group)))
     groups = measure(own, data.target_group)
-    theirs = None if control is None else control[c].to_numpy()
     control_groups = None
     if control is not None:  # a held-out person goes to the group of the released tuple nearest to their keys
         first, _ = held_out.nearest()
@@ -299,7 +316,7 @@ def _column(original, released, c, data, control, held_out, margins, learned, li
     interval = baseline = None
     if numeric:
         truth = np.arange(len(original)) if link is None else np.asarray(link)
-        interval, baseline = _interval(own.astype(float), held.astype(float)[truth])
+        interval, baseline = _interval(own, held[truth])
     return ColumnDisclosure(c, "numeric" if numeric else "categorical", groups, fits[0], fits[1], control_groups,
                             fits[2], nearest, nearest_control, interval, baseline)
 
@@ -315,10 +332,10 @@ TIED_ROWS = 64
 
 
 def _scorer(numeric: bool, margins):
-    """success(guess, value) per pair: within each margin (numeric) or equal (categorical);
-    an (m, pairs) array of 0/1."""
+    """success(guess, value) per pair: within each margin (numeric; a missing value is never
+    guessed) or equal (category codes); an (m, pairs) array of 0/1."""
     if numeric:
-        return lambda guess, v: np.stack([np.abs(guess - v) <= np.abs(v) * p / 100 for p in margins])
+        return lambda guess, v: np.stack([within(guess, v, p) for p in margins])
     return lambda guess, v: (guess == v)[None, :]
 
 
@@ -326,21 +343,18 @@ def _nearest_rows(space, held, own, score, rng) -> tuple:
     """The nearest-row reader: each person's expected success over the released rows whose key
     tuple is nearest to their keys among those they can be in (:meth:`.setting.KeySpace.nearest`:
     same stratum, same missing keys; tuples tied at the nearest distance pooled), at most
-    :data:`TIED_ROWS` rows each, drawn at random beyond."""
-    numeric = np.issubdtype(np.asarray(held).dtype, np.number) and np.issubdtype(np.asarray(own).dtype, np.number)
-    held = held.astype(float) if numeric else pd.Series(held, dtype=object).astype(str).to_numpy()
-    own = own.astype(float) if numeric else pd.Series(own, dtype=object).astype(str).to_numpy()
+    :data:`TIED_ROWS` rows each, drawn at random beyond. People without a value (numeric) are left
+    out. ``held``, ``own``: numbers or category codes."""
     first, tied = space.nearest()
     _, row_tuple, n_tuples = space.tuples()
     order = np.argsort(row_tuple, kind="stable")
     counts = np.bincount(row_tuple, minlength=n_tuples)
     starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    rows_of = [order[starts[t]:starts[t] + counts[t]] for t in range(n_tuples)] if tied else None
     person, rows = [], []
     plain = np.ones(own.size, dtype=bool)
     for i, tuples in tied.items():  # several tuples at the nearest distance: their rows pooled
         plain[i] = False
-        pool = np.concatenate([rows_of[t] for t in tuples])
+        pool = np.concatenate([order[starts[t]:starts[t] + counts[t]] for t in tuples])
         if pool.size > TIED_ROWS:
             pool = rng.choice(pool, TIED_ROWS, replace=False)
         person.append(np.full(pool.size, i))
@@ -357,31 +371,44 @@ def _nearest_rows(space, held, own, score, rng) -> tuple:
     person, rows = np.concatenate(person), np.concatenate(rows)
     hits = score(held[rows], own[person]).astype(float)
     per_person = np.stack([np.bincount(person, weights=h, minlength=own.size) for h in hits])
-    return tuple(float(x) for x in (per_person / np.bincount(person, minlength=own.size)).mean(axis=1))
+    share = per_person / np.maximum(np.bincount(person, minlength=own.size), 1)
+    has = ~np.isnan(own) if own.dtype.kind == "f" else np.ones(own.size, dtype=bool)
+    return tuple(float(x) for x in share[:, has].mean(axis=1))
 
 
 def _interval(own: np.ndarray, at_row: np.ndarray) -> tuple[float, float]:
     """sdcMicro's interval disclosure on one column (:func:`probanon.metrics.interval_disclosure`)
-    and its baseline, the released column's mean as every person's value."""
+    on the people with a value at both ends, and its baseline, the released column's mean as every
+    person's value."""
     from ..metrics.risk import interval_disclosure
 
-    half = INTERVAL * (at_row.std(ddof=1) if at_row.size > 1 else 0.0)
+    both = ~np.isnan(own) & ~np.isnan(at_row)
+    own, at_row = own[both], at_row[both]
+    if own.size < 2:
+        return float("nan"), float("nan")
+    half = INTERVAL * at_row.std(ddof=1)
     return (interval_disclosure(own[:, None], at_row[:, None], p=INTERVAL),
             float(np.mean(np.abs(own - at_row.mean()) <= half)))
 
 
 def _learned(data, held, own, control_values, control_keys, numeric, margins, rng):
-    """The learned intruder: fitted on (released keys, released values), applied to the persons'
-    original keys (and the control's); success within each margin or exact, and the baseline.
-    Missing keys stay missing (the model splits on them)."""
+    """The learned intruder: fitted on (released keys, released values) of the rows with a value,
+    applied to the persons' original keys (and the control's); success within each margin or
+    exact (category codes), and the baseline (the file's median or mode). Missing keys stay
+    missing (the model splits on them)."""
     from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 
     seed = int(rng.integers(2**31 - 1))
     X, targets = data.released_known, data.known
     score = _scorer(numeric, margins)
+
+    def mean(hits, v):  # the share of people with a value
+        kept = hits[:, ~np.isnan(v)] if numeric else hits
+        return tuple(float(x) for x in kept.mean(axis=1))
     if numeric:
-        model = HistGradientBoostingRegressor(random_state=seed).fit(X, signed_log1p(held.astype(float)))
-        values = np.unique(held.astype(float))
+        has = ~np.isnan(held)
+        model = HistGradientBoostingRegressor(random_state=seed).fit(X[has], signed_log1p(held[has]))
+        values = np.unique(held[has])
 
         def guess(Z):  # the released value nearest to the prediction (a zero is guessed as 0, not 1e-3)
             z = model.predict(Z)
@@ -391,50 +418,29 @@ def _learned(data, held, own, control_values, control_keys, numeric, margins, rn
             upper = values[np.minimum(at, values.size - 1)]
             return np.where(np.abs(pred - lower) <= np.abs(upper - pred), lower, upper)
 
-        own, median = own.astype(float), float(np.median(held.astype(float)))
-        success = tuple(float(x) for x in score(guess(targets), own).mean(axis=1))
-        baseline = tuple(float(x) for x in score(np.full(own.shape, median), own).mean(axis=1))
-        control = None if control_keys is None else tuple(
-            float(x) for x in score(guess(control_keys), control_values.astype(float)).mean(axis=1))
-        return success, baseline, control
-    text = (lambda v: pd.Series(v, dtype=object).astype(str).to_numpy())
-    labels = text(held)
-    model = HistGradientBoostingClassifier(random_state=seed).fit(X, labels)
-    mode = pd.Series(labels).value_counts().index[0]
-    own_s = text(own)
-    control = None if control_keys is None else (float(np.mean(model.predict(control_keys) == text(control_values))),)
-    return (float(np.mean(model.predict(targets) == own_s)),), (float(np.mean(own_s == mode)),), control
+        baseline = mean(score(np.full(own.shape, np.median(values)), own), own)
+    else:
+        model = HistGradientBoostingClassifier(random_state=seed).fit(X, held)
+        guess = model.predict
+        baseline = mean(score(np.full(own.shape, np.bincount(held).argmax()), own), own)
+    control = None if control_keys is None else mean(score(guess(control_keys), control_values), control_values)
+    return mean(score(guess(targets), own), own), baseline, control
 
 
-def _linker(original, released, knows, link) -> LinkerResult:
+def _linker(original, released, knows, link, rng) -> LinkerResult:
     """The intruder who knows the columns ``knows`` of a person (module docstring): the released
-    rows holding the distinct tuple of those columns nearest to the person's (z-scored with the
-    original's mean and sd), one of them at random."""
+    rows holding the tuple of those columns nearest to the person's (:class:`.setting.KeySpace`,
+    categorical columns as nominal keys, missing values by pattern), one of them at random."""
     n = len(original)
     truth = np.arange(n) if link is None else np.asarray(link)
-    known, rows = _encode(original, released, knows)
-    scaler = Standardizer.fit(known)
-    tuples, row_tuple = np.unique(scaler.transform(rows), axis=0, return_inverse=True)
-    row_tuple = row_tuple.reshape(-1)
-    _, nearest = spatial.cKDTree(tuples).query(scaler.transform(known), k=1, workers=-1)
-    counts = np.bincount(row_tuple, minlength=tuples.shape[0])
-    found = float(np.mean(np.where(nearest == row_tuple[truth], 1.0 / counts[nearest], 0.0)))
-    return LinkerResult(list(knows), found, 1.0 / n, int(np.count_nonzero(counts == 1)), n)
-
-
-def _encode(original, released, columns):
-    """Matrices of ``columns`` for a nearest-row search: numeric columns as they are, a categorical
-    one as 0/1 indicators of its values (z-scored afterwards as every column)."""
-    left, right = [], []
-    for c in columns:
-        if is_numeric_column(original[c]) and is_numeric_column(released[c]):
-            left.append(original[c].to_numpy(dtype=float)[:, None])
-            right.append(released[c].to_numpy(dtype=float)[:, None])
-            continue
-        values = pd.Index(pd.concat([original[c], released[c]]).astype(str).unique()).to_numpy()
-        left.append((original[c].astype(str).to_numpy()[:, None] == values[None, :]).astype(float))
-        right.append((released[c].astype(str).to_numpy()[:, None] == values[None, :]).astype(float))
-    return np.hstack(left), np.hstack(right)
+    nominal = [c for c in knows if not is_numeric_confidential(original[c], released[c])]
+    lacking = any(original[c].isna().any() or released[c].isna().any() for c in knows)
+    space = key_space(original, released, list(knows),
+                      KeyTypes.of(nominal=nominal, missing="pattern" if lacking else "raise"))
+    found = _nearest_rows(space, np.arange(n), truth, lambda guess, v: (guess == v)[None, :], rng)[0]
+    _, row_tuple, n_tuples = space.tuples()
+    unique = int(np.count_nonzero(np.bincount(row_tuple, minlength=n_tuples) == 1))
+    return LinkerResult(list(knows), found, 1.0 / n, unique, n)
 
 
 __all__ = ["AttributeReport", "ColumnDisclosure", "LinkerResult", "attribute_disclosure", "INTERVAL"]

@@ -356,13 +356,17 @@ def _strata_numbers(original: pd.DataFrame, released: pd.DataFrame, strata: list
     return target, row
 
 
-def key_space(original: pd.DataFrame, released: pd.DataFrame, keys: list, types: KeyTypes) -> KeySpace:
-    """The :class:`KeySpace` of an attack: the release's encoding fitted on the original keys."""
+def key_space(original: pd.DataFrame, released: pd.DataFrame, keys: list, types: KeyTypes,
+              like: KeySpace | None = None) -> KeySpace:
+    """The :class:`KeySpace` of an attack: the release's encoding fitted on the original keys
+    (``like``: the encoding and scaling of that attack's space instead, for other people of the
+    same population, e.g. records held out of the release)."""
     missing = types.missing == "pattern"
-    encoding = Encoding.fit(original[keys], types.nominal, dict(types.ordinal), missing)
+    encoding = Encoding.fit(original[keys], types.nominal, dict(types.ordinal), missing) if like is None \
+        else like.encoding
     known_values, released_values = encoding.values(original, missing), encoding.values(released, missing)
     known, rows = encoding.embed_values(known_values), encoding.embed_values(released_values)
-    scaler = encoding.standardizer(known)
+    scaler = encoding.standardizer(known if like is None else encoding.embed_values(like.known_values))
     key_of = np.repeat(np.arange(len(keys)), encoding.widths())
     target_stratum, row_stratum = _strata_numbers(original, released, list(types.strata))
     return KeySpace(encoding, known_values, released_values, scaler.transform(known), scaler.transform(rows), key_of,

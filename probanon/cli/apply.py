@@ -121,7 +121,7 @@ def apply_to_file(args, source, keys, cells, categorical=(), strata=None, promis
     release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
                            promise=None if promise is None else promise(roles), means=means)
-    write_release(args, release)
+    write_release(args, release, original=frame)
     return 0
 
 
@@ -218,6 +218,9 @@ def apply_in_chunks(args, source, keys, cells, categorical=(), strata=None, prom
           + (f"; private link file {args.link}: never publish it" if args.link else "")
           + f"; pre-release audit on a systematic sample of {len(sampled):,} records); columns:\n"
           + part.summary(), file=sys.stderr)
+    if any(role == "confidential" for role in roles.values()):
+        print("attribute disclosure of the confidential columns: not measured on a release written in chunks ('probanon "
+              "evaluate ORIGINAL RELEASE --risk --confidential ...' measures it on the whole file)", file=sys.stderr)
     say_unaudited(args)
     return 0
 

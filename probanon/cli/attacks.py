@@ -87,8 +87,9 @@ def _print_report(report, confidence: float, knows: str) -> None:
                          [[row["column"], row["measure"], row["released"], row["baseline"]]
                           + ([row["control"]] if found.has_control else []) for row in rows]))
         print("\n".join(found.lines()))
-        print("(baseline: the same guess without the release" + ("; control: the same attack on the held-out records"
-                                                                   if found.has_control else "") + ")")
+        print("(baseline: the same guess without the release: groups of the same sizes drawn at random for what a "
+              "group pins, the file's median or mode for a value read from the keys, a random row for the linker"
+              + ("; control: the same attacks on the held-out records" if found.has_control else "") + ")")
     if hasattr(report, "verdict_line"):
         print(f"verdict: {report.verdict_line()}")
 

@@ -192,7 +192,7 @@ def cmd_microaggregate(args) -> int:
         model.function_.columns = keys
         model.function_.meta["decimals"] = {c: digits[c] for c in numeric}  # apply rounds as this release did
         extra[args.function] = model.function_.to_json(indent=1)
-    write_release(args, release, extra)
+    write_release(args, release, extra, original=frame)
     loss = "no numeric key" if loss is None else format_information_loss(loss)
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
@@ -279,7 +279,7 @@ def _microaggregate_sensitive(args, frame) -> int:
         model.function_.columns = keys
         model.function_.meta["decimals"] = {c: digits[c] for c in keys}
         extra[args.function] = model.function_.to_json(indent=1)
-    write_release(args, release, extra)
+    write_release(args, release, extra, original=frame)
     print(f"{args.method} with {what} ({model.algorithm_}"
           + (f", cluster size k' = {model.cluster_size_}" if model.algorithm_ == "t-closeness-first" else "")
           + f"): {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, {model.sizes_.size} groups "

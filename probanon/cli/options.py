@@ -281,11 +281,11 @@ def prepare_outputs(args) -> Outputs:
     return outputs
 
 
-def write_release(args, release, extra: dict | None = None, groups=None) -> None:
+def write_release(args, release, extra: dict | None = None, groups=None, original=None) -> None:
     """Write a release (and its link file with ``--link``, and ``extra`` outputs) through the
     command's checked outputs, then print what happened to every column and the attribute
     disclosure of each confidential column (:func:`attribute_lines`; ``groups`` the release's
-    groups, default the combinations of its promise's columns). The release's promise
+    groups, default the combinations of its promise's columns; ``original`` the input records). The release's promise
     (:class:`probanon.release.Promise`) is checked first: nothing is written if what would be
     released breaks it."""
     if release.promise is not None:
@@ -300,7 +300,7 @@ def write_release(args, release, extra: dict | None = None, groups=None) -> None
     print(f"wrote {args.output} ({len(release.data)} records, {order}"
           + (f"; private link file {args.link}: never publish it" if args.link else "") + "); columns:\n"
           + release.summary(), file=sys.stderr)
-    lines = attribute_lines(release, groups)
+    lines = attribute_lines(release, groups, original)
     if lines:
         print("attribute disclosure of the confidential columns (measured on the release's groups; bounded only where "
               "the mechanism states a bound):\n"
@@ -308,18 +308,28 @@ def write_release(args, release, extra: dict | None = None, groups=None) -> None
     say_unaudited(args)
 
 
-def attribute_lines(release, groups=None) -> list[str]:
+def attribute_lines(release, groups=None, original=None) -> list[str]:
     """One headline per confidential column of ``release`` (its columns described as
-    confidential) and the records its confidential columns single out
-    (:func:`probanon.metrics.attribute.release_disclosure`); none without groups to measure by."""
+    confidential) and the records its confidential values single out
+    (:func:`probanon.metrics.attribute.release_disclosure`): each person's value (from
+    ``original``, the input, matched through the release's link) against their group's released
+    values; a line saying why when there are no groups to measure by."""
     from ..metrics.attribute import release_disclosure
 
     confidential = [c for c, a in release.actions.items() if a.startswith("confidential") and c in release.data]
+    if not confidential:
+        return []
     if groups is None and release.promise is not None and len(release.promise.columns) == 1:
         groups = release.data[list(release.promise.columns[0])]
-    if not confidential or groups is None:
-        return []
-    return release_disclosure(release.data, confidential, groups).lines()
+    if groups is None:
+        return ["not measured: the release has no groups of records to measure by (a key masked alone, as individual "
+                "ranking does, makes none); 'probanon attack --confidential ...' measures what the values give away"]
+    aligned = None
+    if original is not None:
+        released_row = release.link["released_row"].to_numpy() - 1
+        original_row = release.link["original_row"].to_numpy() - 1
+        aligned = original.iloc[original_row[np.argsort(released_row)]].reset_index(drop=True)
+    return release_disclosure(release.data, confidential, groups, original=aligned).lines()
 
 
 #: the width summaries wrap their texts at

@@ -89,7 +89,11 @@ def _matched_keys(args, lacking: bool = False, changed=()):
 
 def cmd_evaluate(args) -> int:
     lacking = args.missing == "pattern"
-    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking)
+    if args.confidential and not args.risk:
+        raise InputError("--confidential names the columns whose attribute disclosure --risk measures: add --risk")
+    # a swap or an aggregation may have moved the confidential values: not checked as released unchanged
+    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking,
+                                                                           changed=column_list(args.confidential))
     every = columns + categorical
     if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
         result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
@@ -104,10 +108,10 @@ def cmd_evaluate(args) -> int:
     if args.risk:
         from ..metrics import interval_disclosure, record_linkage
 
-        if lacking and (np.isnan(X).any() or np.isnan(Y).any()):
-            raise InputError("--risk (record linkage, interval disclosure) needs keys without missing values")
-        result["record_linkage"] = record_linkage(X, Y)
-        result["interval_disclosure"] = interval_disclosure(X, Y)
+        complete = not (lacking and (np.isnan(X).any() or np.isnan(Y).any()))
+        if complete:  # record linkage and interval disclosure need keys without missing values
+            result["record_linkage"] = record_linkage(X, Y)
+            result["interval_disclosure"] = interval_disclosure(X, Y)
         confidential = column_list(args.confidential)
         if confidential:
             from ..metrics.attribute import release_disclosure
@@ -138,12 +142,14 @@ def cmd_evaluate(args) -> int:
         print(f"expected re-identifications (individual risk, Benedetti-Franconi, {model}): "
               f"{risk_before.expected_reidentifications:.2f} ({100 * risk_before.global_risk:.2f} %) in the original, "
               f"{risk_after.expected_reidentifications:.2f} ({100 * risk_after.global_risk:.2f} %) released")
-        if args.risk:
+        if args.risk and "record_linkage" not in result:
+            print("record linkage, interval disclosure: not measured (keys with missing values)")
+        elif args.risk:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd, on the keys "
                   "only)")
             if "attribute_disclosure" in result:
-                print("attribute disclosure (the released classes of the keys, measured, not bounded):")
+                print("attribute disclosure (the released classes of the keys; measured, no bound claimed):")
                 for line in found.lines():
                     print(f"  {line}")
             else:

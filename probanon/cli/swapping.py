@@ -84,7 +84,8 @@ def cmd_swap(args) -> int:
         extra[args.groups] = groups
     by_column = ({c: groups["group"].to_numpy() for c in confidential} if "group" in groups else
                  {c: groups[f"group_{c}"].to_numpy() for c in confidential if f"group_{c}" in groups})
-    write_release(args, release, extra, groups=by_column if len(by_column) == len(confidential) else None)
+    write_release(args, release, extra, groups=by_column if len(by_column) == len(confidential) else None,
+                  original=frame)
     sizes = [result.groups.sizes(t) for t in range(result.groups.n_partitions)]
     line = (f"{args.method}: {len(frame)} records, {len(columns)} attributes ({len(confidential)} confidential), "
             f"k = {result.groups.k}, {len(sizes)} partition(s), group sizes {min(s.min() for s in sizes)}.."
