@@ -66,6 +66,7 @@ column) and linkability are timed with ``--timing-attacks`` targets and as many 
 (default 100; each target is a brute-force scan of the release, so its time grows with targets x
 rows; 100 keeps the default run near 15 minutes here) and
 the time to attack every record (100,000 + 25,000 control) is extrapolated linearly from it.
+The identity suite at 100,000 records is timed by ``benchmarks/attacks.py``.
 
 Run from the repository root::
 
@@ -455,7 +456,8 @@ def timing(name, frame, method, k, keys, confidential, nominal, args, out) -> li
         ncontrol = min(n, len(control))
         rows.append([f"anonymeter: inference, {len(confidential)} columns, {n} + {ncontrol} targets", *fmt(inference).split(" | ")])
         per = min(inference) / (n + ncontrol)
-        rows.append([f"anonymeter: inference, every record ({every:,} targets), extrapolated", f"{per * every:8.0f} s", ""])
+        rows.append([f"anonymeter: inference, {len(confidential)} columns, every record ({every:,} targets), extrapolated",
+                     f"{per * every:8.0f} s", ""])
         if linkability:
             nl = min(n, len(released_part), len(control))
             rows.append([f"anonymeter: linkability, {nl} + {nl} targets", *fmt(linkability).split(" | ")])
