@@ -24,10 +24,8 @@ and a control part, 20%, held out of the release: probanon's ``control`` and ano
 * UCI Adult (48,842 records), the issue's case: keys age, education-num, hours-per-week (numeric)
   and sex, race, marital-status (nominal); confidential education, income (categorical),
   capital-gain, capital-loss (numeric); MDAV k = 5 on the six keys (``nominal=``: nominal keys
-  replaced by the group's mode). probanon's attacks on categorical keys are another part of issue
-  42: the script first calls ``probanon.attacks.attack(..., nominal=[...])`` and, if this library
-  refuses it, says "needs categorical keys support" and measures with the three numeric keys only
-  (the intruder then knows less than anonymeter's, which uses all six).
+  replaced by the group's mode); probanon's intruders compare the keys in the release's encoding
+  (``attack(..., nominal=[...])``), as anonymeter compares all six (Gower distance).
 
 For each release: probanon's identity suite and attribute intruders in one call
 (``probanon.attacks.attack(..., attribute=True, control=...)``, 10 runs), and anonymeter's
@@ -187,38 +185,14 @@ class Measured:
 
 def probanon_attack(original, released, keys, confidential, info, control, nominal=(), runs=10):
     """probanon's identity suite and attribute intruders in one call (``attack(...,
-    attribute=True, control=...)``). With nominal keys, the categorical-keys API first
-    (``nominal=``); refused by this library: the numeric keys only, the identity suite on the
-    numeric confidential columns (this library's suite refuses categorical ones) and
-    :func:`~probanon.attacks.attribute.attribute_disclosure` on all of them. Returns (Measured,
-    keys used, notes)."""
+    attribute=True, control=..., nominal=...)``). Returns (Measured, keys used, notes)."""
     from probanon.attacks import attack
-    from probanon.attacks.attribute import attribute_disclosure
 
     settings = dict(mechanism=info["mechanism"], k=info["k"], column_rows=info.get("column_rows"), runs=runs,
                     random_state=SEED)
-    categorical = [c for c in confidential if not pd.api.types.is_numeric_dtype(original[c])]
-    notes = []
-    if nominal or categorical:
-        try:
-            extra = {"nominal": list(nominal)} if nominal else {}
-            r = attack(original, released, keys, confidential, attribute=True, control=control, **extra, **settings)
-            return Measured(r.results, r.attribute, r.verdict_line()), list(keys), notes
-        except TypeError as exc:  # this library has no nominal= yet
-            notes.append(f"probanon: needs categorical keys support ({exc})")
-        except Exception as exc:  # noqa: BLE001  the library refuses a categorical column
-            notes.append(f"probanon: needs categorical keys support ({type(exc).__name__}: {exc})")
-        used = [c for c in keys if c not in nominal]
-        numeric = [c for c in confidential if c not in categorical]
-        notes.append(f"measured with the numeric keys {', '.join(used)}; identity suite with the numeric confidential "
-                     f"columns {', '.join(numeric)}; attribute intruders on all")
-        r = attack(original, released, used, numeric, attribute=False, **settings)
-        a = attribute_disclosure(original, released, used, confidential, mechanism=info["mechanism"], k=info["k"],
-                                 column_rows=info.get("column_rows"), control=control, random_state=SEED)
-        verdict = r.verdict_line().split("; attribute disclosure")[0] + "; " + a.headline()
-        return Measured(r.results, a, verdict), used, notes
-    r = attack(original, released, keys, confidential, attribute=True, control=control, **settings)
-    return Measured(r.results, r.attribute, r.verdict_line()), list(keys), notes
+    extra = {"nominal": list(nominal)} if nominal else {}
+    r = attack(original, released, keys, confidential, attribute=True, control=control, **extra, **settings)
+    return Measured(r.results, r.attribute, r.verdict_line()), list(keys), []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -380,30 +354,34 @@ def fmt(times) -> str:
     return f"{min(times):8.2f} s | {statistics.median(times):8.2f} s"
 
 
-def probanon_steps(original, released, keys, confidential, info, control, repeat: int) -> dict:
+def probanon_steps(original, released, keys, confidential, info, control, repeat: int, nominal=()) -> dict:
     """Each probanon measure timed alone (module docstring): {step: [seconds]}."""
     from probanon.attacks import attribute as A
-    from probanon.attacks.setting import MECHANISMS, attack_data
-    from probanon.metrics.attribute import MARGINS, class_shares, pinned_shares
-    from probanon._validation import is_numeric_column
+    from probanon.attacks.setting import MECHANISMS, attack_data, column_data
+    from probanon.metrics.attribute import MARGINS, category_codes, class_shares, is_numeric_confidential, pinned_shares
 
     mechanism, k, rows = info["mechanism"], info["k"], info.get("column_rows")
     column_wise = MECHANISMS[mechanism] == "column-wise"
+    types = {"nominal": list(nominal)} if nominal else {}
 
     def groups():
         if column_wise:
-            return {c: A._column_groups(original, released, keys, confidential, c, rows[c], None, mechanism, k, True)
+            return {c: column_data(original, released, keys, c, np.asarray(rows[c]), mechanism, k, True, confidential)
                     for c in confidential}
-        data = A._groups(attack_data(original, released, keys, [], None), mechanism, k, True)
+        data = A._groups(attack_data(original, released, keys, [], None, **types), mechanism, k, True)
         return {c: data for c in confidential}
 
     times = {}
     times["groups rebuilt from the keys"], sets = timed(groups, repeat)
-    numeric = {c: is_numeric_column(original[c]) and is_numeric_column(released[c]) for c in confidential}
+    numeric = {c: is_numeric_confidential(original[c], released[c]) for c in confidential}
+    values = {}  # each column as the intruders read it: numbers, or category codes shared by both tables
+    for c in confidential:
+        own, held = original[c].to_numpy(), released[c].to_numpy()
+        values[c] = (own.astype(float), held.astype(float)) if numeric[c] else tuple(category_codes(own, held))
 
     def group_measures():
         for c in confidential:
-            d, own, held = sets[c], original[c].to_numpy(), released[c].to_numpy()
+            d, (own, held) = sets[c], values[c]
             if numeric[c]:
                 pinned_shares(own, d.target_group, MARGINS, c, released=held, released_groups=d.row_group)
             else:
@@ -412,22 +390,23 @@ def probanon_steps(original, released, keys, confidential, info, control, repeat
     def nearest():
         rng = np.random.default_rng(SEED)
         for c in confidential:
-            A._nearest_rows(sets[c], sets[c].known, released[c].to_numpy(), original[c].to_numpy(),
-                            A._scorer(numeric[c], MARGINS), rng)
+            own, held = values[c]
+            A._nearest_rows(sets[c].space, held, own, A._scorer(numeric[c], MARGINS), rng)
 
     def learned():
         rng = np.random.default_rng(SEED)
         for c in confidential:
-            A._learned(sets[c], released[c].to_numpy(), original[c].to_numpy(), None, None, numeric[c], MARGINS, rng)
+            own, held = values[c]
+            A._learned(sets[c], held, own, None, None, numeric[c], MARGINS, rng)
 
     times["group measures (pinned / class shares)"] = timed(group_measures, repeat)[0]
     times["nearest row"] = timed(nearest, repeat)[0]
     times["learned model (fit + predict)"] = timed(learned, repeat)[0]
     times["linker (knows every confidential value)"] = timed(
-        lambda: A._linker(original, released, confidential, None), repeat)[0]
+        lambda: A._linker(original, released, confidential, None, np.random.default_rng(SEED)), repeat)[0]
     times[f"whole attribute_disclosure(control={len(control):,}), once"] = timed(
         lambda: A.attribute_disclosure(original, released, keys, confidential, mechanism=mechanism, k=k,
-                                       column_rows=rows, control=control, random_state=SEED), 1)[0]
+                                       column_rows=rows, control=control, random_state=SEED, **types), 1)[0]
     return times
 
 
@@ -436,13 +415,9 @@ def timing(name, frame, method, k, keys, confidential, nominal, args, out) -> li
     t0 = time.perf_counter()
     released, info = make_release(released_part, method, k, keys, confidential, nominal)
     t_release = time.perf_counter() - t0
-    used = [c for c in keys if c not in nominal]
     out(f"-- {name}, {method.upper()} k = {k}: {len(released_part):,} released + {len(control):,} control records "
         f"(release made in {t_release:.1f} s) --")
-    if nominal:
-        out(f"probanon timed with the numeric keys {', '.join(used)} (categorical keys: another part of issue 42); "
-            f"anonymeter with all six")
-    steps = probanon_steps(released_part, released, used, confidential, info, control, args.repeat)
+    steps = probanon_steps(released_part, released, keys, confidential, info, control, args.repeat, nominal)
     rows = [[f"probanon: {step}", *fmt(t).split(" | ")] for step, t in steps.items()]
     slow = max(min(t) for t in steps.values())
     if not args.no_anonymeter:
