@@ -217,6 +217,20 @@ def test_a_pair_of_columns_determines_a_key():
     assert "a and b together determine k on 900/900 rows" in found[0].text
 
 
+def test_missing_values_of_the_determined_column_do_not_hide_a_dependency():
+    """band = a band of key f on every row that has it; 30 of 600 bands missing. Counted over the rows
+    with a band, f's deciles pin it on... every one of them: the missing ones neither confirm nor
+    contradict it (counted against it, 570/600 = 95% would sit on the threshold's edge)."""
+    rng = np.random.default_rng(5)
+    f = rng.integers(0, 10, 600)
+    band = np.array(["low", "mid", "high"], dtype=object)[np.minimum(f // 4, 2)]
+    band[rng.choice(600, 30, replace=False)] = None
+    frame = pd.DataFrame({"f": f, "band": band})
+    found = [x for x in audit(frame, ["f"], ["band"], pairs=False).findings if x.column == "band"]
+    assert [(x.kind, x.rows, x.n) for x in found] == [("dependency", 570, 570)]
+    assert "f determines band on 570/570 rows" in found[0].text
+
+
 # ---------------------------------------------------------------------------- columns of every type
 
 def test_binned_numeric_columns_say_how():

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,6 +81,10 @@ class Coding:
         return self.how.startswith("binned")
 
 
+#: the label of the class of missing values (always the last class)
+MISSING_LABEL = "(missing)"
+
+
 def _label(value) -> str:
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() else f"{value:.6g}"
@@ -91,7 +96,7 @@ def _by_values(name, values: pd.Series, how: str, numeric) -> Coding:
     labels = [_label(u) for u in uniques]
     if (codes < 0).any():  # missing: a class of its own
         codes = np.where(codes < 0, len(labels), codes)
-        labels.append("(missing)")
+        labels.append(MISSING_LABEL)
     return Coding(name, codes.astype(np.int64), tuple(labels), how, numeric)
 
 
@@ -103,7 +108,7 @@ def _binned(name, x: np.ndarray, what: str) -> Coding:
     labels = [f"[{_label(float(lo))}, {_label(float(hi))})" for lo, hi in zip(bounds[:-1], bounds[1:])]
     if not present.all():
         codes[~present] = len(labels)
-        labels.append("(missing)")
+        labels.append(MISSING_LABEL)
     return Coding(name, codes, tuple(labels), f"binned at {what} deciles ({len(edges) + 1} bins)", x)
 
 
@@ -192,8 +197,17 @@ def dependency(x: np.ndarray, y: Coding, names: tuple, x_labels, *, min_share: f
                min_gain: float = MIN_GAIN, partial_share: float = PARTIAL_SHARE, rule_share: float = RULE_SHARE,
                min_support: int = MIN_SUPPORT, rules: bool = True, how: tuple = ()) -> Dependency | None:
     """X (``x``: class codes 0..; ``x_labels(code)`` its label) against ``y``: the
-    :class:`Dependency` when X determines or largely determines Y, else None."""
+    :class:`Dependency` when X determines or largely determines Y, else None. Rows lacking Y are
+    left out: a missing value neither confirms nor contradicts what X says of Y (a few missing
+    values must not hide a dependency that holds on every row with a value)."""
+    if y.labels and y.labels[-1] == MISSING_LABEL:
+        present = y.codes != len(y.labels) - 1
+        if not present.all():
+            x, y = x[present], dataclasses.replace(y, codes=y.codes[present],
+                                                   numeric=None if y.numeric is None else y.numeric[present])
     n = x.size
+    if n == 0:
+        return None
     n_y = np.bincount(y.codes, minlength=y.levels)
     n_y = n_y[n_y > 0]
     baseline = int(n_y.max())
