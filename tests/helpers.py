@@ -125,3 +125,13 @@ def brute_qbar(pis, k):
     for p in pis:
         pmf = np.convolve(pmf, [1 - p, p])
     return float(pmf[1:k].sum())
+
+
+def adjusted_r2(A: np.ndarray, y: np.ndarray) -> float:
+    """Adjusted R^2 of least squares of y on the columns of A with an intercept (numpy, independent
+    of probanon's audit)."""
+    n, p = A.shape
+    design = np.column_stack([np.ones(n), A])
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    r2 = 1.0 - np.sum((y - design @ coef) ** 2) / np.sum((y - y.mean()) ** 2)
+    return 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1)

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import DATA
+from helpers import DATA, adjusted_r2
 
 from probanon.attacks.audit import audit
 from probanon.attacks.relations import relations_in
@@ -36,14 +36,6 @@ def same_relation(relation, zero_sum: dict) -> bool:
     """Equal to ``sum(zero_sum[c] * c) = 0`` up to a global sign, whatever the order of the terms."""
     mine = as_zero_sum(relation)
     return mine in (frozenset(zero_sum.items()), frozenset((c, -v) for c, v in zero_sum.items()))
-
-
-def adjusted_r2(A: np.ndarray, y: np.ndarray) -> float:
-    n, p = A.shape
-    design = np.column_stack([np.ones(n), A])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    r2 = 1.0 - np.sum((y - design @ coef) ** 2) / np.sum((y - y.mean()) ** 2)
-    return 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1)
 
 
 def run_cli(argv, capsys):

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import SHARED_DATA
+from helpers import SHARED_DATA, adjusted_r2
 from scipy.stats import spearmanr
 
 from probanon.attacks.audit import audit, verdict
@@ -37,14 +37,6 @@ def run_cli(argv, capsys):
     code = main([str(a) for a in argv])
     captured = capsys.readouterr()
     return code, captured.out, captured.err
-
-
-def adjusted_r2(A: np.ndarray, y: np.ndarray) -> float:
-    n, p = A.shape
-    design = np.column_stack([np.ones(n), A])
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    r2 = 1.0 - np.sum((y - design @ coef) ** 2) / np.sum((y - y.mean()) ** 2)
-    return 1.0 - (1.0 - r2) * (n - 1) / (n - p - 1)
 
 
 def slog(v):
