@@ -324,3 +324,13 @@ def test_held_out_records_lacking_a_level_and_the_mdav_id_summary(tmp_path, caps
     share = np.mean(np.abs(mean - own) <= 0.1 * np.abs(own))  # the group (its mean) within 10% of theirs
     assert share < 0.9  # not every person: the mean is not their value
     assert f"{100 * share:.1f}% of people pinned within 10% on TAXINC" in err
+
+
+def test_the_learned_intruders_baseline_is_the_files_median():
+    # a zero-heavy column: the file's median is 0, within p% of the four zeros only (a value 0 is
+    # within of 0 alone): 4/6 at any margin (the median of the distinct values, 5, would give 1/6)
+    original = pd.DataFrame({"x": [0.0, 1.0, 2.0, 10.0, 11.0, 12.0], "v": [0.0, 0.0, 5.0, 0.0, 0.0, 9.0]})
+    released = original.assign(x=[1.0] * 3 + [11.0] * 3)
+    r = attribute_disclosure(original, released, ["x"], ["v"], mechanism="microaggregation", k=3, margins=(5, 10),
+                             random_state=0)
+    assert r.columns[0].learned_baseline == (pytest.approx(4 / 6), pytest.approx(4 / 6))

@@ -418,7 +418,7 @@ def _learned(data, held, own, control_values, control_keys, numeric, margins, rn
             upper = values[np.minimum(at, values.size - 1)]
             return np.where(np.abs(pred - lower) <= np.abs(upper - pred), lower, upper)
 
-        baseline = mean(score(np.full(own.shape, np.median(values)), own), own)
+        baseline = mean(score(np.full(own.shape, np.median(held[has])), own), own)  # the file's median
     else:
         model = HistGradientBoostingClassifier(random_state=seed).fit(X, held)
         guess = model.predict
