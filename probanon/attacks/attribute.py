@@ -3,7 +3,9 @@
 The identity intruders of :mod:`.suite` look for a person's row; these look for the person's
 values, which a release can give away without any row being found (a group of k people whose
 incomes all lie within 5% of each other). Three intruders, each per confidential column, each
-beside its baseline (the same guess without the release) and, when the office holds records out
+beside its baseline (the same guess without the release: groups of the same sizes drawn at random
+for what a group pins, :mod:`probanon.metrics.attribute`; the file's median or mode for a value
+read from the keys; a random row for the linker) and, when the office holds records out
 of the release (``control``: people of the same population who are not in it), beside its
 control: the same attack on them, which measures what the release teaches about the population
 rather than about the people in it. The excess over the control, ``(attack - control) /
