@@ -78,8 +78,8 @@ class AttackReport:
             identity = "no bound claimed"
         elif self.exceeded:
             identity = "ABOVE the bound"
-        else:
-            above = [r.rule for r in self.results if r.bound is not None and r.rate > r.bound]
+        else:  # each intruder's own verdict (:meth:`verdict`), summed up
+            above = [r.rule for r in self.results if self.verdict(r) == "not significantly above"]
             identity = f"not significantly above the bound ({', '.join(above)})" if above else "within the bound"
         text = f"identity: {identity}"
         return text + (f"; {self.attribute.headline()}" if self.attribute is not None else
