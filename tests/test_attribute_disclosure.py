@@ -334,3 +334,19 @@ def test_the_learned_intruders_baseline_is_the_files_median():
     r = attribute_disclosure(original, released, ["x"], ["v"], mechanism="microaggregation", k=3, margins=(5, 10),
                              random_state=0)
     assert r.columns[0].learned_baseline == (pytest.approx(4 / 6), pytest.approx(4 / 6))
+
+
+def test_evaluate_measures_attribute_disclosure_with_missing_keys(tmp_path, capsys):
+    # keys with missing values: record linkage is not measured, the attribute measures still are
+    from probanon.cli.main import main
+
+    frame = pd.DataFrame({"x": [1.0, 1.0, np.nan, 5.0, 5.0, np.nan], "v": [100.0, 101.0, 102.0, 7.0, 70.0, 8.0],
+                          "w": [1, 2, 3, 4, 5, 6]})  # w: a column released unchanged, for the match check
+    path = tmp_path / "f.csv"
+    frame.to_csv(path, index=False)
+    code = main(["evaluate", str(path), str(path), "--keys", "x", "--missing", "pattern", "--by-position", "--risk",
+                 "--confidential", "v"])
+    out = capsys.readouterr().out
+    # classes x=1: 100, 101 (both within 5% of each other); x=5: 7, 70; missing: 102, 8 -> 2 of 6 pinned
+    assert code == 0 and "record linkage, interval disclosure: not measured" in out
+    assert "33.3% of people pinned within 10% on v" in out

@@ -148,6 +148,7 @@ def cmd_evaluate(args) -> int:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd, on the keys "
                   "only)")
+        if args.risk:  # the attribute measures do not need complete keys
             if "attribute_disclosure" in result:
                 print("attribute disclosure (the released classes of the keys; measured, no bound claimed):")
                 for line in found.lines():
