@@ -8,7 +8,10 @@ attribute types). Every column of the table has exactly one role:
 ``drop``          removed from the release (a direct identifier, or any column not to publish);
 ``other``         passed through unchanged, only when asked for (``keep_other=True``,
                   ``--keep-other``): a column nobody assigned is an error naming it, never
-                  published silently.
+                  published silently;
+``household``     the household id (``--household``): members of one household are kept together
+                  where the method allows; released renumbered 1, 2, ... in the released order
+                  (the grouping is kept, the office's own ids are not published) unless dropped.
 
 **Order**: the records are written in a random order (a seeded permutation; ``keep_order=True``
 keeps the input order), so that the row position links no released record to its original; no
@@ -45,7 +48,7 @@ def column_list(columns) -> list[str]:
 
 
 def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool = False, weights=None,
-                 strata=()) -> dict:
+                 strata=(), household=None) -> dict:
     """The role of every column of the table ({column: role}, in table order).
 
     ``keys``, ``confidential``, ``drop``: lists of names. Every named column
@@ -54,6 +57,8 @@ def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool
     ``weights``: the sampling-weight column, role ``"weight"`` (released unchanged, as sdcMicro
     does) unless it is dropped; it cannot be a key or confidential. ``strata``: the strata
     columns, role ``"stratum"`` (released unchanged: the groups lie within them) unless dropped.
+    ``household``: the household-id column, role ``"household"`` (released renumbered, see
+    :func:`make_release`) unless dropped.
     """
     table_columns = column_list(table_columns)
     named = {"key": column_list(keys), "confidential": column_list(confidential), "drop": column_list(drop)}
@@ -68,7 +73,8 @@ def assign_roles(table_columns, keys, confidential=(), drop=(), keep_other: bool
                 same = "twice as " + role if roles[c] == role else f"both {roles[c]} and {role}"
                 raise InputError(f"column {c!r} is named {same}")
             roles[c] = role
-    for role, column in [("weight", weights)] + [("stratum", c) for c in column_list(strata)]:
+    for role, column in ([("weight", weights), ("household", household)]
+                         + [("stratum", c) for c in column_list(strata)]):
         if column is None:
             continue
         if column not in table_columns:
@@ -164,7 +170,8 @@ class Release:
 
 ACTIONS = {"key": "key: masked", "confidential": "confidential: kept unchanged",
            "drop": "removed (--drop)", "other": "other: passed through unchanged",
-           "weight": "sampling weight: released unchanged", "stratum": "stratum: released unchanged"}
+           "weight": "sampling weight: released unchanged", "stratum": "stratum: released unchanged",
+           "household": "household id: renumbered 1, 2, ... in the released order (members kept together)"}
 
 
 def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None, added: dict | None = None,
@@ -206,9 +213,41 @@ def make_release(frame: pd.DataFrame, roles: dict, replaced: dict | None = None,
         described[c] = actions.get(c, "added")
     order, link = record_order(len(frame), keep_order=keep_order, random_state=random_state)
     data = carry_labels(frame, pd.DataFrame(out).iloc[order].reset_index(drop=True))
+    for c in columns_with(roles, "household"):
+        if c not in replaced:
+            data[c] = renumbered_households(data[c])
     for c in _drop_value_labels(data, means):
         described[c] += "; its value labels dropped (its values are no longer codes)"
     return Release(data=data, link=link, actions=described, promise=promise)
+
+
+def renumbered_households(ids) -> np.ndarray:
+    """Household ids renumbered 1, 2, ... in order of first appearance (members of one household
+    keep one number; a missing id stays missing)."""
+    ids = pd.Series(ids).reset_index(drop=True)
+    codes, _ = pd.factorize(ids, use_na_sentinel=True)
+    out = pd.array(codes + 1, dtype="Int64")
+    out[codes < 0] = pd.NA
+    return out
+
+
+def household_codes(ids, strata=None, name: str = "household") -> np.ndarray:
+    """The household of every record as codes 0..H-1 (:class:`InputError` for a missing id, or
+    for a household whose members lie in different strata: ``strata``, codes or None, as one
+    household never straddles a stratum)."""
+    ids = pd.Series(ids).reset_index(drop=True)
+    if ids.isna().any():
+        raise InputError(f"the household id {name!r} is missing at {row_label(ids.to_frame(), int(ids.isna().to_numpy().argmax()))}")
+    codes = pd.factorize(ids)[0].astype(np.int64)
+    if strata is not None:
+        s = pd.factorize(pd.Series(np.asarray(strata)).reset_index(drop=True))[0].astype(np.int64)
+        first = np.full(codes.max() + 1 if codes.size else 0, -1, dtype=np.int64)
+        first[codes[::-1]] = s[::-1]
+        bad = first[codes] != s
+        if bad.any():
+            raise InputError(f"household {ids.iloc[int(bad.argmax())]!r} ({name}) has members in different strata; "
+                             "a household must lie within one stratum")
+    return codes
 
 
 def _drop_value_labels(data: pd.DataFrame, means) -> list:

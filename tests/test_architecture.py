@@ -18,6 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "probanon"
 LAYERS = {
     "microagg": 1,
     "metrics": 2, "attacks": 2, "survey": 2, "swapping": 2, "diversity": 2, "setvalued": 2, "datasets": 2,
+    "categorical": 2, "perturbation": 2,
     "probanon.release_report": 2,  # the reports run the attack suite (attacks) on a release
     "service": 3, "distributed": 3, "reproduce": 3,
     "cli": 4,

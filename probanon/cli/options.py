@@ -92,6 +92,14 @@ def add_strata_options(p, within: str) -> None:
                         "recode the merged values in the release, as the output says (default: refuse, naming it)")
 
 
+def add_household_option(p, together: str) -> None:
+    """``--household COLUMN``: the household id (role ``household``, released renumbered);
+    ``together``: what the command does with a household's members."""
+    p.add_argument("--household", metavar="COLUMN",
+                   help=f"the household-id column: {together}; released renumbered 1, 2, ... (drop it with --drop); "
+                        "a household never straddles a stratum")
+
+
 def add_match_options(p) -> None:
     """How the records of an original and its release match: ``--link``, ``--id`` or ``--by-position``
     (see :func:`probanon.release.align`)."""
@@ -112,7 +120,8 @@ def release_roles(args, frame, keys=None, audit: bool = True, strata=None) -> di
 
     roles = assign_roles(frame.columns, keys if keys is not None else args.keys, args.confidential, args.drop,
                          args.keep_other, weights=getattr(args, "weights", None),
-                         strata=strata if strata is not None else getattr(args, "strata", None))
+                         strata=strata if strata is not None else getattr(args, "strata", None),
+                         household=getattr(args, "household", None))
     if getattr(args, "output", None) is not None:  # an SPSS/Stata output must hold the names: before any work
         check_names(args.output, [c for c, role in roles.items() if role != "drop"])
     if audit:
