@@ -92,8 +92,9 @@ def cmd_evaluate(args) -> int:
     if args.confidential and not args.risk:
         raise InputError("--confidential names the columns whose attribute disclosure --risk measures: add --risk")
     # a swap or an aggregation may have moved the confidential values: not checked as released unchanged
-    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking,
-                                                                           changed=column_list(args.confidential))
+    # a household column is released renumbered: not checked as released unchanged either
+    changed = column_list(args.confidential) + ([args.household] if args.household else [])
+    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking, changed=changed)
     every = columns + categorical
     if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
         result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
@@ -331,6 +332,7 @@ def cmd_report(args) -> int:
 
     column_wise = args.probabilistic or MECHANISMS.get(args.mechanism) == "column-wise"
     swapped = column_list(args.confidential) if column_wise else []  # may be swapped: not checked
+    swapped += [args.household] if args.household else []  # released renumbered
     original, released, X, _, numeric, categorical, weights = _matched_keys(args, changed=swapped)
     compared = []
     for entry in args.compare or []:
@@ -352,11 +354,24 @@ def cmd_report(args) -> int:
         check_mechanism(args.mechanism)
     args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
                                        compared, args.probabilistic, args.mechanism, confidential,
-                                       dataset=Path(args.released).name))
+                                       dataset=Path(args.released).name,
+                                       key_risk=_report_key_risk(args, original, numeric + categorical)))
     print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
           f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
 
+
+
+def _report_key_risk(args, original: pd.DataFrame, keys: list) -> dict | None:
+    """The keywords of :func:`probanon.metrics.key_risk.key_risk` asked by ``report``'s
+    ``--suda2``, ``--household`` and ``--combinations`` (None: none asked)."""
+    if args.suda_max_size is not None and not args.suda2:
+        raise InputError("--suda-max-size bounds the MSUs of SUDA2: add --suda2")
+    if not (args.suda2 or args.household is not None or args.combinations is not None):
+        return None
+    return {"suda": args.suda2, "suda_max_size": args.suda_max_size, "dis_fraction": args.dis_fraction,
+            "households": _households(args, original, keys), "combinations": args.combinations, "k": args.k,
+            "by_combination": args.combinations is not None}
 
 
 def add_parser(sub) -> None:
@@ -440,6 +455,7 @@ def add_parser(sub) -> None:
     rr.add_argument("--compare", action="append", metavar="LABEL=RELEASED[,LINK]",
                     help="another release of the same original for the risk-utility map (repeatable; matched by "
                          "its link file, or by position)")
+    add_key_risk_options(rr)
     add_match_options(rr)
     add_output(rr, "-o", "--output-dir", required=True, metavar="DIR",
                folder=lambda args: ("internal/index.html", "external/index.html"),
