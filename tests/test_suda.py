@@ -149,3 +149,24 @@ def test_msu_lists_when_the_bitsets_do_not_fit(monkeypatch):
     frame = random_file(8, 50, (3, 2, 3, 4, 2), 0.05)
     monkeypatch.setattr(suda, "BITSET_BYTES", 0)
     assert set(suda.suda2(frame, list(frame.columns)).msus()) == brute_msus(frame, 5)
+
+
+# sdcMicro's data set testdata2 (93 records), its seven keys as digit strings
+TESTDATA2 = {
+    "urbrur": "111111111111111111111111111222222222222222222222222222222222222222222222222222222222222222222",
+    "roof": "222224444444444444444555566222222222222222222222244444444444444444444444444444455666666999999",
+    "walls": "333332222222233333399222233222233333333333333999922222222222233333333333333999922333333333333",
+    "water": "133441133445511334411113311447711223344557799334411223344557711223344556699334433334455335599",
+    "electcon": "444141111111111441111111111441111444144111111444411111111411111141141441111114111444444444411",
+    "relat": "131323232353211333433331333331335123233131312123233331253333313113133331313333333121332161312",
+    "sex": "112121212121212121212121212121212121212121212121212121212121212121212121212121212121212121212"}
+
+
+def test_sdcmicro_testdata2():
+    # test_suda2.R "suda2 sdcObject original scores": round(score[1], 2) == 180; the attribute
+    # contributions as sdcMicro 5.8.1 prints them for suda2(testdata2, variables = <these keys>)
+    frame = pd.DataFrame({k: [int(c) for c in v] for k, v in TESTDATA2.items()})
+    result = suda2(frame, list(TESTDATA2))
+    assert result.score[0] == 180
+    np.testing.assert_allclose(result.attribute_contributions().to_numpy(),
+                               [16.56877, 35.96503, 19.71042, 54.88321, 14.76574, 70.22265, 32.68679], atol=5e-6)

@@ -31,9 +31,13 @@ For a file of n records and M keys:
   contribution to the file (``attribute_contributions``): 100 sum_i contribution_ij score_i /
   sum_i score_i.
 
+Measured against sdcMicro 5.8.1 (built here) on random files with missing values and on its
+testdata2: the same scores and contributions, DIS-SUDA within 1e-8 (its single-precision DIS).
 Where we differ from sdcMicro, on purpose: sdcMicro counts a full-key unique in U only when it
 is alone in its 16-bit hash bucket (in Suda2.h ``k == g_NbPerHash[i]`` never holds in a bucket
-of several records), so on large files its U (and DIS) falls towards 0; we count every unique.
+of several records); U cancels from the DIS-SUDA score (U/DIS - U = P (1 - f)/f), but on large
+files, where no record is alone in a bucket, its U is 0 and every score NaN; we count every
+unique.
 With 1 or 2 keys sdcMicro appends constant dummy keys (its M becomes 3); we keep M. When items
 are "correlated" (two values held by exactly the same records) sdcMicro credits the expanded
 MSUs' weight to the wrong keys; we credit each MSU to its own keys.
