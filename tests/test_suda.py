@@ -93,17 +93,21 @@ def test_sdcmicro_book_example():
     assert suda2(tab, list(tab.columns)).score[4:8].tolist() == [4, 2, 6, 8]
 
 
+# sdcMicro's test_suda2.R "suda2 sdc guideline" (also read by tests/test_suda_cli.py)
+GUIDELINE = pd.DataFrame({
+    "Residence": ["Urban", "Urban", "Urban", "Urban", "Rural", "Urban", "Urban", "Urban", "Urban", "Urban"],
+    "Gender": ["Female", "Female", "Female", "Male", "Female", "Male", "Female", "Male", "Female", "Female"],
+    "Education": ["Secondary incomplete", "Secondary incomplete", "Primary incomplete", "Secondary complete",
+                  "Secondary complete", "Secondary complete", "Primary complete", "Post-secondary",
+                  "Secondary incomplete", "Secondary incomplete"],
+    "Labor": ["Employed", "Employed", "Non-LF", "Employed", "Unemployed", "Employed", "Non-LF", "Unemployed",
+              "Non-LF", "Non-LF"]})
+#: its expectation: score == c(0, 0, 6, 0, 12, 0, 6, 10, 0, 0)
+GUIDELINE_SCORES = [0, 0, 6, 0, 12, 0, 6, 10, 0, 0]
+
+
 def test_sdcmicro_guideline_example():
-    # test_suda2.R "suda2 sdc guideline": score == c(0, 0, 6, 0, 12, 0, 6, 10, 0, 0)
-    tab = pd.DataFrame({
-        "Residence": ["Urban", "Urban", "Urban", "Urban", "Rural", "Urban", "Urban", "Urban", "Urban", "Urban"],
-        "Gender": ["Female", "Female", "Female", "Male", "Female", "Male", "Female", "Male", "Female", "Female"],
-        "Education": ["Secondary incomplete", "Secondary incomplete", "Primary incomplete", "Secondary complete",
-                      "Secondary complete", "Secondary complete", "Primary complete", "Post-secondary",
-                      "Secondary incomplete", "Secondary incomplete"],
-        "Labor": ["Employed", "Employed", "Non-LF", "Employed", "Unemployed", "Employed", "Non-LF", "Unemployed",
-                  "Non-LF", "Non-LF"]})
-    assert suda2(tab, list(tab.columns)).score.tolist() == [0, 0, 6, 0, 12, 0, 6, 10, 0, 0]
+    assert suda2(GUIDELINE, list(GUIDELINE.columns)).score.tolist() == GUIDELINE_SCORES
 
 
 @pytest.mark.parametrize("order,expected", [("abc", [50, 37.5, 37.5]), ("acb", [50, 37.5, 37.5]),

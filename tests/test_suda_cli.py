@@ -12,18 +12,11 @@ import pytest
 
 from probanon.cli import main
 
-# sdcMicro's test_suda2.R "suda2 sdc guideline": scores c(0, 0, 6, 0, 12, 0, 6, 10, 0, 0)
-GUIDELINE = pd.DataFrame({
-    "Residence": ["Urban", "Urban", "Urban", "Urban", "Rural", "Urban", "Urban", "Urban", "Urban", "Urban"],
-    "Gender": ["Female", "Female", "Female", "Male", "Female", "Male", "Female", "Male", "Female", "Female"],
-    "Education": ["Secondary incomplete", "Secondary incomplete", "Primary incomplete", "Secondary complete",
-                  "Secondary complete", "Secondary complete", "Primary complete", "Post-secondary",
-                  "Secondary incomplete", "Secondary incomplete"],
-    "Labor": ["Employed", "Employed", "Non-LF", "Employed", "Unemployed", "Employed", "Non-LF", "Unemployed",
-              "Non-LF", "Non-LF"],
-    "hid": [1, 1, 2, 2, 2, 3, 4, 4, 5, 5]})
+from test_suda import GUIDELINE as SDC_GUIDELINE, GUIDELINE_SCORES as SCORES
+
+# sdcMicro's guideline example (test_suda2.R) with households
+GUIDELINE = SDC_GUIDELINE.assign(hid=[1, 1, 2, 2, 2, 3, 4, 4, 5, 5])
 KEYS = ["Residence", "Gender", "Education", "Labor"]
-SCORES = [0, 0, 6, 0, 12, 0, 6, 10, 0, 0]
 
 
 def _run(capsys, argv):
