@@ -110,11 +110,10 @@ def cmd_evaluate(args) -> int:
                                  for table, label in ((original, " of the original"), (released, " of the release")))
     risk_before, risk_after = found_before.frequency, found_after.frequency
     result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
+    sides = {"original": found_before.to_dict(), "released": found_after.to_dict()}
     for name in ("suda2", "household_risk", "k_violations"):
-        parts = {side: found.to_dict().get(name) for side, found in (("original", found_before),
-                                                                     ("released", found_after))}
-        if parts["original"] is not None:
-            result[name] = parts
+        if name in sides["original"]:
+            result[name] = {side: found[name] for side, found in sides.items()}
     if args.risk:
         from ..metrics import interval_disclosure, record_linkage
 
