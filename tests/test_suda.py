@@ -174,3 +174,38 @@ def test_sdcmicro_testdata2():
     assert result.score[0] == 180
     np.testing.assert_allclose(result.attribute_contributions().to_numpy(),
                                [16.56877, 35.96503, 19.71042, 54.88321, 14.76574, 70.22265, 32.68679], atol=5e-6)
+
+
+_BOUNDS = """
+import json
+import numpy as np, pandas as pd
+import probanon.metrics.suda as suda
+out = []
+for seed, n, cards, bits in [(1, 30, (3, 2, 4), True), (2, 1, (2, 2, 2), True), (3, 40, (2, 3, 2, 4), False)]:
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({f"k{j}": rng.integers(0, c, n) for j, c in enumerate(cards)})
+    frame = frame.mask(rng.random(frame.shape) < 0.1)
+    suda.BITSET_BYTES = 1 << 29 if bits else 0
+    out.append(float(suda.suda2(frame, list(frame.columns)).score.sum()))
+print(json.dumps(out))
+"""
+
+
+def test_kernels_stay_in_bounds(boundscheck_cache):
+    # numba's bounds checking in a fresh interpreter: both ways of finding covered subsets, one record
+    from helpers import run_bounds_checked
+
+    assert len(run_bounds_checked(_BOUNDS, boundscheck_cache)) == 3
+
+
+def test_many_categories_renumber_the_codes():
+    # 7 keys of ~100-600 categories: a record's mixed-radix code would pass 2**62 on all keys, so
+    # the kernel renumbers it densely midway; uniques and pairs on all keys against pandas
+    rng = np.random.default_rng(9)
+    n = 700
+    frame = pd.DataFrame({f"k{j}": rng.integers(0, 600, n) for j in range(7)})
+    frame.iloc[:200] = frame.iloc[200:400].to_numpy()  # 400 records in pairs
+    sizes = frame.groupby(list(frame.columns))["k0"].transform("size")
+    result = suda2(frame, list(frame.columns), max_size=1)
+    assert (result.uniques, result.pair_records) == (int((sizes == 1).sum()), int((sizes == 2).sum()))
+    assert result.pair_records >= 400
