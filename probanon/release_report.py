@@ -275,6 +275,8 @@ def _risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilisti
     rows.append({"measure": "expected re-identifications (individual risk)",
                  "original": fixed(before.expected_reidentifications, 2),
                  "release": fixed(after.expected_reidentifications, 2), "limit": ""})
+    rows.append({"measure": "records above the main risk level (sdcMicro: max(0.1, median + 2 MAD))",
+                 "original": int(before.above().sum()), "release": int(after.above().sum()), "limit": ""})
     if numeric:
         linkage = record_linkage(X, Y)
         rows += [{"measure": "record linkage (share re-identified)", "original": fixed(record_linkage(X, X), 4),
@@ -288,6 +290,49 @@ def _risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilisti
                                      bool(test.lower_exceeds_bound), limit=bound),
                      "limit": bound})
     return rows
+
+
+def _key_risk_section(rep: Report, original, released, keys: list, weights, options: dict) -> None:
+    """The risk measures around the categorical keys asked by ``options`` (the keywords of
+    :func:`probanon.metrics.key_risk.key_risk`: SUDA2, household risk, k per key combination),
+    before and after, as tables."""
+    from .metrics.key_risk import DIS_HIGH, key_risk
+
+    before, after = (key_risk(t, keys, weights=weights, **options) for t in (original, released))
+    pair = lambda measure, get: {"measure": measure, "original": get(before), "release": get(after)}  # noqa: E731
+    if before.suda is not None:
+        rep.text("SUDA2", f"Minimal sample uniques (MSUs) of at most {before.suda.max_size} keys, SUDA and DIS-SUDA "
+                 f"scores as sdcMicro's suda2 (DIS sampling fraction {before.suda.dis_fraction:g}).")
+        rows = [pair("records with an MSU", lambda f: int((f.suda.score > 0).sum())),
+                pair("MSUs", lambda f: int(f.suda.msu_counts.sum())),
+                pair("DIS (probability that a unique match is correct)", lambda f: fixed(f.suda.dis, 4)),
+                pair(f"records with a DIS-SUDA score above {DIS_HIGH}", lambda f: int((f.suda.dis_score > DIS_HIGH).sum())),
+                pair("largest DIS-SUDA score", lambda f: fixed(float(f.suda.dis_score.max()), 4))]
+        rows += [{"measure": f"records with DIS-SUDA {a}", "original": int(b), "release": int(c)} for a, b, c in
+                 zip(before.suda.dis_table()["interval"], before.suda.dis_table()["records"],
+                     after.suda.dis_table()["records"])]
+        contribution = lambda f, key: "none" if f.suda.score.sum() == 0 else \
+            fixed(float(f.suda.attribute_contributions()[key]), 1)  # noqa: E731
+        rows += [{"measure": f"contribution of {key} (% of the SUDA score)", "original": contribution(before, key),
+                  "release": contribution(after, key)} for key in keys]
+        rep.table(rows)
+    if before.household is not None:
+        rep.text("Household risk", "The risk that at least one member of a household is re-identified, "
+                 "1 - prod(1 - r) over its members (sdcMicro's measure_risk with hid).")
+        rep.table([pair("households", lambda f: f.household.households),
+                   pair("expected re-identifications (sdcMicro's hier_risk_ER)",
+                        lambda f: fixed(f.household.expected_reidentifications, 2)),
+                   pair("hierarchical risk %", lambda f: fixed(100 * f.household.hierarchical_risk, 2)),
+                   pair("expected households re-identified", lambda f: fixed(f.household.expected_households, 2)),
+                   pair("largest household risk", lambda f: fixed(float(f.household.by_household.max()), 4))])
+    if before.violations is not None:
+        v0, v1 = before.violations, after.violations
+        rep.text("k-anonymity per key combination", f"Records below k = {v0.k} on each combination of keys "
+                 "(a missing value matches any value); the first row: on at least one.")
+        rows = [{"combination": "any", "original": v0.total, "release": v1.total}]
+        rows += [{"combination": ", ".join(c), "original": a, "release": b}
+                 for c, a, b in zip(v0.combinations, v0.records, v1.records) if a or b]
+        rep.table(rows)
 
 
 def _utility_rows(X: np.ndarray, Y: np.ndarray, numeric: list, u, weights=None) -> list[dict]:
@@ -304,14 +349,17 @@ def _utility_rows(X: np.ndarray, Y: np.ndarray, numeric: list, u, weights=None) 
 
 def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
                     method: str, weights=None, compared=(), probabilistic: bool = False,
-                    label: str = "this release", mechanism=None, confidential=(), refs=None) -> Report:
+                    label: str = "this release", mechanism=None, confidential=(), refs=None,
+                    key_risk: dict | None = None) -> Report:
     """The office's report (module docstring); ``released`` aligned row by row with
     ``original``; ``compared``: further :class:`Assessment` for the map; ``refs``: its
     references (default :func:`references` of the numeric keys); ``probabilistic``: the
     release's mechanism is probabilistically k-anonymous (swapping); ``mechanism`` (a name of
     :data:`probanon.attacks.setting.MECHANISMS`) with the ``confidential`` columns: the attack
     suite of that mechanism (:func:`probanon.attacks.attack`) too, and when an intruder is
-    above the bound the office's options, each measured (:mod:`probanon.attacks.remedies`)."""
+    above the bound the office's options, each measured (:mod:`probanon.attacks.remedies`);
+    ``key_risk``: the keywords of :func:`probanon.metrics.key_risk.key_risk` for the risk measures
+    around categorical keys (SUDA2, household risk, k per key combination), or None."""
     keys = numeric + categorical
     X, Y = original[numeric].to_numpy(np.float64), released[numeric].to_numpy(np.float64)
     rep = Report(f"Internal risk-utility report: {method}")
@@ -322,6 +370,8 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
              + "); record linkage by the nearest-neighbour intruder; a flagged value exceeds its limit, written "
              "beside it.")
     rep.table(_risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilistic))
+    if key_risk:
+        _key_risk_section(rep, original, released, keys, weights, key_risk)
     if mechanism is not None and numeric:
         _attack_section(rep, original, released, numeric, list(categorical), list(confidential), mechanism, k)
     if confidential:
@@ -476,12 +526,15 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
 
 def report_contents(folder, original: pd.DataFrame, released: pd.DataFrame, numeric: list, categorical: list, k: int,
                     method: str, weights=None, compared=(), probabilistic: bool = False, mechanism=None,
-                    confidential=(), dataset: str | None = None, variables: dict | None = None) -> dict:
+                    confidential=(), dataset: str | None = None, variables: dict | None = None,
+                    key_risk: dict | None = None) -> dict:
     """{path: text or bytes} of both reports in ``folder``/internal and ``folder``/external,
-    for the all-or-nothing writer (:meth:`probanon.outputs.Outputs.write`, ``folder`` declared)."""
+    for the all-or-nothing writer (:meth:`probanon.outputs.Outputs.write`, ``folder`` declared);
+    ``key_risk``: the risk measures around categorical keys of the internal report
+    (:func:`internal_report`)."""
     folder = Path(folder)
     internal = internal_report(original, released, numeric, categorical, k, method, weights, compared, probabilistic,
-                               mechanism=mechanism, confidential=confidential)
+                               mechanism=mechanism, confidential=confidential, key_risk=key_risk)
     external = external_report(original, released, numeric, categorical, k, method, weights, probabilistic,
                                dataset=dataset, variables=variables, mechanism=mechanism, confidential=confidential)
     return {**internal.contents(folder / "internal"), **external.contents(folder / "external")}

@@ -18,7 +18,7 @@ from .._validation import weights_of
 from ..data import MISSING_HINT, quasi_identifiers, read_table
 from ..errors import InputError
 from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
-from ..metrics.frequency import VIOLATION_KS, frequency_risk, main_risk_level
+from ..metrics.frequency import VIOLATION_KS, main_risk_level
 from ..release import align, column_list
 
 
@@ -92,8 +92,9 @@ def cmd_evaluate(args) -> int:
     if args.confidential and not args.risk:
         raise InputError("--confidential names the columns whose attribute disclosure --risk measures: add --risk")
     # a swap or an aggregation may have moved the confidential values: not checked as released unchanged
-    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking,
-                                                                           changed=column_list(args.confidential))
+    # a household column is released renumbered: not checked as released unchanged either
+    changed = column_list(args.confidential) + ([args.household] if args.household else [])
+    original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking, changed=changed)
     every = columns + categorical
     if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
         result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
@@ -103,8 +104,16 @@ def cmd_evaluate(args) -> int:
         result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
                                 weights=weights).to_dict()
     result["k_achieved"] = k_achieved(released, every)
-    risk_before, risk_after = (frequency_risk(table, every, weights) for table in (original, released))
+    households = _households(args, original, every)
+    k_combination = args.k
+    found_before, found_after = (_key_risk(args, table, every, weights, households, k_combination, label)
+                                 for table, label in ((original, " of the original"), (released, " of the release")))
+    risk_before, risk_after = found_before.frequency, found_after.frequency
     result["frequency_risk"] = {"original": risk_before.to_dict(), "released": risk_after.to_dict()}
+    sides = {"original": found_before.to_dict(), "released": found_after.to_dict()}
+    for name in ("suda2", "household_risk", "k_violations"):
+        if name in sides["original"]:
+            result[name] = {side: found[name] for side, found in sides.items()}
     if args.risk:
         from ..metrics import interval_disclosure, record_linkage
 
@@ -142,6 +151,12 @@ def cmd_evaluate(args) -> int:
         print(f"expected re-identifications (individual risk, Benedetti-Franconi, {model}): "
               f"{risk_before.expected_reidentifications:.2f} ({100 * risk_before.global_risk:.2f} %) in the original, "
               f"{risk_after.expected_reidentifications:.2f} ({100 * risk_after.global_risk:.2f} %) released")
+        print(f"records above the main risk level (sdcMicro's max(0.1, median + 2 MAD)): "
+              f"{found_before.above_main_level()} in the original, {found_after.above_main_level()} released")
+        for side, found in (("original", found_before), ("release", found_after)):
+            if found.rows():
+                print(f"risk measures of the {side}:")
+                print("\n".join("  " + line for line in summary_lines(found.rows()).splitlines()))
         if args.risk and "record_linkage" not in result:
             print("record linkage, interval disclosure: not measured (keys with missing values)")
         elif args.risk:
@@ -169,27 +184,64 @@ def cmd_risk(args) -> int:
     if keys:  # numbers, checked with the line of a bad value; a missing value only with --missing pattern
         quasi_identifiers(frame, keys, args.missing == "pattern", RISK_MISSING_HINT)
     weights = weights_of(frame, args.weights, f"{args.input}: ")
-    risk = frequency_risk(frame, keys + categorical, weights)
+    households = _households(args, frame, keys + categorical)
+    found = _key_risk(args, frame, keys + categorical, weights, households, args.k)
+    risk = found.frequency
     above = risk.above(args.threshold)
     if args.output:
-        clash = sorted(set(keys + categorical) & {"record", "fk", "Fk", "risk", "above_level"})
+        extra = {"suda_score": None if found.suda is None else found.suda.score,
+                 "dis_score": None if found.suda is None else found.suda.dis_score,
+                 "household_risk": None if found.household is None else found.household.risk}
+        extra = {name: values for name, values in extra.items() if values is not None}
+        clash = sorted(set(keys + categorical) & {"record", "fk", "Fk", "risk", "above_level", *extra})
         if clash:
             raise InputError(f"-o: the key {clash[0]!r} has the name of a column of the risk file; rename it")
         table = frame[keys + categorical].reset_index(drop=True)
         table.insert(0, "record", np.arange(1, risk.n + 1))
-        args.outputs.write({args.output: table.assign(fk=risk.fk, Fk=risk.Fk, risk=risk.risk, above_level=above)})
+        args.outputs.write({args.output: table.assign(fk=risk.fk, Fk=risk.Fk, risk=risk.risk, above_level=above,
+                                                      **extra)})
     result = risk.to_dict(level=args.threshold)
     result.update(numeric_keys=keys, categorical_keys=categorical, weights=args.weights,
-                  risk_level_rule="--threshold" if args.threshold is not None else "max(0.1, median + 2 MAD)")
+                  risk_level_rule="--threshold" if args.threshold is not None else "max(0.1, median + 2 MAD)",
+                  records_above_main_level=found.above_main_level())
+    result.update({name: part for name, part in found.to_dict().items()
+                   if name in ("suda2", "household_risk", "k_violations")})
     if args.json:
         print(json.dumps(result, allow_nan=False))
     else:
         lacking = int(frame[keys + categorical].isna().any(axis=1).sum())
-        print(_risk_summary(args, risk, keys, categorical, int(above.sum()), lacking))
+        print(_risk_summary(args, risk, keys, categorical, int(above.sum()), lacking, found.rows()))
     return 0
 
 
-def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking: int) -> str:
+def _households(args, frame: pd.DataFrame, keys: list):
+    """The household ids of ``--household`` (a column of ``frame``, not a key), or None."""
+    if args.household is None:
+        return None
+    if args.household not in frame.columns:
+        raise InputError(f"--household: no column {args.household!r}")
+    if args.household in keys:
+        raise InputError(f"--household: {args.household!r} is also a key")
+    return frame[args.household]
+
+
+def _key_risk(args, frame: pd.DataFrame, keys: list, weights, households, k, label: str = ""):
+    """The risk measures of ``frame`` asked by ``--suda2``, ``--household`` (``households``) and
+    ``--combinations`` (with ``k``), besides the frequency risk (:func:`probanon.metrics.key_risk.key_risk`)."""
+    from ..metrics.key_risk import COMBINATION_K, key_risk
+    from .progress import Progress
+
+    if args.suda_max_size is not None and not args.suda2:
+        raise InputError("--suda-max-size bounds the MSUs of SUDA2: add --suda2")
+    with Progress(f"SUDA2{label}: {len(frame):,} records, keys {', '.join(keys)}", quiet=args.json or not args.suda2,
+                  desc="SUDA2 key subsets", unit="subset") as bar:
+        return key_risk(frame, keys, weights=weights, suda=args.suda2, suda_max_size=args.suda_max_size,
+                        dis_fraction=args.dis_fraction, households=households,
+                        combinations=args.combinations, k=COMBINATION_K if k is None else k,
+                        by_combination=args.combinations is not None, progress=bar)
+
+
+def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking: int, more=()) -> str:
     """The readable profile of :func:`cmd_risk` (sdcMicro's wording where it has one); ``above``:
     records above the risk level, ``lacking``: records with a missing key value."""
     n = risk.n
@@ -218,9 +270,44 @@ def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking
              ("expected re-identifications", f"{risk.expected_reidentifications:,.2f} "
                                              f"({100 * risk.global_risk:.2f} % of the records: the global risk)"),
              ("records above the risk level", share(above)), ("", level)]
+    rows += list(more)
     if args.output:
-        rows.append(("per-record risk", f"written to {args.output} (record, keys, fk, Fk, risk, above_level)"))
+        rows.append(("per-record risk", f"written to {args.output} (record, keys, fk, Fk, risk, above_level"
+                                        + ", suda_score, dis_score" * args.suda2
+                                        + ", household_risk" * (args.household is not None) + ")"))
     return summary_lines(rows)
+
+
+def _fraction(text: str) -> float:
+    """argparse type of ``--dis-fraction``: a sampling fraction in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text}")
+    return value
+
+
+def add_key_risk_options(p, k_help: str | None = None) -> None:
+    """The risk measures around categorical keys (issue 43.5) of ``risk``, ``evaluate`` and
+    ``report``: ``--suda2`` (``--suda-max-size``, ``--dis-fraction``), ``--household``,
+    ``--combinations`` (with ``-k`` when ``k_help``: the command has no ``-k`` of its own)."""
+    p.add_argument("--suda2", action="store_true",
+                   help="also SUDA2 (sdcMicro's suda2): the records with a minimal sample unique (MSU), the MSUs by "
+                        "size, the DIS-SUDA scores in sdcMicro's intervals and each key's contribution")
+    p.add_argument("--suda-max-size", type=positive_int, metavar="N",
+                   help="with --suda2: seek MSUs of at most N keys (default: all keys)")
+    p.add_argument("--dis-fraction", type=_fraction, default=0.01, metavar="F",
+                   help="with --suda2: the sampling fraction of the DIS measure (sdcMicro's DisFraction, default 0.01)")
+    p.add_argument("--household", metavar="COL",
+                   help="the household-id column: also the household risk (sdcMicro's measure_risk with hid), "
+                        "1 - prod(1 - r) over each household's members")
+    p.add_argument("--combinations", type=positive_int, metavar="M",
+                   help="also the records below k on every combination of at most M keys (a missing value matching "
+                        "any value), per combination")
+    if k_help:
+        p.add_argument("-k", type=positive_int, default=3, help=k_help)
 
 
 def _risk_level(text: str) -> float:
@@ -244,6 +331,7 @@ def cmd_report(args) -> int:
 
     column_wise = args.probabilistic or MECHANISMS.get(args.mechanism) == "column-wise"
     swapped = column_list(args.confidential) if column_wise else []  # may be swapped: not checked
+    swapped += [args.household] if args.household else []  # released renumbered
     original, released, X, _, numeric, categorical, weights = _matched_keys(args, changed=swapped)
     compared = []
     for entry in args.compare or []:
@@ -265,11 +353,24 @@ def cmd_report(args) -> int:
         check_mechanism(args.mechanism)
     args.outputs.write(report_contents(out, original, released, numeric, categorical, args.k, args.method, weights,
                                        compared, args.probabilistic, args.mechanism, confidential,
-                                       dataset=Path(args.released).name))
+                                       dataset=Path(args.released).name,
+                                       key_risk=_report_key_risk(args, original, numeric + categorical)))
     print(f"reports written to {out / 'internal' / 'index.html'} (for the office) and "
           f"{out / 'external' / 'index.html'} (publishable)", file=sys.stderr)
     return 0
 
+
+
+def _report_key_risk(args, original: pd.DataFrame, keys: list) -> dict | None:
+    """The keywords of :func:`probanon.metrics.key_risk.key_risk` asked by ``report``'s
+    ``--suda2``, ``--household`` and ``--combinations`` (None: none asked)."""
+    if args.suda_max_size is not None and not args.suda2:
+        raise InputError("--suda-max-size bounds the MSUs of SUDA2: add --suda2")
+    if not (args.suda2 or args.household is not None or args.combinations is not None):
+        return None
+    return {"suda": args.suda2, "suda_max_size": args.suda_max_size, "dis_fraction": args.dis_fraction,
+            "households": _households(args, original, keys), "combinations": args.combinations, "k": args.k,
+            "by_combination": args.combinations is not None}
 
 
 def add_parser(sub) -> None:
@@ -292,7 +393,8 @@ def add_parser(sub) -> None:
                         "moments; population frequencies F_k and the individual risk estimated with them (default: "
                         "the file is the population)")
     add_match_options(e)
-    e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller")
+    e.add_argument("-k", type=positive_int, help="required k: exit 1 when the release's k achieved is smaller (also the k of --combinations, "
+                                                   "default 3)")
     e.add_argument("--json", action="store_true", help="one JSON object on stdout")
     e.add_argument("--risk", action="store_true",
                    help="also disclosure risk: record linkage and interval disclosure on the quasi-identifiers, and "
@@ -301,12 +403,14 @@ def add_parser(sub) -> None:
                    help="comma-separated confidential columns (with --risk): the shares of people whose released "
                         "class pins their value (within 1, 5, 10%%; constant classes and the class mode for "
                         "categories), each beside its baseline")
+    add_key_risk_options(e)
     e.set_defaults(func=cmd_evaluate)
 
     k = command(sub, "risk", epilog=example(
         "# adult.csv: UCI Adult (48,842 records); fnlwgt: its census weights",
         "probanon risk adult.csv --keys age --categorical-keys sex,race,workclass,education --weights fnlwgt",
-        "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv"))
+        "probanon risk adult.csv --categorical-keys sex,race,occupation --threshold 0.2 -o adult_risk.csv",
+        "probanon risk adult.csv --categorical-keys age,sex,race,marital-status,education --suda2 --combinations 3"))
     add_input(k, "input", help="the original file (CSV, Parquet, SPSS, Stata)")
     k.add_argument("--keys", metavar="COLS", type=column_names,
                    help="comma-separated numeric quasi-identifiers (checked to be numbers; compared by exact value)")
@@ -324,6 +428,7 @@ def add_parser(sub) -> None:
     add_output(k, "-o", "--output", table=True, metavar="FILE",
                help="also write every record's risk: record (from 1), the keys, fk, Fk, risk, above_level")
     k.add_argument("--json", action="store_true", help="one JSON object on stdout instead of the summary")
+    add_key_risk_options(k, k_help="the k of --combinations (default 3)")
     k.set_defaults(func=cmd_risk)
 
     rr = command(sub, "report", epilog=example(
@@ -349,6 +454,7 @@ def add_parser(sub) -> None:
     rr.add_argument("--compare", action="append", metavar="LABEL=RELEASED[,LINK]",
                     help="another release of the same original for the risk-utility map (repeatable; matched by "
                          "its link file, or by position)")
+    add_key_risk_options(rr)
     add_match_options(rr)
     add_output(rr, "-o", "--output-dir", required=True, metavar="DIR",
                folder=lambda args: ("internal/index.html", "external/index.html"),
