@@ -162,6 +162,19 @@ def test_households_get_one_value_and_the_matrix_counts_households():
         PRAM().fit(X[["age"]], households=house)
 
 
+def test_transform_applies_the_fitted_matrices_to_other_records_and_keeps_the_index():
+    X = _people(1000)
+    X.index = X.index * 3 + 10
+    model = PRAM(pd=0.3, random_state=1).fit(X[["region", "marital"]])
+    part = model.transform(X[["region", "marital"]].head(200))
+    assert list(part.index) == list(X.index[:200])
+    assert set(part["region"]) <= set(X["region"])
+    with pytest.raises(InputError, match="'zz' of region was not a category of it"):
+        model.transform(X[["region", "marital"]].head(5).assign(region="zz"))
+    with pytest.raises(InputError, match="fitted on the keys"):
+        model.transform(X[["marital", "region"]])
+
+
 # ------------------------------------------------------------------ correction and measure
 
 
@@ -211,6 +224,18 @@ def test_matrix_table_round_trip_and_the_promise_refuses_what_it_does_not_keep()
     skewed.loc[1, "probability"] -= 1e-6
     with pytest.raises(GuaranteeError, match="not invariant"):
         PramPromise(X, ["region", "marital"], skewed, False, ["sex"]).check(Y)
+    X2 = X.copy()
+    X2.loc[X2.index[:3], "marital"] = None
+    Y2 = PRAM(pd=0.5, random_state=2).fit_transform(X2[["region", "marital"]], strata=X2[["sex"]])
+    table2 = matrix_table(PRAM(pd=0.5, random_state=2).fit(X2[["region", "marital"]], strata=X2[["sex"]])
+                          .transition_matrices_, ["sex"])
+    PramPromise(X2, ["region", "marital"], table2, False, ["sex"]).check(Y2)
+    filled = Y2.copy()
+    filled.loc[X2.index[0], "marital"] = "single"
+    with pytest.raises(GuaranteeError, match="missing value was perturbed"):
+        PramPromise(X2, ["region", "marital"], table2, False, ["sex"]).check(filled)
+    with pytest.raises(GuaranteeError, match="members of a household"):
+        PramPromise(X2.assign(house=0), ["region"], table2, False, ["sex"], household="house").check(Y2)
     with pytest.raises(GuaranteeError, match="row-stochastic"):
         PramPromise(X, ["region", "marital"], table.assign(probability=table["probability"] * 1.01), False,
                     ["sex"]).check(Y)

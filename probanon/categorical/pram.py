@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator
 
-from .._validation import BOOLEAN, GENERATOR, NONE, RANDOM_STATE, Constraint, check_params, check_random_state, one_of, real
+from .._validation import BOOLEAN, RANDOM_STATE, Constraint, check_params, check_random_state, one_of, real
 from ..errors import InputError, NotFittedError, ParameterError
 
 #: the largest number of categories of one variable (a joint variable's combinations): its matrix
@@ -157,6 +157,15 @@ class _Variable:
         if isinstance(self.categories, pd.DataFrame):
             return tuple(self.categories.iloc[code])
         return self.categories[code]
+
+
+def _shown(value) -> str:
+    """A value (or a tuple of values) as a message says it: text quoted, numbers as numbers."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(_shown(v) for v in value) + ")"
+    if isinstance(value, str):
+        return repr(value)
+    return "missing" if pd.isna(value) else str(value.item() if hasattr(value, "item") else value)
 
 
 def _factorize(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
@@ -303,7 +312,7 @@ class PRAM(BaseEstimator):
             raise InputError("PRAM needs at least one key and one record")
         if X.columns.duplicated().any():
             raise InputError(f"the key {X.columns[X.columns.duplicated()][0]!r} is given twice")
-        return X.reset_index(drop=True)
+        return X.copy()
 
     def fit(self, X, y=None, *, strata=None, households=None):
         """Build the transition matrices of the keys (the columns of X) from their frequencies
@@ -333,7 +342,7 @@ class PRAM(BaseEstimator):
                     continue
                 if present.size > MAX_CATEGORIES:
                     raise InputError(f"{'+'.join(var.keys)} has {present.size:,} categories"
-                                     + (f" in stratum {label}" if names is not None or strata is not None else "")
+                                     + ("" if label is None else f" in stratum {_shown(label)}")
                                      + f"; PRAM builds a matrix of at most {MAX_CATEGORIES:,} (recode it, or PRAM "
                                      "the keys one by one)")
                 R = _invariant(counts[s, present].astype(np.float64), pd_, alpha, rng, self.diagonal)
@@ -373,13 +382,14 @@ class PRAM(BaseEstimator):
                 if rows.size == 0:
                     continue
                 if label not in fitted:
-                    raise InputError(f"stratum {label} had no values of {'+'.join(var.keys)} when PRAM was fitted")
+                    raise InputError(f"stratum {_shown(label)} had no values of {'+'.join(var.keys)} when PRAM was fitted")
                 tm = fitted[label]
                 local = _local_codes(tm, var)[codes[rows]]
                 if (local < 0).any():
                     bad = codes[rows][local < 0][0]
-                    raise InputError(f"the category {var.value(bad)!r} of {'+'.join(var.keys)} was not in stratum "
-                                     f"{label} when PRAM was fitted")
+                    raise InputError(f"the category {_shown(var.value(bad))} of {'+'.join(var.keys)} was not a "
+                                     f"category of it{'' if label is None else ' in stratum ' + _shown(label)} when "
+                                     "PRAM was fitted")
                 j = _draw(tm.matrix, local, u[rows])
                 moved = j != local
                 units.append(rows[moved])

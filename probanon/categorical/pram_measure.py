@@ -171,15 +171,17 @@ def matrices_from_table(table: pd.DataFrame, keys, joint: bool, strata_names=())
         stratum = tuple(label[0 if joint else 1:]) if names else None
         rows = pd.MultiIndex.from_frame(part[frm]) if joint else pd.Index(part["from"])
         cols = pd.MultiIndex.from_frame(part[to].set_axis(frm, axis=1)) if joint else pd.Index(part["to"])
-        cells = pd.Series(part["probability"].to_numpy(np.float64), index=pd.MultiIndex.from_arrays(
-            [rows, cols]) if not joint else pd.MultiIndex.from_tuples(list(zip(rows, cols))))
-        if cells.index.duplicated().any():
-            raise InputError(f"the transition matrix of {'+'.join(var)} (stratum {stratum}) gives a cell twice")
-        R = cells.unstack()
-        if set(R.index) != set(R.columns) or R.isna().any().any():
+        categories = rows.unique()
+        m = len(categories)
+        i, j = categories.get_indexer(rows), categories.get_indexer(cols)
+        cell = np.where(j >= 0, i * m + j, -1)
+        if len(part) != m * m or (cell < 0).any() or np.unique(cell).size != m * m:
             raise InputError(f"the transition matrix of {'+'.join(var)} (stratum {stratum}) is not square over its "
-                             "categories")
-        out[(var, stratum)] = R.loc[:, list(R.index)]
+                             "categories (a cell missing, given twice, or a category it moves to that it does not "
+                             "move from)")
+        R = np.empty(m * m)
+        R[cell] = part["probability"].to_numpy(np.float64)
+        out[(var, stratum)] = pd.DataFrame(R.reshape(m, m), index=categories, columns=categories)
     return out
 
 
@@ -217,11 +219,13 @@ class PramPromise:
         if len(released) != len(original):
             self._fail(f"the release has {len(released):,} records, the input {len(original):,}")
         units = original if self.household is None else original.drop_duplicates(self.household)
-        if self.joint:
-            self._check_values(original, released, keys, units)
-        else:
-            for k in keys:
-                self._check_values(original, released, [k], units)
+        try:
+            matrices = matrices_from_table(self.table, keys, self.joint, self.strata)
+        except InputError as exc:
+            self._fail(f"the transition-matrix table: {exc}")
+        for var in ([keys] if self.joint else [[k] for k in keys]):
+            self._check_values(original, released, var, units)
+            self._check_matrices(units.loc[~units[var].isna().any(axis=1)], var, matrices)
 
     def _fail(self, what: str) -> None:
         raise GuaranteeError(f"{self.mechanism}: {what}; nothing written")
@@ -229,8 +233,8 @@ class PramPromise:
     def _check_values(self, original, released, keys, units) -> None:
         name = "+".join(keys)
         was = original[keys].isna().any(axis=1).to_numpy()
-        kept = np.column_stack([_same(original[k], released[k]) for k in keys])
-        if (was & ~kept.all(axis=1)).any():
+        rows = np.flatnonzero(was)
+        if rows.size and not all(_same(original[k].iloc[rows], released[k].iloc[rows]).all() for k in keys):
             self._fail(f"{name}: a record with a missing value was perturbed (missing values are left as they are)")
         if (~was & released[keys].isna().any(axis=1).to_numpy()).any():
             self._fail(f"{name}: a value was released as missing")
@@ -246,17 +250,14 @@ class PramPromise:
                 self.household, dropna=False)[keys].nunique(dropna=False).max(axis=1)
             if (spread > 1).any():
                 self._fail(f"{name}: members of a household were released with different values")
-        self._check_matrices(units.loc[~units[keys].isna().any(axis=1)], keys, name)
 
-    def _check_matrices(self, units: pd.DataFrame, keys, name: str) -> None:
-        try:
-            matrices = matrices_from_table(self.table, keys, self.joint, self.strata)
-        except InputError as exc:
-            self._fail(f"the transition-matrix table: {exc}")
+    def _check_matrices(self, units: pd.DataFrame, keys, matrices: dict) -> None:
+        name = "+".join(keys)
         mine = {s: R for (var, s), R in matrices.items() if var == tuple(keys)}
         counts = units.groupby(self.strata + keys, dropna=False, observed=True, sort=False).size()
-        strata_seen = ([None] if not self.strata else
-                       list(dict.fromkeys(tuple(r) for r in units[self.strata].itertuples(index=False, name=None))))
+        strata_seen = [None] if not self.strata else list(
+            counts.index.droplevel(list(range(len(self.strata), len(self.strata) + len(keys)))).unique())
+        strata_seen = [s if s is None or isinstance(s, tuple) else (s,) for s in strata_seen]
         for stratum in strata_seen:
             t = counts if stratum is None else counts.xs(stratum, level=list(range(len(self.strata))), drop_level=True)
             where = "" if stratum is None else f" in stratum {stratum}"
