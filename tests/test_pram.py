@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from probanon.categorical.pram import PRAM, corrected_frequencies, invariant_matrix
+from probanon.categorical.pram import PRAM, corrected_frequencies, invariant_matrix, invariant_of
 from probanon.categorical.pram_measure import PramPromise, matrices_from_table, matrix_table, pram_measure
 from probanon.cli import main
 from probanon.errors import GuaranteeError, InputError, ParameterError
@@ -38,6 +38,21 @@ def test_sdcmicro_construction_on_a_case_worked_by_hand():
     half = invariant_matrix([75, 25], pd=0.8, alpha=0.5, diagonal="fixed")
     np.testing.assert_allclose(half, (np.array([[75, 16], [48, 43]]) / 91 + np.eye(2)) / 2, rtol=1e-12)
     np.testing.assert_allclose(np.array([75, 25]) @ R, [75, 25], rtol=1e-12)
+
+
+def test_the_real_sdcmicro_matrix_is_reproduced():
+    # sdcMicro 5.8.1, built here (../shared/peers/sdcmicro): x = factor(50 a, 30 b, 15 c, 5 d);
+    # set.seed(42); d <- runif(4, 0.7, 1)   (the diagonal pram() draws first)
+    # set.seed(42); Rs <- attr(pram(x, pd = 0.7, alpha = 0.6), "pram_params")$x$Rs
+    d = np.array([0.97444181304890665, 0.98112262398935857, 0.78584186043590298, 0.9491342878201976])
+    sdcmicro = np.array([
+        [0.96954930929231609, 0.0072827586213025453, 0.018357313973157457, 0.0048106181132239233],
+        [0.012137931035504243, 0.95883789590725221, 0.024597110130567104, 0.0044270629266763969],
+        [0.061191046577191523, 0.049194220261134215, 0.85461802603512504, 0.034996707126549183],
+        [0.048106181132239224, 0.026562377560058383, 0.10499012137964756, 0.82034131992805481]])
+    P = np.repeat(((1 - d) / 3)[:, None], 4, axis=1)
+    np.fill_diagonal(P, d)
+    np.testing.assert_allclose(invariant_of(P, [50, 30, 15, 5], alpha=0.6), sdcmicro, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("pd_, alpha, diagonal", [(0.8, 0.5, "uniform"), (0.1, 1.0, "uniform"), (0.5, 0.3, "fixed"),
