@@ -70,6 +70,17 @@ def test_built_matrices_are_row_stochastic_and_invariant(pd_, alpha, diagonal):
         assert (np.diag(R) >= 1 - alpha - 1e-12).all()
 
 
+def test_the_structured_construction_is_the_general_one():
+    # invariant_matrix draws P's diagonal as sdcMicro's runif(L, pd, 1) and uses P's structure;
+    # invariant_of takes P as a matrix and multiplies
+    t = np.array([40.0, 7.0, 13.0, 25.0, 15.0])
+    d = np.random.default_rng(9).uniform(0.6, 1.0, 5)
+    P = np.repeat(((1 - d) / 4)[:, None], 5, axis=1)
+    np.fill_diagonal(P, d)
+    np.testing.assert_allclose(invariant_matrix(t, pd=0.6, alpha=0.7, random_state=9), invariant_of(P, t, alpha=0.7),
+                               rtol=1e-12, atol=1e-15)
+
+
 def test_bad_matrix_parameters_are_refused():
     with pytest.raises(ParameterError, match="pd"):
         invariant_matrix([1, 2], pd=0.0)

@@ -81,9 +81,14 @@ def _invariant(t: np.ndarray, pd: float, alpha: float, rng: np.random.Generator,
     if L == 1:
         return np.ones((1, 1))
     d = rng.uniform(pd, 1.0, L) if diagonal == "uniform" else np.full(L, pd)
-    P = np.repeat(((1.0 - d) / (L - 1))[:, None], L, axis=1)
-    np.fill_diagonal(P, d)
-    return _invariant_of(P, t, alpha)
+    o = (1.0 - d) / (L - 1)  # P = diag(d - o) + o 1^T: Q and PQ in O(L^2), no matrix product
+    p = t / t.sum()
+    s = p @ o + p * (d - o)  # s_k = sum_l p_l P[l, k]
+    Q = (np.repeat(o[None, :], L, axis=0) * p[None, :]) / s[:, None]  # Q[k, j] = P[j, k] p_j / s_k, j != k
+    Q[np.diag_indices(L)] = d * p / s
+    R = alpha * ((d - o)[:, None] * Q + o[:, None] * Q.sum(axis=0)[None, :])  # (PQ)[i, j]
+    R[np.diag_indices(L)] += 1.0 - alpha
+    return R / R.sum(axis=1, keepdims=True)
 
 
 def invariant_of(P, frequencies, alpha: float = 1.0) -> np.ndarray:
@@ -401,13 +406,16 @@ class PRAM(BaseEstimator):
         by_keys: dict = {}
         for tm in self.transition_matrices_:
             by_keys.setdefault(tm.keys, {})[tm.stratum] = tm
+        by_stratum = np.argsort(unit_strata, kind="stable")
+        bounds = np.searchsorted(unit_strata[by_stratum], np.arange(len(labels) + 1))
         for var in _variables(X, self.keys_, bool(self.joint)):
             codes = _unit_codes(var, house, first)
             u = rng.random(codes.size)
             fitted = by_keys.get(var.keys, {})
             units, values = [], [[] for _ in var.keys]
             for s, label in enumerate(labels):
-                rows = np.flatnonzero((unit_strata == s) & (codes >= 0))
+                rows = by_stratum[bounds[s]:bounds[s + 1]]
+                rows = rows[codes[rows] >= 0]
                 if rows.size == 0:
                     continue
                 if label not in fitted:

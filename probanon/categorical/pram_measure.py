@@ -188,6 +188,23 @@ def matrices_from_table(table: pd.DataFrame, keys, joint: bool, strata_names=())
 # ------------------------------------------------------------------ the promise
 
 
+class _Missing:
+    """A missing stratum value in a stratum's label (NaN is not equal to itself; this is)."""
+
+    def __repr__(self) -> str:
+        return "missing"
+
+
+MISSING = _Missing()
+
+
+def _label(values) -> tuple | None:
+    """A stratum's value tuple with every missing value as :data:`MISSING` (None: no strata)."""
+    if values is None:
+        return None
+    return tuple(MISSING if v is MISSING or pd.isna(v) else v for v in values)
+
+
 def _same(a: pd.Series, b: pd.Series) -> np.ndarray:
     """Where two columns (row by row) hold the same value; two missing values are the same."""
     a, b = a.reset_index(drop=True).astype(object), b.reset_index(drop=True).astype(object)
@@ -253,13 +270,13 @@ class PramPromise:
 
     def _check_matrices(self, units: pd.DataFrame, keys, matrices: dict) -> None:
         name = "+".join(keys)
-        mine = {s: R for (var, s), R in matrices.items() if var == tuple(keys)}
-        counts = units.groupby(self.strata + keys, dropna=False, observed=True, sort=False).size()
-        strata_seen = [None] if not self.strata else list(
-            counts.index.droplevel(list(range(len(self.strata), len(self.strata) + len(keys)))).unique())
-        strata_seen = [s if s is None or isinstance(s, tuple) else (s,) for s in strata_seen]
-        for stratum in strata_seen:
-            t = counts if stratum is None else counts.xs(stratum, level=list(range(len(self.strata))), drop_level=True)
+        mine = {_label(s): R for (var, s), R in matrices.items() if var == tuple(keys)}
+        parts = units.groupby(self.strata, dropna=False, sort=False) if self.strata else [(None, units)]
+        strata_seen = []
+        for stratum, part in parts:
+            stratum = None if stratum is None else _label(stratum if isinstance(stratum, tuple) else (stratum,))
+            strata_seen.append(stratum)
+            t = part.groupby(keys, dropna=False, observed=True, sort=False).size()
             where = "" if stratum is None else f" in stratum {stratum}"
             if stratum not in mine:
                 self._fail(f"no transition matrix of {name}{where}")
