@@ -256,10 +256,13 @@ class PramPromise:
         if (~was & released[keys].isna().any(axis=1).to_numpy()).any():
             self._fail(f"{name}: a value was released as missing")
         values = self.strata + keys
-        allowed = pd.MultiIndex.from_frame(original.loc[~was, values].drop_duplicates())
-        given = pd.MultiIndex.from_frame(pd.concat([original.loc[~was, self.strata].reset_index(drop=True),
-                                                    released.loc[~was, keys].reset_index(drop=True)], axis=1))
-        outside = ~given.isin(allowed)
+        allowed = original.loc[~was, values].reset_index(drop=True)
+        given = pd.concat([original.loc[~was, self.strata].reset_index(drop=True),
+                           released.loc[~was, keys].reset_index(drop=True)], axis=1)
+        # one numbering of the value combinations of both (a released value that is no original one gets its own)
+        codes = pd.concat([allowed, given], ignore_index=True).groupby(
+            values, dropna=False, sort=False).ngroup().to_numpy()
+        outside = ~np.isin(codes[len(allowed):], codes[:len(allowed)])
         if outside.any():
             self._fail(f"{name}: {int(outside.sum()):,} released values are not categories of {name} in their stratum")
         if self.household is not None:
