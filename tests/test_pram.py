@@ -369,3 +369,19 @@ def test_pram_recipe_writes_the_matrix_beside_the_release(tmp_path, capsys):
     first = (tmp_path / "out.csv").read_bytes()
     assert main(["release", str(tmp_path / "out.csv.recipe.toml"), "--force"]) == 0, capsys.readouterr().err
     assert (tmp_path / "out.csv").read_bytes() == first
+
+
+def test_pram_command_refuses_a_matrix_that_is_not_invariant_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import probanon.categorical.pram as pram_module
+
+    def skewed(t, pd_, alpha, rng, diagonal):  # row-stochastic, not invariant: a broken construction
+        L = t.size
+        return np.full((L, L), 1.0 / L)
+    monkeypatch.setattr(pram_module, "_invariant", skewed)
+    path, _ = _write(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    code = main(["pram", str(path), "-o", str(tmp_path / "out.csv"), "--keys", "region,marital", "--keep-other",
+                 "--matrix", str(tmp_path / "m.csv"), "--seed", "1", "--link", str(tmp_path / "lk.csv")])
+    err = capsys.readouterr().err
+    assert code == 2 and "not invariant for the original frequencies" in err and "nothing written" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

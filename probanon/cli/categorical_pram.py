@@ -86,7 +86,8 @@ def cmd_pram(args) -> int:
     measure = pram_measure(frame[keys], released, keys)
     print(f"transition matrices written to {args.matrix} ({len(model.transition_matrices_)} matrices, "
           f"{len(table):,} cells; publish them with the release: t_hat = t_obs R^-1 corrects a table)\n"
-          "what PRAM changed:\n" + "\n".join(f"  {line}" for line in measure.lines()), file=sys.stderr)
+          "what PRAM changed (PRAM states no k: a released value is the original one with the probability on its "
+          "matrix's diagonal):\n" + "\n".join(f"  {line}" for line in measure.lines()), file=sys.stderr)
     return 0
 
 
@@ -99,10 +100,11 @@ def add_parser(sub) -> None:
     add_release_options(s, keys_help="categorical key columns, each post-randomised (its categories are its values)",
                         confidential_help="confidential columns (kept unchanged)")
     s.add_argument("--pd", type=_share(True, "--pd"), default=0.8, metavar="P",
-                   help="minimum diagonal of the matrix P that R is built from, in (0, 1] (sdcMicro's pd; default 0.8): "
-                        "one number, or KEY=P,... per key")
+                   help="minimum diagonal of the matrix P whose invariant form PQ (Q: P reversed by Bayes' rule on the "
+                        "key's frequencies) is used, in (0, 1] (sdcMicro's pd; default 0.8): one number, or KEY=P,... "
+                        "per key")
     s.add_argument("--alpha", type=_share(False, "--alpha"), default=0.5, metavar="A",
-                   help="amount of perturbation in [0, 1]: the matrix released is A*R + (1-A)*I (sdcMicro's alpha; "
+                   help="amount of perturbation in [0, 1]: the matrix used and published is A*PQ + (1-A)*I (sdcMicro's alpha; "
                         "default 0.5): one number, or KEY=A,... per key")
     s.add_argument("--diagonal", choices=DIAGONALS, default="uniform",
                    help="P's diagonal drawn uniformly on [pd, 1] per category (uniform, as sdcMicro) or equal to pd "
