@@ -92,6 +92,10 @@ def test_bad_matrix_parameters_are_refused():
         PRAM(pd=1.2).fit(_people(20)[["sex"]])
     with pytest.raises(ParameterError, match="no value for the key"):
         PRAM(pd={"sex": 0.5}).fit(_people(20)[["sex", "region"]])
+    with pytest.raises(ParameterError, match="one number each"):
+        PRAM(pd={"sex": 0.5, "region": 0.5}, joint=True).fit(_people(20)[["sex", "region"]])
+    with pytest.raises(ParameterError, match="alpha"):
+        PRAM(alpha=[0.5, 2.0]).fit(_people(20)[["sex", "region"]])
 
 
 # ------------------------------------------------------------------ the release

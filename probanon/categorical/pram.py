@@ -357,6 +357,9 @@ class PRAM(BaseEstimator):
         X.columns = keys
         joint = bool(self.joint)
         if joint:
+            if isinstance(self.pd, (dict, list, tuple)) or isinstance(self.alpha, (dict, list, tuple)):
+                raise ParameterError("joint PRAM perturbs the keys' combinations as one variable: pd and alpha are "
+                                     "one number each")
             pds, alphas = self._per_key("pd", self.pd, ["joint"]), self._per_key("alpha", self.alpha, ["joint"])
         else:
             pds, alphas = self._per_key("pd", self.pd, keys), self._per_key("alpha", self.alpha, keys)
