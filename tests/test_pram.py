@@ -140,6 +140,9 @@ def test_strata_never_mix_and_each_matrix_keeps_its_stratum_frequencies():
         for key in ("region", "marital"):
             assert set(Y.loc[rows, key]) <= set(X.loc[rows, key])
     assert "e" not in set(Y.loc[X["sex"] == "M", "region"])
+    numbered = X.assign(zone=np.where(X["sex"] == "F", 1.0, np.nan))  # a missing stratum value is a stratum
+    Z = PRAM(pd=0.3, random_state=3).fit_transform(numbered[["region"]], strata=numbered[["zone"]])
+    assert "e" not in set(Z.loc[numbered["zone"].isna(), "region"])
     assert len(model.transition_matrices_) == 4
     for tm in model.transition_matrices_:
         (key,), (sex,) = tm.keys, tm.stratum

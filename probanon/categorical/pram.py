@@ -193,6 +193,12 @@ class _Variable:
         return self.categories[code]
 
 
+def _key(label):
+    """A stratum's value tuple as a dictionary key: every missing value the same (NaN is not
+    equal to itself)."""
+    return None if label is None else tuple(None if pd.isna(v) else v for v in label)
+
+
 def _shown(value) -> str:
     """A value (or a tuple of values) as a message says it: text quoted, numbers as numbers."""
     if isinstance(value, tuple):
@@ -408,7 +414,7 @@ class PRAM(BaseEstimator):
         out = X.copy()
         by_keys: dict = {}
         for tm in self.transition_matrices_:
-            by_keys.setdefault(tm.keys, {})[tm.stratum] = tm
+            by_keys.setdefault(tm.keys, {})[_key(tm.stratum)] = tm
         by_stratum = np.argsort(unit_strata, kind="stable")
         bounds = np.searchsorted(unit_strata[by_stratum], np.arange(len(labels) + 1))
         for var in _variables(X, self.keys_, bool(self.joint)):
@@ -421,9 +427,9 @@ class PRAM(BaseEstimator):
                 rows = rows[codes[rows] >= 0]
                 if rows.size == 0:
                     continue
-                if label not in fitted:
+                if _key(label) not in fitted:
                     raise InputError(f"stratum {_shown(label)} had no values of {'+'.join(var.keys)} when PRAM was fitted")
-                tm = fitted[label]
+                tm = fitted[_key(label)]
                 local = _local_codes(tm, var)[codes[rows]]
                 if (local < 0).any():
                     bad = codes[rows][local < 0][0]
