@@ -226,6 +226,31 @@ def test_corrected_frequencies_recover_the_expected_frequencies():
         corrected_frequencies([1.0, 1.0], np.ones((2, 2)) / 2)
 
 
+def test_the_published_matrix_corrects_a_subgroup_table_of_a_release():
+    # region's matrix is built on everyone; a subgroup (sex F) with another distribution: its
+    # released counts are biased towards the others (E = t_F R), the corrected ones are not
+    n = 60_000
+    rng = np.random.default_rng(11)
+    sex = rng.choice(["F", "M"], n)
+    region = np.where(sex == "F", rng.choice(list("abcd"), n, p=[0.7, 0.1, 0.1, 0.1]),
+                      rng.choice(list("abcd"), n, p=[0.1, 0.2, 0.3, 0.4]))
+    X = pd.DataFrame({"region": region, "sex": sex})
+    model = PRAM(pd=0.2, alpha=1.0, random_state=4)
+    Y = model.fit_transform(X[["region"]])
+    (tm,) = model.transition_matrices_
+    R = tm.matrix
+    women = X["sex"] == "F"
+    t_f = X.loc[women, "region"].value_counts().reindex(tm.categories).to_numpy(float)
+    observed = Y.loc[women, "region"].value_counts().reindex(tm.categories, fill_value=0).to_numpy(float)
+    t_hat = corrected_frequencies(observed, R)
+    # Cov(t_obs) = sum_i t_i (diag(R_i) - R_i' R_i) (a multinomial per original category), Cov(t_hat) = R^-T C R^-1
+    cov = sum(t_f[i] * (np.diag(R[i]) - np.outer(R[i], R[i])) for i in range(len(t_f)))
+    inv = np.linalg.inv(R)
+    sd = np.sqrt(np.diag(inv.T @ cov @ inv))
+    assert (np.abs(t_hat - t_f) <= 5 * sd).all(), (t_hat, t_f, sd)
+    assert np.abs(observed - t_f).max() > 10 * sd.max()  # uncorrected, the subgroup's table is far off
+
+
 def test_measure_counts_changes_frequencies_and_transitions():
     X = pd.DataFrame({"k": ["a", "a", "b", "b", None], "j": [1, 2, 3, 4, 5]})
     Y = pd.DataFrame({"k": ["a", "b", "b", "a", None], "j": [1, 2, 3, 4, 5]})
