@@ -1,6 +1,6 @@
 """``probanon release RECIPE.toml``: a whole release from one file (issue 17, point 8).
 
-A recipe names a release command (``microaggregate`` or ``swap``), its input and output, and the
+A recipe names a release command (``microaggregate``, ``swap`` or ``pram``), its input and output, and the
 command's options under ``[options]``, spelled as on the command line without the dashes
 (``keep_order = true`` for ``--keep-order``, ``keys = ["AGI", "FEDTAX"]`` for ``--keys AGI,FEDTAX``)::
 
@@ -39,7 +39,7 @@ from ..errors import InputError, ProbanonWarning
 from .options import add_input
 from .parser import Parser, command, example
 
-COMMANDS = ("microaggregate", "swap")
+COMMANDS = ("microaggregate", "swap", "pram")
 TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
@@ -112,7 +112,7 @@ REMOVED = {"keep_duplicates": "option 'keep_duplicates' was removed in probanon 
                               "'split_duplicates = true' is classical MDAV, what 'keep_duplicates = false' was"}
 
 #: options whose values are files, relative to the recipe's folder
-PATH_OPTIONS = {"link", "function", "groups"}
+PATH_OPTIONS = {"link", "function", "groups", "matrix"}
 
 
 def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folder: Path, home: Path) -> str:
@@ -162,6 +162,8 @@ def parse_recipe(path, force: bool, parser):
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
     args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
+    if args.report and recipe["command"] == "pram":
+        raise InputError(f"{path}: the risk-utility report of a PRAM release is not available yet")
     if args.report and getattr(args, "missing", "raise") == "pattern":
         raise InputError(f"{path}: the report of a release with missing key values is not available yet")
     return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found,
