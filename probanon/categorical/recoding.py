@@ -485,9 +485,9 @@ class RecodeReport:
                              "records_changed": self.records_changed,
                              "recoding": {c: "; ".join(s) for c, s in self.steps.items()}})
 
-    def action(self, column: str) -> str:
-        """One line of a release's summary for a recoded column."""
-        return (f"key: {'; '.join(self.steps[column])} ({self.categories_before[column]} -> "
+    def action(self, column: str, role: str = "key") -> str:
+        """One line of a release's summary for a recoded column (of ``role``)."""
+        return (f"{role}: " * bool(role) + f"{'; '.join(self.steps[column])} ({self.categories_before[column]} -> "
                 f"{self.categories_after[column]} categories, {self.records_changed[column]:,} records changed)")
 
 
