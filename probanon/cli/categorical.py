@@ -24,7 +24,6 @@ from .options import (
     add_release_options,
     column_names,
     example,
-    positive_int,
     release_roles,
     seed,
     write_release,
