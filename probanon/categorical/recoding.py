@@ -115,7 +115,10 @@ class Step:
 def _numeric(values: pd.Series, step: Step) -> np.ndarray:
     if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
         raise InputError(f"{step.kind}: column {step.column!r} is not numeric")
-    return values.to_numpy(np.float64, na_value=np.nan)
+    x = values.to_numpy(np.float64, na_value=np.nan)
+    if np.isinf(x).any():
+        raise InputError(f"{step.kind}: column {step.column!r} holds an infinite value")
+    return x
 
 
 def _kept_missing(new: np.ndarray, old: np.ndarray) -> np.ndarray:

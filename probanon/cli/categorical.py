@@ -235,13 +235,14 @@ def _check_risk(data, keys: list, weights, threshold: float) -> None:
                              "nothing written")
 
 
-def _suppression_options(args, frame, roles) -> dict:
-    return dict(combinations=args.combinations, importance=importance_of(args.importance),
+def _suppression_options(args, importance) -> dict:
+    return dict(combinations=args.combinations, importance=importance,
                 strata=column_list(args.strata) or None, missing=args.missing, risk_threshold=args.risk_threshold,
                 method=args.method, random_state=args.seed)
 
 
-def _check_suppress_args(args) -> None:
+def _check_suppress_args(args):
+    """The options of ``suppress`` checked before any work; returns the parsed ``--importance``."""
     if args.k < 2:
         raise InputError("-k must be at least 2 (k = 1 promises nothing)")
     if args.combinations is not None and args.combinations < 1:
@@ -250,24 +251,25 @@ def _check_suppress_args(args) -> None:
         raise InputError("--risk-threshold needs --weights and a threshold in (0, 1)")
     if args.compare is None and args.output is None:
         raise InputError("give the release's output (-o FILE), or --compare FILE.json to compare recodings")
+    return importance_of(args.importance)
 
 
 def cmd_suppress(args) -> int:
-    from ..categorical.suppression import local_suppression
-
-    _check_suppress_args(args)
+    importance = _check_suppress_args(args)
     frame = read_table(args.input)
     roles = release_roles(args, frame, audit=args.compare is None)
     keys = columns_with(roles, "key")
     weights = _weights(args, frame)
     if args.compare is not None:
-        return _compare(args, frame, keys, weights, roles)
+        return _compare(args, frame, keys, weights, roles, importance)
     recoded, report = _recoded(args, frame, roles, weights)
+    from ..categorical.suppression import local_suppression
+
     note = f"local suppression: {len(frame):,} records, {len(keys)} keys, k = {args.k}, method {args.method}"
     started = time.perf_counter()
     with Progress(note, quiet=args.quiet, desc="suppress") as progress, held() as adjusted:
         result = local_suppression(recoded, keys, args.k, weights=weights, progress=progress,
-                                   **_suppression_options(args, frame, roles))
+                                   **_suppression_options(args, importance))
     elapsed = time.perf_counter() - started
     show(adjusted)
     if args.risk_threshold is not None:
@@ -294,7 +296,7 @@ def cmd_suppress(args) -> int:
     return 0
 
 
-def _compare(args, frame, keys, weights, roles) -> int:
+def _compare(args, frame, keys, weights, roles, importance) -> int:
     """``--compare FILE.json``: the risk-utility map of the candidates (printed, nothing written)."""
     from .._validation import read_json_document
     from ..categorical.strategies import compare_strategies
@@ -315,7 +317,7 @@ def _compare(args, frame, keys, weights, roles) -> int:
         _check_columns(steps, roles)
     with Progress(f"comparing {len(candidates)} recodings", quiet=args.quiet, desc="compare") as progress:
         table = compare_strategies(frame, keys, args.k, candidates, weights=weights, progress=progress,
-                                   **_suppression_options(args, frame, roles))
+                                   **_suppression_options(args, importance))
     shown = table[["suppressed", *[f"suppressed_{c}" for c in keys], "records_changed",
                    *[f"information_loss_{c}" for c in keys], "information_loss"]].copy()
     for c in shown.columns:
