@@ -227,3 +227,60 @@ def test_entropy_lost_by_suppression_by_hand():
     assert entropy_lost(x, y) == pytest.approx(0.5)
     loss = information_loss(pd.DataFrame({"k": x}), pd.DataFrame({"k": y}), ["k"])
     assert loss.loc["k", "information_loss"] == pytest.approx(0.5 / 1.0)
+
+
+# -- kAnon-style strategies (43.3) ---------------------------------------------------------------------
+
+def _adult_keys(n=400):
+    from helpers import SHARED_DATA
+
+    f = pd.read_csv(SHARED_DATA / "adult" / "adult.csv", nrows=n, skipinitialspace=True)
+    return pd.DataFrame({"age": f["age"], "sex": f["sex"], "race": f["race"], "ms": f["marital-status"]})
+
+
+def _h_given(x, y) -> float:
+    """H(X | Y) by hand: sum over y of p(y) H(X | Y = y), a missing value a category."""
+    x = ["<NA>" if pd.isna(v) else v for v in x]
+    y = ["<NA>" if pd.isna(v) else v for v in y]
+    n, total = len(x), 0.0
+    for value in set(y):
+        inside = [a for a, b in zip(x, y) if b == value]
+        total += len(inside) / n * _h([inside.count(a) for a in set(inside)])
+    return total
+
+
+def test_kanon_recodes_then_suppresses_to_k():
+    pytest.importorskip("probanon.categorical.suppression")
+    from probanon.categorical.strategies import kanon
+
+    data, keys = _adult_keys(), ["age", "sex", "race", "ms"]
+    result = kanon(data, keys, 3, [Intervals("age", breaks=[0, 30, 45, 60, 100])])
+    out = result.data
+    kept = out["age"].notna()
+    assert out["age"][kept].tolist() == [_interval_by_loop(a, [0, 30, 45, 60, 100]) for a in data["age"][kept]]
+    values, missing = out[keys].to_numpy(dtype=object), out[keys].isna().to_numpy()
+    for i in range(len(out)):  # every record matches >= 3 records, a missing value matching any
+        same = np.all((values == values[i]) | missing | missing[i], axis=1)
+        assert same.sum() >= 3, i
+    assert result.recoding.categories_after["age"] == 4
+    assert result.suppression.total == int(sum(out[c].isna().sum() - data[c].isna().sum() for c in keys))
+
+
+def test_compare_strategies_counts_and_entropy_by_hand():
+    pytest.importorskip("probanon.categorical.suppression")
+    from probanon.categorical.strategies import compare_strategies, kanon
+
+    data, keys = _adult_keys(), ["age", "sex", "race", "ms"]
+    candidates = {"none": [], "age by 10": [Intervals("age", width=10)],
+                  "age by 20": [Intervals("age", width=20), Group("ms", {"Married-civ-spouse": "Married",
+                                                                          "Married-AF-spouse": "Married"})]}
+    table = compare_strategies(data, keys, 3, candidates, random_state=0)
+    assert table["suppressed"].is_monotonic_increasing and set(table.index) == set(candidates)
+    for name, steps in candidates.items():
+        out = kanon(data, keys, 3, steps, random_state=0).data
+        for c in keys:
+            assert table.loc[name, f"suppressed_{c}"] == int(out[c].isna().sum())
+            lost = _h_given(data[c], out[c])
+            assert table.loc[name, f"entropy_lost_{c}"] == pytest.approx(lost)
+            h = _h([list(data[c]).count(v) for v in set(data[c])])
+            assert table.loc[name, f"information_loss_{c}"] == pytest.approx(lost / h)

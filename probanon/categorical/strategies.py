@@ -78,7 +78,8 @@ def kanon(data: pd.DataFrame, keys: list, k: int = 3, recodings=None, *, weights
     from .suppression import local_suppression
 
     recoded, report = recode(data, recodings or [], weights=weights)
-    result = local_suppression(recoded, list(keys), k, weights=weights, **options)
+    threshold = options.get("risk_threshold") is not None  # the weights enter the suppression with a risk threshold
+    result = local_suppression(recoded, list(keys), k, weights=weights if threshold else None, **options)
     return KAnonResult(data=result.data, recoding=report, suppression=result)
 
 

@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 
 from .findings import held, show
 from .options import (
@@ -33,6 +32,7 @@ from .progress import Progress
 from ..categorical.recoding import BottomCode, Group, Hierarchy, Intervals, Round, TopCode, recode, steps_from_json
 from ..data import read_table
 from ..errors import GuaranteeError, InputError, ParameterError
+from ..frequencies import k_violations
 from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
 
 
@@ -154,15 +154,6 @@ def _released_strata(roles: dict) -> list:
     return [c for c in columns_with(roles, "stratum")]
 
 
-def k_violations(data: pd.DataFrame, columns: list, k: int) -> tuple[int, int]:
-    """(records, combinations) of ``columns``' values shared by fewer than ``k`` records, a missing
-    value a category of its own (as :class:`probanon.release.Promise` counts).
-    Wiring: the lead replaces this by ``probanon.frequencies.k_violations`` (i43-suppress)."""
-    sizes = data.groupby(list(columns), dropna=False, observed=True, sort=False).size().to_numpy()
-    short = sizes[sizes < k]
-    return int(short.sum()), int(short.size)
-
-
 def cmd_recode(args) -> int:
     frame = read_table(args.input)
     roles = release_roles(args, frame)
@@ -174,15 +165,16 @@ def cmd_recode(args) -> int:
         raise InputError("no recoding given: use --intervals, --round, --group, --hierarchy, --top-code, "
                          "--bottom-code or --recode FILE.json")
     promise = None
-    if args.k is not None:
-        columns = keys + _released_strata(roles)
-        records, combinations = k_violations(recoded, columns, args.k)
-        if records:
+    if args.k is not None:  # a missing value counted as a category, as Promise.check counts it
+        strata = _released_strata(roles)
+        left = k_violations(recoded, keys, args.k, missing="category", strata=strata)
+        if left.total:
             raise GuaranteeError(
-                f"the recoded file is not {args.k}-anonymous on {', '.join(columns)}: {records:,} records in "
-                f"{combinations:,} key combinations are shared by fewer than {args.k}; recode further, or suppress the "
-                f"remaining values with 'probanon suppress' (same recoding options, -k {args.k}); nothing written")
-        promise = Promise(args.k, (tuple(columns),), f"recode (k = {args.k})")
+                f"the recoded file is not {args.k}-anonymous on {', '.join(keys)}" + " within strata" * bool(strata)
+                + f": {left.total:,} records in {left.classes[0]:,} key combinations are shared by fewer than "
+                f"{args.k}; recode further, or suppress the remaining values with 'probanon suppress' (same "
+                f"recoding options, -k {args.k}); nothing written")
+        promise = Promise(args.k, (tuple(keys + strata),), f"recode (k = {args.k})")
     actions = {c: report.action(c, roles[c]) for c in report.steps}
     actions.update({c: "key: released unchanged" for c in keys if c not in report.steps})
     release = make_release(recoded, roles, actions=actions, keep_order=args.keep_order,
@@ -208,7 +200,7 @@ def importance_of(text):
             for c, _, w in (t.partition("=") for t in items)}
 
 
-def suppression_promise(k: int, keys: list, strata: list, combinations, missing: str) -> Promise:
+def suppression_promise(k: int, keys: list, strata: list, combinations, missing: str) -> Promise | None:
     """k-anonymity over every combination of at most ``combinations`` keys (None: all keys together,
     which implies every subset), within the released strata, with the ``missing`` rule. The
     combinations of exactly min(M, number of keys) keys imply the smaller ones."""
@@ -218,8 +210,19 @@ def suppression_promise(k: int, keys: list, strata: list, combinations, missing:
                                                   else "all keys") + f", missing value: {missing})"
     if "missing" in getattr(Promise, "__dataclass_fields__", {}):  # i43-suppress adds Promise.missing
         return Promise(k, columns, mechanism, missing=missing)
-    # until i43-suppress is merged: Promise counts a missing value as a category (stricter than "any")
-    return Promise(k, columns, mechanism)
+    if missing == "category":  # Promise's own rule
+        return Promise(k, columns, mechanism)
+    return None  # wiring: until Promise has the rule, cmd_suppress checks "any" with _check_any
+
+
+def _check_any(data, keys: list, strata: list, k: int, combinations) -> None:
+    """Wiring until :class:`Promise` carries the missing-value rule (i43-suppress): the suppress
+    release's promise under ``missing="any"``, checked on what is about to be written with the
+    counting core (:func:`probanon.frequencies.k_violations`)."""
+    left = k_violations(data, keys, k, combinations=combinations, missing="any", strata=strata)
+    if left.total:
+        raise GuaranteeError(f"local suppression promises {k}-anonymity (a missing value matching any value), but "
+                             f"{left.total:,} records of what is about to be released are below k; nothing written")
 
 
 def _check_risk(data, keys: list, weights, threshold: float) -> None:
@@ -247,8 +250,8 @@ def _check_suppress_args(args):
         raise InputError("-k must be at least 2 (k = 1 promises nothing)")
     if args.combinations is not None and args.combinations < 1:
         raise InputError("--combinations must be at least 1")
-    if args.risk_threshold is not None and (args.weights is None or not 0 < args.risk_threshold < 1):
-        raise InputError("--risk-threshold needs --weights and a threshold in (0, 1)")
+    if args.risk_threshold is not None and (args.weights is None or not 0 < args.risk_threshold <= 1):
+        raise InputError("--risk-threshold needs --weights and a threshold in (0, 1]")
     if args.compare is None and args.output is None:
         raise InputError("give the release's output (-o FILE), or --compare FILE.json to compare recodings")
     return importance_of(args.importance)
@@ -268,7 +271,8 @@ def cmd_suppress(args) -> int:
     note = f"local suppression: {len(frame):,} records, {len(keys)} keys, k = {args.k}, method {args.method}"
     started = time.perf_counter()
     with Progress(note, quiet=args.quiet, desc="suppress") as progress, held() as adjusted:
-        result = local_suppression(recoded, keys, args.k, weights=weights, progress=progress,
+        result = local_suppression(recoded, keys, args.k, progress=progress,
+                                   weights=weights if args.risk_threshold is not None else None,
                                    **_suppression_options(args, importance))
     elapsed = time.perf_counter() - started
     show(adjusted)
@@ -277,6 +281,8 @@ def cmd_suppress(args) -> int:
         promise = None
     else:
         promise = suppression_promise(args.k, keys, _released_strata(roles), args.combinations, args.missing)
+        if promise is None:
+            _check_any(result.data, keys, column_list(args.strata), args.k, args.combinations)
     actions = {}
     for c in keys:
         n = int(result.n_suppressed.get(c, 0))
@@ -290,8 +296,8 @@ def cmd_suppress(args) -> int:
     per_key = ", ".join(f"{c} {int(result.n_suppressed.get(c, 0)):,}" for c in keys)
     optimal = {True: " (optimal)", False: " (not proven optimal)", None: ""}[result.optimal]
     bound = f", lower bound {result.lower_bound:g}" if result.lower_bound is not None else ""
-    print(f"local suppression: violations before {result.violations_before:,}; suppressed per key: {per_key}; "
-          f"total {result.total:,}{optimal}{bound}; violations after {result.violations_after:,}; "
+    print(f"local suppression: violations before {result.violations_before.total:,}; suppressed per key: {per_key}; "
+          f"total {result.total:,}{optimal}{bound}; violations after {result.violations_after.total:,}; "
           f"method {result.method}; {elapsed:.2f} s", file=sys.stderr)
     return 0
 
@@ -325,7 +331,7 @@ def _compare(args, frame, keys, weights, roles, importance) -> int:
             shown[c] = (100 * shown[c]).map(lambda v: f"{v:.1f}%")
     shown.columns = [c.replace("information_loss", "loss").replace("suppressed_", "supp ") for c in shown.columns]
     print(f"local suppression to k = {args.k} after each recoding (information loss: the share of each key's "
-          "entropy lost, H(X|Y)/H(X)); ordered by suppressions, then loss:", file=sys.stderr)
+          "entropy lost, H(X|Y)/H(X)); ordered by suppressions, then loss:")
     print(shown.to_string())
     return 0
 
@@ -422,5 +428,5 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_suppress)
 
 
-__all__ = ["add_parser", "add_recoding_options", "cmd_recode", "cmd_suppress", "importance_of", "k_violations",
-           "recoding_steps", "suppression_promise"]
+__all__ = ["add_parser", "add_recoding_options", "cmd_recode", "cmd_suppress", "importance_of", "recoding_steps",
+           "suppression_promise"]
