@@ -276,3 +276,29 @@ def test_suppress_compare_prints_the_map_and_writes_nothing(files, capsys):
     out = capsys.readouterr().out
     assert "suppression alone" in out and "age by 5" in out and "age by 10, married" in out
     assert sorted(p.name for p in files.iterdir()) == before
+
+
+def test_suppress_category_rule_within_strata(files, capsys):
+    pytest.importorskip("probanon.categorical.suppression")
+    argv = ["suppress", "{d}/adult.csv", "-o", "{d}/out.csv", "-k", "3", "--keys", "age,race,ms,edu", "--strata",
+            "sex", "--keep-other", "--combinations", "2", "--missing", "category", "--intervals", "age=width:10",
+            "--seed", "2", "--quiet"]
+    assert _run(files, *argv) == 0
+    released = pd.read_csv(files / "out.csv")
+    for pair in itertools.combinations(["age", "race", "ms", "edu"], 2):  # missing as a category: a groupby
+        sizes = released.groupby(["sex", *pair], dropna=False).size()
+        assert sizes.min() >= 3, pair
+
+
+def test_suppress_to_a_risk_threshold_with_weights(files, capsys):
+    pytest.importorskip("probanon.categorical.suppression")
+    from probanon.metrics.frequency import frequency_risk
+
+    frame = _adult()
+    frame["w"] = np.random.default_rng(0).uniform(20, 80, len(frame)).round(1)
+    frame.to_csv(files / "weighted.csv", index=False)
+    argv = ["suppress", "{d}/weighted.csv", "-o", "{d}/out.csv", "-k", "3", "--keys", KEYS, "--keep-other",
+            "--weights", "w", "--risk-threshold", "0.1", "--seed", "1", "--quiet"]
+    assert _run(files, *argv) == 0
+    released = pd.read_csv(files / "out.csv")
+    assert frequency_risk(released, KEYS.split(","), "w").risk.max() < 0.1

@@ -225,17 +225,22 @@ def _check_any(data, keys: list, strata: list, k: int, combinations) -> None:
                              f"{left.total:,} records of what is about to be released are below k; nothing written")
 
 
-def _check_risk(data, keys: list, weights, threshold: float) -> None:
-    """The individual-risk variant's promise, on what is about to be written: every record's
-    risk (:func:`probanon.metrics.frequency.frequency_risk`, a missing value matching any) below
-    ``threshold``."""
-    from ..metrics.frequency import frequency_risk
+def _check_risk(data, keys: list, strata: list, weights, threshold: float, combinations, missing: str) -> None:
+    """The individual-risk variant's promise, on what is about to be written: on every combination
+    of keys the release promises, every record's individual risk
+    (:func:`probanon.metrics.frequency.individual_risk` of its matches, counted with the
+    ``missing`` rule within ``strata``: :func:`probanon.frequencies.match_counts`) below ``threshold``."""
+    from ..frequencies import key_codes, key_sets, match_counts, stratum_codes
+    from ..metrics.frequency import individual_risk
 
-    risk = frequency_risk(data, keys, weights).risk
-    if (risk >= threshold).any():
-        raise GuaranteeError(f"local suppression promises an individual risk below {threshold:g}, but "
-                             f"{int((risk >= threshold).sum()):,} records of what is about to be released reach it; "
-                             "nothing written")
+    codes, stratum = key_codes(data, keys), stratum_codes(data, strata)
+    for s in key_sets(len(keys), combinations):
+        f, F = match_counts(codes[:, list(s)], missing=missing, strata=stratum, weights=weights)
+        above = individual_risk(f, F) >= threshold
+        if above.any():
+            raise GuaranteeError(f"local suppression promises an individual risk below {threshold:g}, but "
+                                 f"{int(above.sum()):,} records of what is about to be released reach it on "
+                                 f"{', '.join(keys[i] for i in s)}; nothing written")
 
 
 def _suppression_options(args, importance) -> dict:
@@ -277,7 +282,8 @@ def cmd_suppress(args) -> int:
     elapsed = time.perf_counter() - started
     show(adjusted)
     if args.risk_threshold is not None:
-        _check_risk(result.data, keys, weights, args.risk_threshold)
+        _check_risk(result.data, keys, column_list(args.strata), weights, args.risk_threshold, args.combinations,
+                    args.missing)
         promise = None
     else:
         promise = suppression_promise(args.k, keys, _released_strata(roles), args.combinations, args.missing)
