@@ -284,3 +284,10 @@ def test_compare_strategies_counts_and_entropy_by_hand():
             assert table.loc[name, f"entropy_lost_{c}"] == pytest.approx(lost)
             h = _h([list(data[c]).count(v) for v in set(data[c])])
             assert table.loc[name, f"information_loss_{c}"] == pytest.approx(lost / h)
+
+
+def test_a_hierarchy_that_is_not_a_function_is_refused(tmp_path):
+    path = tmp_path / "h.csv"
+    path.write_text("a,x\nb,x\na,y\n")
+    with pytest.raises(InputError, match="'a' appears twice in level 0"):
+        recode(pd.DataFrame({"c": ["a", "b"]}), [Hierarchy("c", str(path), 1)])

@@ -318,7 +318,8 @@ class Group(Step):
 def read_hierarchy(path, header: bool | None = None) -> list[list[str]]:
     """The rows of an ARX hierarchy file (CSV, ``,`` ``;`` or tab separated; ``header`` None: the
     first row is a header when its first cell is not a number while the second row's is, or it
-    names a level, e.g. "level 0")."""
+    names a level, e.g. "level 0"; a header row not recognised is one more level-0 value, harmless
+    unless the data hold its first cell)."""
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -365,7 +366,9 @@ class Hierarchy(Step):
             raise InputError(f"hierarchy {self.path}: no level {self.level} (levels 0..{len(rows[0]) - 1})")
         table = {}
         for row in rows:
-            table.setdefault(_key(row[0]), row[self.level])
+            if table.setdefault(_key(row[0]), row[self.level]) != row[self.level]:
+                raise InputError(f"hierarchy {self.path}: {row[0]!r} appears twice in level 0 with different values "
+                                 f"at level {self.level} ({table[_key(row[0])]!r}, {row[self.level]!r})")
         label_of = {_key(c): str(label) for c, label in (codes or {}).items()}
         mapping = {}
         for v in pd.unique(values.dropna()):
