@@ -302,3 +302,47 @@ def test_suppress_to_a_risk_threshold_with_weights(files, capsys):
     assert _run(files, *argv) == 0
     released = pd.read_csv(files / "out.csv")
     assert frequency_risk(released, KEYS.split(","), "w").risk.max() < 0.1
+
+
+# -- the file and option cases every release command refuses (tests/test_cli_bad_inputs.py's table) ----
+
+def _spoiled(folder, how):
+    frame, path = _adult(), folder / "adult.csv"
+    if how == "empty":
+        path.write_text("")
+    elif how == "header-only":
+        path.write_text(",".join(frame.columns) + "\n")
+    elif how == "duplicated-names":
+        path.write_text(path.read_text().replace("hours\n", "age\n", 1))
+    elif how == "inf":
+        frame.astype({"age": float}).assign(age=lambda f: f["age"].where(f.index != 2, np.inf)).to_csv(path, index=False)
+    elif how == "text":
+        frame.astype({"age": object}).assign(age=lambda f: f["age"].where(f.index != 2, "abc")).to_csv(path, index=False)
+    elif how == "missing":
+        path.unlink()
+
+
+FILE_CASES = [("empty", [], "empty"), ("header-only", [], "no records"), ("duplicated-names", [], "twice"),
+              ("inf", ["--intervals", "age=width:5"], "infinite"), ("text", ["--intervals", "age=width:5"], "not numeric"),
+              ("missing", [], "no such file"), ("exists", [], "--force"), ("equals-input", [], "would overwrite the input"),
+              ("missing-folder", [], "does not exist"), ("seed-negative", [], "--seed"), ("seed-too-large", [], "--seed")]
+
+
+@pytest.mark.parametrize("command", ["recode", "suppress"])
+@pytest.mark.parametrize("case, extra, fragment", FILE_CASES, ids=[c[0] for c in FILE_CASES])
+def test_file_and_option_cases(files, capsys, command, case, extra, fragment):
+    argv = list(RECODE if command == "recode" else SUPPRESS) + extra
+    if command == "recode" and not extra:
+        argv += ["--round", "hours=5"]
+    _spoiled(files, case)
+    out = argv.index("-o") + 1
+    if case == "exists":
+        (files / "out.csv").write_text("an earlier release\n")
+    elif case == "equals-input":
+        argv[out] = "{d}/adult.csv"
+        argv.append("--force")
+    elif case == "missing-folder":
+        argv[out] = "{d}/nowhere/out.csv"
+    elif case.startswith("seed"):
+        argv[argv.index("--seed") + 1] = "-1" if case == "seed-negative" else str(2 ** 64)
+    _check_bad(files, argv, fragment, capsys)

@@ -199,6 +199,9 @@ def test_steps_round_trip_through_json(tmp_path):
     text = json.dumps([s.to_dict() for s in steps])
     again = steps_from_json(json.loads(text))
     assert again == steps
+    assert Intervals.from_dict(steps[0].to_dict()) == steps[0]
+    with pytest.raises(ParameterError, match="expected a round step"):
+        Round.from_dict(steps[0].to_dict())
     with pytest.raises(ParameterError, match="kind"):
         step_from_dict({"kind": "shuffle", "column": "a"})
     with pytest.raises(ParameterError, match="unknown option 'bins'"):

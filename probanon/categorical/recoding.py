@@ -104,6 +104,15 @@ class Step:
                 list(value) if isinstance(value, tuple) else value
         return out
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Step":
+        """The step of a :meth:`to_dict` dictionary (:func:`step_from_dict`); on a subclass, one of
+        its kind."""
+        step = step_from_dict(d)
+        if cls is not Step and not isinstance(step, cls):
+            raise ParameterError(f"expected a {cls.kind} step, got {d.get('kind')!r}")
+        return step
+
     def apply(self, values: pd.Series, codes: dict | None, weights) -> tuple[pd.Series, dict | None]:
         """(the recoded values, the column's value labels after it: {code: label} or None)."""
         raise NotImplementedError
