@@ -297,7 +297,7 @@ def _fall_back(codes, suppressed, k, combinations, missing, stratum, w, threshol
             suppressed[target] |= codes[target] >= 0
             codes[target] = -1
             continue
-        # a class of fully suppressed records below k: add the safest record of its stratum
+        # a class of fully suppressed records below k: add the record of its stratum with most slack
         row = int(np.flatnonzero(bad)[0])
         pool = ~empty if stratum is None else (~empty & (stratum == stratum[row]))
         slack = np.full(codes.shape[0], np.iinfo(np.int64).max)
@@ -305,9 +305,9 @@ def _fall_back(codes, suppressed, k, combinations, missing, stratum, w, threshol
             f, _ = match_counts(codes[:, list(s)], missing=missing, strata=stratum)
             slack = np.minimum(slack, f)
         slack[~pool] = -1
-        pick = int(np.argmax(slack))
-        if slack[pick] <= k:
+        if not pool.any():
             break
+        pick = int(np.argmax(slack))  # the safest record; one it breaks is suppressed in its turn
         suppressed[pick] |= codes[pick] >= 0
         codes[pick] = -1
     raise InputError("the condition cannot be reached even with every key value suppressed "
@@ -344,6 +344,8 @@ def local_suppression(data: pd.DataFrame, keys: list, k: int = 3, *, combination
     combinations = check_combinations(combinations, len(keys))
     if method not in METHODS:
         raise ParameterError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    if method == "exact" and weights is not None:
+        raise ParameterError("the exact method takes k, not a risk threshold")
     if (weights is None) != (risk_threshold is None):
         raise ParameterError("weights and risk_threshold go together (the individual risk needs both)")
     w = None
