@@ -346,3 +346,19 @@ def test_file_and_option_cases(files, capsys, command, case, extra, fragment):
     elif case.startswith("seed"):
         argv[argv.index("--seed") + 1] = "-1" if case == "seed-negative" else str(2 ** 64)
     _check_bad(files, argv, fragment, capsys)
+
+
+def test_suppress_refuses_a_release_that_breaks_its_promise(files, capsys, monkeypatch):
+    """A suppression that left one value in place (simulated: put back after the method ran) is
+    caught by the promise on what is about to be written."""
+    suppression = pytest.importorskip("probanon.categorical.suppression")
+    real = suppression.local_suppression
+
+    def leaky(data, keys, k, **options):
+        result = real(data, keys, k, **options)
+        row, col = np.argwhere(result.suppressed.to_numpy())[0]
+        result.data.iloc[row, result.data.columns.get_loc(keys[col])] = data.iloc[row][keys[col]]
+        return result
+
+    monkeypatch.setattr(suppression, "local_suppression", leaky)
+    _check_bad(files, SUPPRESS + ["--intervals", "age=width:10"], "promises 3-anonymity", capsys)

@@ -10,7 +10,6 @@ The recoding options are declared once (:func:`add_recoding_options`) and read o
 
 from __future__ import annotations
 
-import itertools
 import sys
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from ..categorical.recoding import BottomCode, Group, Hierarchy, Intervals, Roun
 from ..data import read_table
 from ..errors import GuaranteeError, InputError, ParameterError
 from ..frequencies import k_violations
-from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
+from ..release import Promise, column_list, columns_with, combination_promise, make_release, shuffle_stream
 
 
 def _spec(option: str, text: str) -> tuple[str, str]:
@@ -200,29 +199,18 @@ def importance_of(text):
             for c, _, w in (t.partition("=") for t in items)}
 
 
-def suppression_promise(k: int, keys: list, strata: list, combinations, missing: str) -> Promise | None:
-    """k-anonymity over every combination of at most ``combinations`` keys (None: all keys together,
-    which implies every subset), within the released strata, with the ``missing`` rule. The
-    combinations of exactly min(M, number of keys) keys imply the smaller ones."""
+def suppression_promise(k: int, keys: list, strata: list, combinations, missing: str) -> Promise:
+    """What ``suppress`` promises: k-anonymity over every combination of at most ``combinations``
+    keys (None: all keys together, which implies every subset) with the ``missing`` rule, within
+    the released ``strata`` (:func:`probanon.release.combination_promise`)."""
     size = len(keys) if combinations is None else min(int(combinations), len(keys))
-    columns = tuple(tuple(c) + tuple(strata) for c in itertools.combinations(keys, size))
     mechanism = f"local suppression (k = {k}, " + (f"every combination of up to {size} keys" if size < len(keys)
-                                                  else "all keys") + f", missing value: {missing})"
-    if "missing" in getattr(Promise, "__dataclass_fields__", {}):  # i43-suppress adds Promise.missing
-        return Promise(k, columns, mechanism, missing=missing)
-    if missing == "category":  # Promise's own rule
-        return Promise(k, columns, mechanism)
-    return None  # wiring: until Promise has the rule, cmd_suppress checks "any" with _check_any
+                                                  else "all keys") + f", a missing value {RULES[missing]})"
+    return combination_promise(k, keys, combinations, mechanism, missing=missing, strata=strata)
 
 
-def _check_any(data, keys: list, strata: list, k: int, combinations) -> None:
-    """Wiring until :class:`Promise` carries the missing-value rule (i43-suppress): the suppress
-    release's promise under ``missing="any"``, checked on what is about to be written with the
-    counting core (:func:`probanon.frequencies.k_violations`)."""
-    left = k_violations(data, keys, k, combinations=combinations, missing="any", strata=strata)
-    if left.total:
-        raise GuaranteeError(f"local suppression promises {k}-anonymity (a missing value matching any value), but "
-                             f"{left.total:,} records of what is about to be released are below k; nothing written")
+#: the missing-value rules in words
+RULES = {"any": "matching any value", "category": "a category of its own"}
 
 
 def _check_risk(data, keys: list, strata: list, weights, threshold: float, combinations, missing: str) -> None:
@@ -287,8 +275,6 @@ def cmd_suppress(args) -> int:
         promise = None
     else:
         promise = suppression_promise(args.k, keys, _released_strata(roles), args.combinations, args.missing)
-        if promise is None:
-            _check_any(result.data, keys, column_list(args.strata), args.k, args.combinations)
     actions = {}
     for c in keys:
         n = int(result.n_suppressed.get(c, 0))
