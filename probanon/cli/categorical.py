@@ -287,7 +287,8 @@ def cmd_suppress(args) -> int:
     write_release(args, release, original=frame)
     per_key = ", ".join(f"{c} {int(result.n_suppressed.get(c, 0)):,}" for c in keys)
     optimal = {True: " (optimal)", False: " (not proven optimal)", None: ""}[result.optimal]
-    bound = f", lower bound {result.lower_bound:g}" if result.lower_bound is not None else ""
+    bound = (f", weighted cost {result.cost:,.3f} against HiGHS's lower bound {result.lower_bound:,.3f}"
+             if result.lower_bound is not None else "")
     print(f"local suppression: violations before {result.violations_before.total:,}; suppressed per key: {per_key}; "
           f"total {result.total:,}{optimal}{bound}; violations after {result.violations_after.total:,}; "
           f"method {result.method}; {elapsed:.2f} s", file=sys.stderr)
