@@ -362,3 +362,18 @@ def test_suppress_refuses_a_release_that_breaks_its_promise(files, capsys, monke
 
     monkeypatch.setattr(suppression, "local_suppression", leaky)
     _check_bad(files, SUPPRESS + ["--intervals", "age=width:10"], "promises 3-anonymity", capsys)
+
+
+def test_suppress_recipe_repeats_byte_for_byte(files, capsys):
+    pytest.importorskip("probanon.categorical.suppression")
+    (files / "out").mkdir()
+    (files / "s.toml").write_text(
+        'command = "suppress"\ninput = "adult.csv"\noutput = "out/rel.csv"\n[options]\nk = 3\n'
+        'keys = ["age", "sex", "race", "ms", "edu"]\nkeep_other = true\ncombinations = 3\n'
+        'importance = ["sex", "race", "age", "ms", "edu"]\nintervals = ["age=width:10"]\nlink = "out/link.csv"\n')
+    assert main(["release", str(files / "s.toml"), "--quiet"]) == 0
+    first = {p.name: p.read_bytes() for p in (files / "out").iterdir()}
+    assert main(["release", str(files / "out" / "rel.csv.recipe.toml"), "--force", "--quiet"]) == 0
+    assert {p.name: p.read_bytes() for p in (files / "out").iterdir()} == first
+    released = _in_original_order(pd.read_csv(files / "out" / "rel.csv"), files / "out" / "link.csv")
+    assert _k_anonymous_any(released, KEYS.split(","), 3, 3)
