@@ -64,6 +64,8 @@ COMMANDS = {
     'reproduce': Command('reproduce', "recompute a paper's tables and figures, ours beside the paper's"),
     'swap': Command('swapping', 'probabilistic k-anonymity by swapping inside groups (MDAV-SWAP, IR-SWAP)'),
     'pram': Command('categorical_pram', 'post-randomise categorical keys with an invariant transition matrix (PRAM), the matrix written beside the release'),
+    'recode': Command('categorical', 'global recoding of the keys: intervals, rounding, grouped categories, ARX hierarchies, top/bottom coding (as sdcMicro\'s globalRecode)'),
+    'suppress': Command('categorical', 'local suppression of key values to k-anonymity over key combinations, after an optional recoding (as sdcMicro\'s localSuppression, kAnon)'),
     'diversity': Command('diversity', '(l, delta)-diversity: plan, release, check, attack (paper 4)'),
     'km': Command('setvalued', 'probabilistic k^m-anonymity of set-valued data (paper 5)'),
     'attack': Command('attacks', 'run every applicable intruder against a release; success rates with intervals beside the claimed bound (exit 1 when one is above it)'),

@@ -39,7 +39,7 @@ from ..errors import InputError, ProbanonWarning
 from .options import add_input
 from .parser import Parser, command, example
 
-COMMANDS = ("microaggregate", "swap", "pram")
+COMMANDS = ("microaggregate", "swap", "pram", "recode", "suppress")
 TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
@@ -96,6 +96,9 @@ def _argv(recipe: dict, folder: Path) -> list[str]:
                              "output itself; 'probanon release --force' overwrites)")
         if isinstance(value, bool):
             argv += [_flag(name)] if value else []
+        elif name in REPEATED and isinstance(value, (list, str)):  # one option per item (specs hold commas)
+            for item in [value] if isinstance(value, str) else value:
+                argv += [_flag(name), _hierarchy_path(str(item), here) if name == "hierarchy" else str(item)]
         elif isinstance(value, list):
             argv += [_flag(name), ",".join(str(v) for v in value)]
         elif isinstance(value, (str, int, float)):
@@ -112,7 +115,20 @@ REMOVED = {"keep_duplicates": "option 'keep_duplicates' was removed in probanon 
                               "'split_duplicates = true' is classical MDAV, what 'keep_duplicates = false' was"}
 
 #: options whose values are files, relative to the recipe's folder
-PATH_OPTIONS = {"link", "function", "groups", "matrix"}
+PATH_OPTIONS = {"link", "function", "groups", "matrix", "recode", "compare"}
+#: options given once per item of their list (recode/suppress: probanon.cli.categorical)
+REPEATED = {"intervals", "round", "group", "hierarchy", "top_code", "bottom_code"}
+
+
+def _items(value) -> list:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _hierarchy_path(spec: str, move) -> str:
+    """A ``--hierarchy COL=FILE:LEVEL`` spec with its FILE moved by ``move`` (relative paths)."""
+    column, sep, rest = spec.partition("=")
+    path, colon, level = rest.rpartition(":")
+    return f"{column}{sep}{move(path)}{colon}{level}" if sep and colon and path else spec
 
 
 def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folder: Path, home: Path) -> str:
@@ -132,7 +148,8 @@ def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folde
     for name, value in sorted(vars(args).items()):
         if name in NOT_RECIPE or name.startswith("_") or value is None or name not in parser_defaults:
             continue
-        options[name] = moved(recipe["options"][name]) if name in PATH_OPTIONS else value
+        options[name] = moved(recipe["options"][name]) if name in PATH_OPTIONS else \
+            [_hierarchy_path(str(h), moved) for h in _items(recipe["options"][name])] if name == "hierarchy" else value
     top = {"command": recipe["command"], "input": moved(recipe["input"]), "output": moved(recipe["output"]),
            **({"report": moved(recipe["report"])} if "report" in recipe else {}),
            "input_sha256": input_digest, "probanon_version": __version__}
@@ -162,8 +179,8 @@ def parse_recipe(path, force: bool, parser):
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
     args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
-    if args.report and recipe["command"] == "pram":
-        raise InputError(f"{path}: the risk-utility report of a PRAM release is not available yet")
+    if args.report and recipe["command"] in ("pram", "recode", "suppress"):
+        raise InputError(f"{path}: the report of a {recipe['command']} release is not available yet")
     if args.report and getattr(args, "missing", "raise") == "pattern":
         raise InputError(f"{path}: the report of a release with missing key values is not available yet")
     return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found,
