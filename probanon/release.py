@@ -110,11 +110,15 @@ class Promise:
     (issue 39.1): every combination of values of each set of ``columns`` is shared by at least
     ``k`` released records (k-anonymity on those columns; a missing value compared as equal to a
     missing value, the rule of ``--missing pattern``). ``mechanism`` names the method in the
-    message."""
+    message. ``household``: the household-id column (issue 43.5, :mod:`probanon.households`):
+    every combination is then shared by at least k distinct households, not just records (the
+    counts of :meth:`counts` are households; those of chunks add up only when no household
+    spans two chunks)."""
 
     k: int
     columns: tuple  # tuples of column names: k-anonymity on each
     mechanism: str
+    household: str | None = None
 
     def check(self, data: pd.DataFrame) -> None:
         """:class:`GuaranteeError` unless ``data`` keeps the promise."""
@@ -123,6 +127,9 @@ class Promise:
     def counts(self, data: pd.DataFrame) -> list:
         """Records per combination of values, one Series per set of columns (a file released in
         chunks adds up the counts of its chunks, :meth:`add`)."""
+        if self.household is not None:  # one row per (combination, household): households counted
+            return [data.drop_duplicates([*columns, self.household])
+                    .groupby(list(columns), dropna=False, observed=True, sort=False).size() for columns in self.columns]
         return [data.groupby(list(columns), dropna=False, observed=True, sort=False).size()
                 for columns in self.columns]
 
@@ -143,9 +150,11 @@ class Promise:
         """:class:`GuaranteeError` unless every non-empty class in ``sizes`` holds k records."""
         short = sizes[(sizes > 0) & (sizes < self.k)]
         if short.size:
+            unit = "records" if self.household is None else f"households ({self.household})"
             raise GuaranteeError(
-                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}, but what is about to be "
-                f"released has k achieved = {int(short.min())} ({int(short.sum()):,} records in {short.size:,} "
+                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}"
+                f"{'' if self.household is None else ' counted in households'}, but what is about to be "
+                f"released has k achieved = {int(short.min())} ({int(short.sum()):,} {unit} in {short.size:,} "
                 f"combinations shared by fewer than {self.k}); nothing written")
 
 
