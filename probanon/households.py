@@ -88,7 +88,7 @@ class Households:
 
 
 def by_household(X, households, *, strata=None, sample_weight=None, columns=None,
-                 name: str = "household") -> Households:
+                 name: str | None = None) -> Households:
     """The households of the records of ``X`` and their one-record-per-household data.
 
     ``X``: the records (array or DataFrame, n rows); ``households``: the household id of each
@@ -98,13 +98,16 @@ def by_household(X, households, *, strata=None, sample_weight=None, columns=None
     column that vary. ``strata``: each record's stratum (a DataFrame of strata columns, or n
     values or rows): no household may straddle two. ``sample_weight``: the household's sampling
     weight on each member's record (constant within each household). ``name``: the household
-    column, as messages name it. See the module docstring."""
+    column, as messages name it (default: the name of a Series of ids, else "household"). See the
+    module docstring."""
+    if name is None:
+        name = str(households.name) if isinstance(households, pd.Series) and households.name is not None else "household"
     ids = pd.Series(np.asarray(households, dtype=object) if not isinstance(households, pd.Series) else households)
     n = _length(X)
     if len(ids) != n:
         raise InputError(f"{name}: {len(ids)} household ids for {n} records")
     frame = X if isinstance(X, pd.DataFrame) else None
-    codes = household_codes(ids, None if strata is None else _strata_codes(strata, n), name)
+    codes = household_codes(ids.astype(object), None if strata is None else _strata_codes(strata, n), name)
     first = np.full(int(codes.max()) + 1 if n else 0, n, dtype=np.int64)
     np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
     sizes = np.bincount(codes, minlength=first.size)

@@ -367,6 +367,23 @@ def promise_of(k: int, keys: list, roles: dict, strata, mechanism: str, per_colu
     return Promise(int(k), columns, mechanism)
 
 
+def households_kept(promise: Promise | None, household, roles: dict, records: pd.DataFrame) -> Promise | None:
+    """With ``--household`` (issue 43.5): ``promise`` counted in distinct households. When the
+    household column is published, the returned promise counts its (renumbered) ids on what is
+    about to be written; when it is dropped, the count is checked here on ``records`` (the
+    released values beside the original household ids, in input order) and the release keeps
+    its promise on records."""
+    from dataclasses import replace
+
+    if household is None or promise is None:
+        return promise
+    counted = replace(promise, household=household)
+    if roles.get(household) == "drop":
+        counted.check(records)
+        return promise
+    return counted
+
+
 def function_promise(function, keys: list, roles: dict, strata) -> Promise:
     """The promise of a published function applied to a file: the k it was fitted with (its
     smallest declared cell where the function does not state k), on the keys, released strata
