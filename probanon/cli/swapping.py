@@ -119,16 +119,15 @@ def _check_households(result, k: int, method: str) -> int:
     checked on the groups before anything is written; returns the fewest households of a group."""
     from ..errors import GuaranteeError
 
-    codes = result.households.codes
-    for t in range(result.groups.n_partitions):
-        labels = result.groups.labels[:, t]
-        pairs = np.unique(np.column_stack([labels, codes]), axis=0)
+    codes, fewest = result.households.codes, []
+    for labels in result.groups.labels.T:  # one partition after the other
+        pairs = np.unique(np.column_stack([labels, codes]), axis=0)  # (group, household), each once
         per_group = np.bincount(pairs[:, 0], minlength=int(labels.max()) + 1)
-        fewest = min(fewest, int(per_group[per_group > 0].min())) if t else int(per_group[per_group > 0].min())
-        if fewest < k:
-            raise GuaranteeError(f"{method} with --household promises groups of at least {k} households, but a group "
-                                 f"of the swap holds {fewest}; nothing written")
-    return fewest
+        fewest.append(int(per_group[per_group > 0].min()))
+    if min(fewest) < k:
+        raise GuaranteeError(f"{method} with --household promises groups of at least {k} households, but a group "
+                             f"of the swap holds {min(fewest)}; nothing written")
+    return min(fewest)
 
 
 def _rounded_means(args, frame, columns, values) -> dict:
