@@ -328,3 +328,16 @@ def test_household_is_refused_where_it_cannot_apply(tmp_path, capsys):
     code, err = _run(tmp_path, capsys, ["apply", function, path, "-o", tmp_path / "a.csv", "--drop",
                                         "w,age,hours,region", "--household", "hid", "--chunk-size", 50])
     assert code == 2 and "chunks" in err and not (tmp_path / "a.csv").exists()
+
+
+def test_a_recipe_takes_the_household(tmp_path, capsys):
+    df = _households()
+    _write(tmp_path, df)
+    (tmp_path / "r.toml").write_text('command = "microaggregate"\ninput = "hh.csv"\noutput = "out.csv"\n[options]\n'
+                                     'k = 3\nkeys = ["income", "rooms"]\ndrop = ["w", "age", "hours"]\n'
+                                     'strata = ["region"]\nhousehold = "hid"\nseed = 4\n')
+    code, err = _run(tmp_path, capsys, ["release", tmp_path / "r.toml"])
+    assert code == 0, err
+    rel = pd.read_csv(tmp_path / "out.csv")
+    assert _fewest_households(rel, ["income", "rooms", "region"]) >= 3 and _members_share(rel, ["income", "rooms"])
+    assert 'household = "hid"' in (tmp_path / "out.csv.recipe.toml").read_text()
