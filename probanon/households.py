@@ -108,8 +108,7 @@ def by_household(X, households, *, strata=None, sample_weight=None, columns=None
         raise InputError(f"{name}: {len(ids)} household ids for {n} records")
     frame = X if isinstance(X, pd.DataFrame) else None
     codes = household_codes(ids.astype(object), None if strata is None else _strata_codes(strata, n), name)
-    first = np.full(int(codes.max()) + 1 if n else 0, n, dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(n, dtype=np.int64))
+    first = np.flatnonzero(~pd.Series(codes).duplicated().to_numpy())  # codes number households as they appear
     sizes = np.bincount(codes, minlength=first.size)
     view = Households(codes, first, sizes)
     table = X if frame is not None else pd.DataFrame(np.asarray(X).reshape(n, -1))
