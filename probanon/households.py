@@ -101,7 +101,8 @@ def by_household(X, households, *, strata=None, sample_weight=None, columns=None
     column, as messages name it (default: the name of a Series of ids, else "household"). See the
     module docstring."""
     if name is None:
-        name = str(households.name) if isinstance(households, pd.Series) and households.name is not None else "household"
+        named = isinstance(households, pd.Series) and households.name is not None
+        name = str(households.name) if named else "household"
     ids = pd.Series(np.asarray(households, dtype=object) if not isinstance(households, pd.Series) else households)
     n = _length(X)
     if len(ids) != n:

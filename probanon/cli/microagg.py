@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_cluster_options, column_names, add_decimals_option, add_household_option, add_input, add_output,
-                      add_release_options, add_strata_options, check_categorical_keys, cluster_from_args, example,
+from .options import (add_cluster_options, column_names, add_decimals_option, add_household_option, add_input,
+                      add_output, add_release_options, add_strata_options, check_categorical_keys, cluster_from_args, example,
                       households_kept, ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
 from .parser import command
@@ -207,8 +207,10 @@ def cmd_microaggregate(args) -> int:
     write_release(args, release, extra, original=frame)
     loss = "no numeric key" if loss is None else format_information_loss(loss)
     combination = keys + [c for c in column_list(args.strata) if c in release.data]
-    in_households = "" if households is None else \
-        f" ({k_achieved(frame.assign(**values)[combination + [args.household]].drop_duplicates(), combination)} households)"
+    in_households = ""
+    if households is not None:  # each household once per combination
+        once = frame.assign(**values, **recoded)[combination + [args.household]].drop_duplicates()
+        in_households = f" ({k_achieved(once, combination)} households)"
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
         f"k achieved = {k_achieved(release.data, combination)}{in_households}"
