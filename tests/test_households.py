@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from probanon.cli import main
-from probanon.errors import GuaranteeError, InputError
+from probanon.errors import GuaranteeError, InputError, ParameterError
 from probanon.households import by_household
 from probanon.microagg import METHODS
 from probanon.release import Promise
@@ -137,6 +137,15 @@ def test_swaps_move_whole_households(method):
             np.testing.assert_array_equal(before, after)
     if method == "mdav-id":
         assert _fewest_households(out, columns + ["region"]) >= 3
+    else:  # no record holds a given record's values when households differ in size
+        with pytest.raises(ParameterError, match="households"):
+            result.value_rows()
+    # the estimator's front end: the same release from the same seed
+    from probanon.swapping.release import Swapper
+
+    fitted = Swapper(3, method, None if method == "mdav-id" else ["income"], random_state=5).fit(
+        df[columns], strata=df["region"], households=df["hid"])
+    pd.testing.assert_frame_equal(fitted.released_, result.released)
 
 
 def test_by_household_collapse_and_expand():
