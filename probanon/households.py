@@ -128,6 +128,24 @@ def by_household(X, households, *, strata=None, sample_weight=None, columns=None
                       None if strata is None else view.collapse(_as_table(strata, n)), w)
 
 
+def sizes_singled_out(households, groups, k: int) -> tuple[int, int]:
+    """(households, records) whose household size fewer than ``k`` households of their group
+    share: a published household id gives away each household's size (its members counted), and
+    an intruder who knows it narrows a group of k households to those of that size. ``groups``:
+    one array of group labels per partition (n each; a record's group, e.g. its released
+    combination of keys); the worst partition counts."""
+    codes = pd.factorize(pd.Series(households).reset_index(drop=True))[0]
+    size = np.bincount(codes)[codes]
+    worst = (0, 0)
+    for labels in groups:
+        once = pd.DataFrame({"group": np.asarray(labels), "household": codes, "size": size}).drop_duplicates(
+            ["group", "household"])
+        shared = once.groupby(["group", "size"])["household"].transform("size").to_numpy()
+        few = shared < k
+        worst = max(worst, (int(few.sum()), int(once["size"].to_numpy()[few].sum())))
+    return worst
+
+
 def _length(X) -> int:
     return len(X) if isinstance(X, (pd.DataFrame, pd.Series)) else int(np.shape(X)[0])
 
@@ -172,4 +190,4 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-__all__ = ["Households", "by_household"]
+__all__ = ["Households", "by_household", "sizes_singled_out"]

@@ -242,7 +242,7 @@ def test_swap_household_release(tmp_path, capsys, method):
     out = tmp_path / "s.csv"
     argv = ["swap", path, "-o", out, "-k", 3, "--method", method, "--keys", "rooms", "--confidential", "income",
             "--drop", "age,hours,w", "--strata", "region", "--household", "hid", "--seed", 3,
-            "--link", tmp_path / "l.csv"]
+            "--link", tmp_path / "l.csv", "--accept-risk"]  # (the household sizes the ids give away: below)
     code, err = _run(tmp_path, capsys, argv)
     assert code == 0, err
     rel = pd.read_csv(out)
@@ -266,7 +266,7 @@ def test_apply_household_counts_households_per_cell(tmp_path, capsys):
     path = _write(tmp_path, df)
     function = tmp_path / "f.json"
     code, err = _run(tmp_path, capsys, ["microaggregate", path, "-o", tmp_path / "m.csv", "-k", 3,
-                                        "--keys", "income,rooms", "--drop", "w,age,hours,region", "--household",
+                                        "--keys", "income,rooms", "--drop", "w,age,hours,region,hid", "--household",
                                         "hid", "--function", function, "--seed", 1])
     assert code == 0, err
     assert json.loads(function.read_text())["meta"]["k"] == 3
@@ -274,12 +274,12 @@ def test_apply_household_counts_households_per_cell(tmp_path, capsys):
     assert len(big) >= 3
     small = _write(tmp_path, big, "one.csv")
     argv = ["apply", function, small, "-o", tmp_path / "a.csv", "--drop", "w,age,hours,region", "--seed", 1]
-    code, err = _run(tmp_path, capsys, argv + ["--household", "hid"])
+    code, err = _run(tmp_path, capsys, argv + ["--household", "hid", "--accept-risk"])
     assert code == 2 and "counted in households" in err and not (tmp_path / "a.csv").exists()
     code, err = _run(tmp_path, capsys, argv + ["--keep-other"])  # counted on records, the same file passes
     assert code == 0, err
     code, err = _run(tmp_path, capsys, ["apply", function, path, "-o", tmp_path / "b.csv", "--drop",
-                                        "w,hours,region", "--keep-other", "--household", "hid"])
+                                        "w,hours,region,hid", "--keep-other", "--household", "hid"])
     assert code == 0, err  # the whole file: every cell holds k households
     varying = _write(tmp_path, df.assign(income=df["income"] + np.arange(len(df)) % 2), "varying.csv")
     code, err = _run(tmp_path, capsys, ["apply", function, varying, "-o", tmp_path / "c.csv", "--drop",
@@ -332,7 +332,8 @@ def test_household_is_refused_where_it_cannot_apply(tmp_path, capsys):
     assert code == 2 and "--household" in err and not (tmp_path / "t.csv").exists()
     function = tmp_path / "f.json"
     assert main([str(a) for a in ["microaggregate", path, "-o", tmp_path / "m.csv", "-k", 3, "--keys", "income,rooms",
-                                  "--drop", "w,age,hours,region", "--household", "hid", "--function", function]]) == 0
+                                  "--drop", "w,age,hours,region,hid", "--household", "hid", "--function",
+                                  function]]) == 0
     capsys.readouterr()
     code, err = _run(tmp_path, capsys, ["apply", function, path, "-o", tmp_path / "a.csv", "--drop",
                                         "w,age,hours,region", "--household", "hid", "--chunk-size", 50])
@@ -344,9 +345,35 @@ def test_a_recipe_takes_the_household(tmp_path, capsys):
     _write(tmp_path, df)
     (tmp_path / "r.toml").write_text('command = "microaggregate"\ninput = "hh.csv"\noutput = "out.csv"\n[options]\n'
                                      'k = 3\nkeys = ["income", "rooms"]\ndrop = ["w", "age", "hours"]\n'
-                                     'strata = ["region"]\nhousehold = "hid"\nseed = 4\n')
+                                     'strata = ["region"]\nhousehold = "hid"\nseed = 4\naccept_risk = true\n')
     code, err = _run(tmp_path, capsys, ["release", tmp_path / "r.toml"])
     assert code == 0, err
     rel = pd.read_csv(tmp_path / "out.csv")
     assert _fewest_households(rel, ["income", "rooms", "region"]) >= 3 and _members_share(rel, ["income", "rooms"])
     assert 'household = "hid"' in (tmp_path / "out.csv.recipe.toml").read_text()
+
+
+def test_published_household_ids_give_sizes_away():
+    from probanon.households import sizes_singled_out
+
+    # group 0: households a (2 members), b (2), c (1); group 1: d, e, f of 1 member each
+    ids = ["a", "a", "b", "b", "c", "d", "e", "f"]
+    groups = [np.array([0, 0, 0, 0, 0, 1, 1, 1])]
+    assert sizes_singled_out(ids, groups, 2) == (1, 1)  # c: the only 1-member household of group 0
+    assert sizes_singled_out(ids, groups, 3) == (3, 5)  # a, b (2 of size 2) and c
+    assert sizes_singled_out(ids, [np.zeros(8, int)], 2) == (0, 0)  # one group: 4 of size 1, 2 of size 2
+
+
+def test_swap_refuses_to_publish_household_sizes_unless_within_them(tmp_path, capsys):
+    df = _households()
+    df["size"] = df.groupby("hid")["hid"].transform("size")
+    path = _write(tmp_path, df)
+    argv = ["swap", path, "-o", tmp_path / "s.csv", "-k", 3, "--method", "mdav-swap", "--keys", "rooms",
+            "--confidential", "income", "--drop", "age,hours,w,region", "--household", "hid", "--seed", 3, "--keep-other"]
+    code, err = _run(tmp_path, capsys, argv)
+    assert code == 2 and "give away each household's size" in err and not (tmp_path / "s.csv").exists()
+    code, err = _run(tmp_path, capsys, argv + ["--strata", "size", "--merge-small-strata"])
+    assert code == 0 and "household's size" not in err, err
+    rel = pd.read_csv(tmp_path / "s.csv")
+    sizes = rel.groupby("hid").size()
+    assert (rel.groupby("hid")["size"].first() == sizes).all()  # the released ids count the members

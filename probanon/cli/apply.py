@@ -129,7 +129,8 @@ def apply_to_file(args, source, keys, cells, categorical=(), strata=None, promis
     release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
                            promise=households_kept(None if promise is None else promise(roles), household, roles,
-                                                   frame.assign(**replaced, **(added or {}))), means=means)
+                                                   frame.assign(**replaced, **(added or {})),
+                                                   accept_risk=args.accept_risk), means=means)
     write_release(args, release, original=frame)
     return 0
 

@@ -187,7 +187,7 @@ def cmd_microaggregate(args) -> int:
     check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
                            categorical)
     promise = households_kept(promise_of(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"),
-                              args.household, roles, frame.assign(**values, **recoded))
+                              args.household, roles, frame.assign(**values, **recoded), accept_risk=args.accept_risk)
     group = f"{name} group {'weighted ' * (weights is not None)}"
     rounding = {c: f", rounded to {digits[c]} decimals" if digits[c] is not None else "" for c in numeric}
     release = make_release(frame, roles, replaced={**values, **recoded},

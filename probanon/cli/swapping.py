@@ -82,7 +82,8 @@ def cmd_swap(args) -> int:
     # mdav-id aggregates every attribute: k-anonymity on all of them (the swaps promise a probability)
     promise = Promise(args.k, (tuple(columns + [c for c in column_list(args.strata) if roles.get(c) != "drop"]),),
                       f"mdav-id (k = {args.k})") if args.method == "mdav-id" else None
-    promise = households_kept(promise, args.household, roles, frame.assign(**{c: values[c] for c in columns}))
+    promise = households_kept(promise, args.household, roles, frame.assign(**{c: values[c] for c in columns}),
+                              k=args.k, groups=list(result.groups.labels.T), accept_risk=args.accept_risk)
     release = make_release(frame, roles, replaced={**{c: values[c] for c in changed}, **recoded}, actions=actions,
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed), promise=promise,
                            means={c: means[c] for c in changed if c in means})
