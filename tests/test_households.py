@@ -369,7 +369,8 @@ def test_swap_refuses_to_publish_household_sizes_unless_within_them(tmp_path, ca
     df["size"] = df.groupby("hid")["hid"].transform("size")
     path = _write(tmp_path, df)
     argv = ["swap", path, "-o", tmp_path / "s.csv", "-k", 3, "--method", "mdav-swap", "--keys", "rooms",
-            "--confidential", "income", "--drop", "age,hours,w,region", "--household", "hid", "--seed", 3, "--keep-other"]
+            "--confidential", "income", "--drop", "age,hours,w,region", "--household", "hid", "--seed", 3,
+            "--keep-other"]
     code, err = _run(tmp_path, capsys, argv)
     assert code == 2 and "give away each household's size" in err and not (tmp_path / "s.csv").exists()
     code, err = _run(tmp_path, capsys, argv + ["--strata", "size", "--merge-small-strata"])
