@@ -341,9 +341,10 @@ def add_parser(sub) -> None:
         "probanon microaggregate census.csv -o census_t.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
         "    --confidential TAXINC --drop PTOTVAL,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
         "    --t-closeness 0.2 --sensitive TAXINC --seed 7",
-        "# household-level keys (the same for every member): every group holds 5 households, members kept together",
+        "# household-level keys (the same for every member): every group holds 5 households, members kept together,",
+        "# within household sizes (the released ids count the members)",
         "probanon microaggregate survey.csv -o survey_k5.csv -k 5 --keys hh_income,rooms --household hh_id \\",
-        "    --strata region --confidential age,sex --seed 7"))
+        "    --strata region,hh_size --merge-small-strata --confidential age,sex --seed 7"))
     add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
                                "Parquet files with --workers or --scheduler)")
     add_output(m, "-o", "--output", required=True, table=True,
