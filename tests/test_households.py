@@ -378,3 +378,15 @@ def test_swap_refuses_to_publish_household_sizes_unless_within_them(tmp_path, ca
     rel = pd.read_csv(tmp_path / "s.csv")
     sizes = rel.groupby("hid").size()
     assert (rel.groupby("hid")["size"].first() == sizes).all()  # the released ids count the members
+
+
+def test_categorical_keys_with_missing_values_stay_with_their_household():
+    df = _households()
+    df["dwelling"] = np.where(df["rooms"] > 3, "house", "flat")
+    df.loc[df["hid"] == df["hid"].iloc[0], "income"] = np.nan  # one household lacks its income
+    model = METHODS["mdav"](3, nominal=["dwelling"], missing="pattern").set_output(transform="default")
+    with pytest.warns(Warning):
+        released = model.fit_transform(df[["income", "dwelling"]], households=df["hid"])
+    out = df.assign(income=released[:, 0], dwelling=released[:, 1])
+    assert _members_share(out, ["income", "dwelling"])
+    assert out.groupby(["income", "dwelling"], dropna=False)["hid"].nunique().min() >= 3
