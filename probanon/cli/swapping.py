@@ -57,13 +57,12 @@ def cmd_swap(args) -> int:
         raise InputError(f"--decimals rounds group means: mdav-id releases them, {args.method} moves values")
     positions = [columns.index(c) for c in confidential]
     strata = None if args.strata is None else frame[column_list(args.strata)]
-    households = None if args.household is None else frame[args.household]
+    households, moved = None if args.household is None else frame[args.household], positions
     if households is not None:  # names and file lines in the messages
-        X = pd.DataFrame(X, columns=columns)
+        X, moved = pd.DataFrame(X, columns=columns), confidential
         X.attrs = dict(frame.attrs)
     with held() as merged:  # the strata merged: said once the swap is made
-        result = swap(X, args.k, args.method, ([columns[j] for j in positions] if households is not None else positions)
-                      or None, random_state=args.seed,
+        result = swap(X, args.k, args.method, moved or None, random_state=args.seed,
                       standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata,
                       households=households)
     show(merged)
