@@ -75,8 +75,8 @@ CONSTRAINTS = {
 
 #: fitted attributes that only some fits set: dropped when a fit starts, so a refit keeps none
 #: of an earlier one
-_OCCASIONAL = ("feature_names_in_", "households_", "strata_", "strata_merged_", "missing_merged_", "missing_patterns_", "partition_",
-               "unpublished_", "block_size_", "n_blocks_", "block_sizes_", "blocks_", "start_")
+_OCCASIONAL = ("feature_names_in_", "households_", "strata_", "strata_merged_", "missing_merged_", "missing_patterns_",
+               "partition_", "unpublished_", "block_size_", "n_blocks_", "block_sizes_", "blocks_", "start_")
 
 
 @dataclass(frozen=True)
