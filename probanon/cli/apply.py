@@ -130,7 +130,7 @@ def apply_to_file(args, source, keys, cells, categorical=(), strata=None, promis
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
                            promise=households_kept(None if promise is None else promise(roles), household, roles,
                                                    frame.assign(**replaced, **(added or {})),
-                                                   accept_risk=args.accept_risk), means=means)
+                                                   accept_risk=getattr(args, "accept_risk", False)), means=means)
     write_release(args, release, original=frame)
     return 0
 
