@@ -114,13 +114,17 @@ class Promise:
     sdcMicro's counting: each record's count of matching records must reach k; a local
     suppression's promise). ``strata``: the columns of ``columns`` compared exactly under
     ``"any"`` (a missing stratum is a stratum of its own, never a wildcard). ``mechanism`` names
-    the method in the message."""
+    the method in the message. ``household``: the household-id column (issue 43.5,
+    :mod:`probanon.households`; rule "category" only): every combination is then shared by at
+    least k distinct households, not just records (the counts of :meth:`counts` are households;
+    those of chunks add up only when no household spans two chunks)."""
 
     k: int
     columns: tuple  # tuples of column names: k-anonymity on each
     mechanism: str
     missing: str = "category"
     strata: tuple = ()
+    household: str | None = None
 
     def check(self, data: pd.DataFrame) -> None:
         """:class:`GuaranteeError` unless ``data`` keeps the promise."""
@@ -152,6 +156,9 @@ class Promise:
         if self.missing == "any":
             raise InputError("a promise under the rule 'a missing value matches any value' is checked on the whole "
                              "release, not added up over chunks")
+        if self.household is not None:  # one row per (combination, household): households counted
+            return [data.drop_duplicates([*columns, self.household])
+                    .groupby(list(columns), dropna=False, observed=True, sort=False).size() for columns in self.columns]
         return [data.groupby(list(columns), dropna=False, observed=True, sort=False).size()
                 for columns in self.columns]
 
@@ -172,9 +179,11 @@ class Promise:
         """:class:`GuaranteeError` unless every non-empty class in ``sizes`` holds k records."""
         short = sizes[(sizes > 0) & (sizes < self.k)]
         if short.size:
+            unit = "records" if self.household is None else f"households ({self.household})"
             raise GuaranteeError(
-                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}, but what is about to be "
-                f"released has k achieved = {int(short.min())} ({int(short.sum()):,} records in {short.size:,} "
+                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}"
+                f"{'' if self.household is None else ' counted in households'}, but what is about to be "
+                f"released has k achieved = {int(short.min())} ({int(short.sum()):,} {unit} in {short.size:,} "
                 f"combinations shared by fewer than {self.k}); nothing written")
 
 

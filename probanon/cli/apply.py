@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pandas as pd
 
-from .options import (PER_RECORD, say_unaudited, add_chunk_options, add_decimals_option, add_input, add_output,
-                      add_release_options, check_categorical_keys, example, function_promise,
-                      pre_release_audit, release_roles, rounded, seed, write_release)
+from .options import (PER_RECORD, say_unaudited, add_chunk_options, add_decimals_option, add_household_option, add_input,
+                      add_output, add_release_options, check_categorical_keys, example, function_promise,
+                      households_kept, pre_release_audit, release_roles, rounded, seed, write_release)
 from .parser import command
 from .._validation import is_numeric_column
 from ..data import quasi_identifiers, read_chunks
@@ -109,18 +109,28 @@ def apply_to_file(args, source, keys, cells, categorical=(), strata=None, promis
     (:func:`apply_in_chunks`), with the same release."""
     chunks = read_chunks(source, args.chunk_size)
     frame = next(chunks)
+    household = getattr(args, "household", None)
     if next(chunks, None) is not None:
         chunks.close()
+        if household is not None:
+            raise InputError(f"--household: {source} is applied in chunks, and a household may span two of them; give "
+                             "a --chunk-size of at least its number of records")
         return apply_in_chunks(args, source, keys, cells, categorical, strata, promise, means)
     roles = release_roles(args, frame, keys=keys, strata=strata)
     X, columns = _key_values(frame, keys, categorical)  # in the function's order
+    if household is not None:  # the keys household-level: every member in their household's cell
+        from ..households import by_household
+
+        by_household(frame[list(columns)], frame[household], strata=None if strata is None else frame[list(strata)])
     values, added, recoded = cells(X, frame)
     replaced = {**dict(zip(columns, values.T)), **recoded}
     check_categorical_keys(args, frame, frame.assign(**{c: replaced[c] for c in (*categorical, *recoded)}), roles,
                            categorical)
     release = make_release(frame, roles, replaced=replaced, added=added,
                            actions=APPLY_ACTIONS, keep_order=args.keep_order, random_state=shuffle_stream(args.seed),
-                           promise=None if promise is None else promise(roles), means=means)
+                           promise=households_kept(None if promise is None else promise(roles), household, roles,
+                                                   frame.assign(**replaced, **(added or {})),
+                                                   accept_risk=getattr(args, "accept_risk", False)), means=means)
     write_release(args, release, original=frame)
     return 0
 
@@ -238,6 +248,9 @@ def add_parser(sub) -> None:
     add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     add_decimals_option(a, "as the function's fit rounded them, which the function records")
+    add_household_option(a, "the keys are household-level variables (each constant within every household, else "
+                            "refused), so every member falls in their household's cell, and every cell must hold at "
+                            "least k households, checked before anything is written (one chunk only)")
     add_chunk_options(a)
     a.set_defaults(func=cmd_apply)
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_cluster_options, column_names, add_decimals_option, add_input, add_output, add_release_options,
-                      add_strata_options, check_categorical_keys, cluster_from_args, example,
-                      ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
+from .options import (add_cluster_options, column_names, add_decimals_option, add_household_option, add_input,
+                      add_output, add_release_options, add_strata_options, check_categorical_keys, cluster_from_args, example,
+                      households_kept, ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
 from .parser import command
 from .findings import held, show
@@ -84,7 +84,7 @@ def _microaggregate_folder(args) -> int:
     unsupported = [name for name, given in (("--nominal", args.nominal), ("--ordinal", args.ordinal),
                                             ("--missing pattern", args.missing == "pattern"),
                                             ("--weights", args.weights), ("--strata", args.strata),
-                                            ("--link", args.link)) if given]
+                                            ("--household", args.household), ("--link", args.link)) if given]
     if unsupported:
         raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files")
     if table_format(args.output, "output") != "parquet":
@@ -151,10 +151,15 @@ def cmd_microaggregate(args) -> int:
     name = METHOD_NAMES[args.method]
     note = f"{name}: {len(frame):,} records, {len(keys)} keys, k = {args.k}"
     strata = None if args.strata is None else frame[column_list(args.strata)]
-    data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking else X  # names: messages
+    households = None if args.household is None else frame[args.household]
+    data = frame[keys] if categorical else pd.DataFrame(X, columns=columns) if lacking or households is not None else X
+    if households is not None:
+        data.attrs = dict(frame.attrs)  # messages name the file's lines
+        note += " (household-level: one record per household)"
     with _blocks_on_cluster(args, model), Progress(note, quiet=args.quiet, desc=args.method) as progress, \
             held() as adjusted:  # strata and missing-value patterns merged, values suppressed: said below
-        released = model.fit_transform(data, sample_weight=weights, strata=strata, progress=progress)
+        released = model.fit_transform(data, sample_weight=weights, strata=strata, progress=progress,
+                                       households=households)
     values = dict(zip(keys, released.T))
     if categorical:  # the share of categorical values a group's level replaced (a suppressed one included)
         same = [(values[c] == frame[c].to_numpy()) | (pd.isna(values[c]) & frame[c].isna().to_numpy())
@@ -164,8 +169,13 @@ def cmd_microaggregate(args) -> int:
     released = rounded(np.column_stack([values[c] for c in numeric]).astype(np.float64) if numeric else X,
                         [digits[c] for c in numeric])  # what is released: the information loss is computed on it
     values.update(zip(numeric, released.T))
+    if households is not None:
+        print(f"probanon: --household {args.household}: {model.households_.n_households:,} households (the keys are "
+              "household-level variables), every group holds at least k of them and every member their household's "
+              "values", file=sys.stderr)
     if getattr(model, "records_settled_", 0):
-        print(f"probanon: {name}: {model.records_settled_:,} records moved from the method's groups to the cells of "
+        print(f"probanon: {name}: {model.records_settled_:,} {'households' if households is not None else 'records'} "
+              "moved from the method's groups to the cells of "
               "its published function (identical key tuples share a cell, every cell holds k; the function is the "
               "release)", file=sys.stderr)
     show(adjusted)
@@ -176,6 +186,8 @@ def cmd_microaggregate(args) -> int:
     recoded = {} if strata is None else recode_merged(model.strata_, strata)
     check_categorical_keys(args, frame, frame.assign(**{c: values[c] for c in categorical}, **recoded), roles,
                            categorical)
+    promise = households_kept(promise_of(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"),
+                              args.household, roles, frame.assign(**values, **recoded), accept_risk=args.accept_risk)
     group = f"{name} group {'weighted ' * (weights is not None)}"
     rounding = {c: f", rounded to {digits[c]} decimals" if digits[c] is not None else "" for c in numeric}
     release = make_release(frame, roles, replaced={**values, **recoded},
@@ -184,7 +196,7 @@ def cmd_microaggregate(args) -> int:
                                     **{c: f"key: replaced by its {group}median level" for c in ordinal},
                                     **{c: "stratum: released, merged strata recoded" for c in recoded}},
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed), means=digits,
-                           promise=promise_of(model.k_, keys, roles, args.strata, name, per_column=args.method == "ranking"))
+                           promise=promise)
     extra = {}
     if args.function:
         if model.function_ is None:
@@ -194,9 +206,14 @@ def cmd_microaggregate(args) -> int:
         extra[args.function] = model.function_.to_json(indent=1)
     write_release(args, release, extra, original=frame)
     loss = "no numeric key" if loss is None else format_information_loss(loss)
+    combination = keys + [c for c in column_list(args.strata) if c in release.data]
+    in_households = ""
+    if households is not None:  # each household once per combination
+        once = frame.assign(**values, **recoded)[combination + [args.household]].drop_duplicates()
+        in_households = f" ({k_achieved(once, combination)} households)"
     print(
         f"{args.method}: {len(frame)} records, {len(keys)} quasi-identifiers, k = {model.k_}, "
-        f"k achieved = {k_achieved(release.data, keys + [c for c in column_list(args.strata) if c in release.data])}"
+        f"k achieved = {k_achieved(release.data, combination)}{in_households}"
         ", "
         f"{'weighted ' * (weights is not None)}information loss{' of the numeric keys' * bool(categorical)} = {loss}"
         + (f", {model.blocks_}" if hasattr(model, "blocks_") else ""),
@@ -221,7 +238,8 @@ def _microaggregate_sensitive(args, frame) -> int:
                                    ("--missing pattern", args.missing == "pattern"), ("--weights", args.weights),
                                    ("--strata", args.strata), ("--block-size", args.block_size is not None),
                                    ("--split-duplicates", args.split_duplicates),
-                                   ("--scheduler/--workers", args.scheduler is not None or args.workers is not None))
+                                   ("--scheduler/--workers", args.scheduler is not None or args.workers is not None),
+                                   ("--household", args.household))
              if on]
     if given:
         raise InputError(f"--t-closeness/--l-diversity: {given[0]} is not available with them (numeric keys, one file)")
@@ -322,7 +340,11 @@ def add_parser(sub) -> None:
         "# every group also 0.2-close on TAXINC (t-closeness-first, Soria-Comas et al. 2015)",
         "probanon microaggregate census.csv -o census_t.csv -k 5 --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX \\",
         "    --confidential TAXINC --drop PTOTVAL,POTHVAL,INTVAL,PEARNVAL,FICA,WSALVAL,ERNVAL \\",
-        "    --t-closeness 0.2 --sensitive TAXINC --seed 7"))
+        "    --t-closeness 0.2 --sensitive TAXINC --seed 7",
+        "# household-level keys (the same for every member): every group holds 5 households, members kept together,",
+        "# within household sizes (the released ids count the members)",
+        "probanon microaggregate survey.csv -o survey_k5.csv -k 5 --keys hh_income,rooms --household hh_id \\",
+        "    --strata region,hh_size --merge-small-strata --confidential age,sex --seed 7"))
     add_input(m, "input", help="the table to release: CSV, .csv.gz, Parquet, SPSS .sav or Stata .dta (a folder of "
                                "Parquet files with --workers or --scheduler)")
     add_output(m, "-o", "--output", required=True, table=True,
@@ -347,6 +369,10 @@ def add_parser(sub) -> None:
                         "by the keys they lack, merges patterns of fewer than k records into the nearest, keeps a "
                         "missing value missing and suppresses a key some member of a group lacks (no --function)")
     add_strata_options(m, "mdav, vmdav, pcl: the records are microaggregated")
+    add_household_option(m, "households kept together: the keys are household-level variables (each constant within "
+                            "every household, else refused), the method runs on one record per household (--weights: "
+                            "the household's weight, the same for every member), so every group holds at least k "
+                            "households, and every member receives their household's values")
     add_cluster_options(m, "the blocks of a blocked fit (mdav, vmdav, pcl; see --block-size)")
     m.add_argument("--weights", metavar="COL",
                    help="sampling weights (numbers > 0): each group's weighted mean is released, which keeps the "

@@ -367,6 +367,52 @@ def promise_of(k: int, keys: list, roles: dict, strata, mechanism: str, per_colu
     return Promise(int(k), columns, mechanism)
 
 
+def households_kept(promise: Promise | None, household, roles: dict, records: pd.DataFrame, *, k=None, groups=None,
+                    accept_risk: bool = False) -> Promise | None:
+    """With ``--household`` (issue 43.5): ``promise`` counted in distinct households. When the
+    household column is published, the returned promise counts its (renumbered) ids on what is
+    about to be written; when it is dropped, the count is checked here on ``records`` (the
+    released values beside the original household ids, in input order) and the release keeps
+    its promise on records. A published household id gives away each household's size: the
+    households whose size fewer than k households of their group share (``groups``: label arrays,
+    default the promise's combinations; ``k`` default the promise's) stop the command unless
+    ``accept_risk``, then a warning (:func:`probanon.households.sizes_singled_out`)."""
+    from dataclasses import replace
+
+    if household is None:
+        return promise
+    if roles.get(household) != "drop":
+        _household_sizes(records, household, promise, k, groups, accept_risk)
+    if promise is None:
+        return promise
+    counted = replace(promise, household=household)
+    if roles.get(household) == "drop":
+        counted.check(records)
+        return promise
+    return counted
+
+
+def _household_sizes(records, household, promise, k, groups, accept_risk: bool) -> None:
+    """:func:`households_kept`'s check of the household sizes a published household id gives away."""
+    import warnings
+
+    from ..errors import ProbanonWarning
+    from ..households import sizes_singled_out
+
+    k = promise.k if k is None else k
+    if groups is None:
+        groups = [records.groupby(list(c), dropna=False, sort=False).ngroup().to_numpy() for c in promise.columns]
+    households, members = sizes_singled_out(records[household], groups, k)
+    if not households:
+        return
+    text = (f"the released household ids ({household}) give away each household's size: {households:,} households "
+            f"({members:,} records) share their size with fewer than {k} households of their group; release within "
+            "household sizes (a column of sizes in --strata), or --drop the household id")
+    if not accept_risk:
+        raise InputError(text + " (or --accept-risk)")
+    warnings.warn(text, ProbanonWarning, stacklevel=2)
+
+
 def function_promise(function, keys: list, roles: dict, strata) -> Promise:
     """The promise of a published function applied to a file: the k it was fitted with (its
     smallest declared cell where the function does not state k), on the keys, released strata

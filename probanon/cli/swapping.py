@@ -9,11 +9,13 @@ import pandas as pd
 
 from .options import (
     add_decimals_option,
+    add_household_option,
     add_input,
     add_output,
     add_release_options,
     add_strata_options,
     example,
+    households_kept,
     positive_int,
     release_roles,
     seed,
@@ -55,10 +57,19 @@ def cmd_swap(args) -> int:
         raise InputError(f"--decimals rounds group means: mdav-id releases them, {args.method} moves values")
     positions = [columns.index(c) for c in confidential]
     strata = None if args.strata is None else frame[column_list(args.strata)]
+    households, moved = None if args.household is None else frame[args.household], positions
+    if households is not None:  # names and file lines in the messages
+        X, moved = pd.DataFrame(X, columns=columns), confidential
+        X.attrs = dict(frame.attrs)
     with held() as merged:  # the strata merged: said once the swap is made
-        result = swap(X, args.k, args.method, positions or None, random_state=args.seed,
-                      standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata)
+        result = swap(X, args.k, args.method, moved or None, random_state=args.seed,
+                      standardize=not args.raw_distances, strata=strata, merge_small_strata=args.merge_small_strata,
+                      households=households)
     show(merged)
+    fewest = None
+    if households is not None:
+        fewest = _check_households(result, args.k, args.method)
+        X = X.to_numpy()
     values = released_table(frame[columns], columns, result)
     means = _rounded_means(args, frame, columns, values) if result.sources is None else {}
     changed = [c for c in columns if not np.array_equal(values[c].to_numpy(), frame[c].to_numpy())]
@@ -70,10 +81,12 @@ def cmd_swap(args) -> int:
     # mdav-id aggregates every attribute: k-anonymity on all of them (the swaps promise a probability)
     promise = Promise(args.k, (tuple(columns + [c for c in column_list(args.strata) if roles.get(c) != "drop"]),),
                       f"mdav-id (k = {args.k})") if args.method == "mdav-id" else None
+    promise = households_kept(promise, args.household, roles, frame.assign(**{c: values[c] for c in columns}),
+                              k=args.k, groups=list(result.groups.labels.T), accept_risk=args.accept_risk)
     release = make_release(frame, roles, replaced={**{c: values[c] for c in changed}, **recoded}, actions=actions,
                            keep_order=args.keep_order, random_state=shuffle_stream(args.seed), promise=promise,
                            means={c: means[c] for c in changed if c in means})
-    if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap"):
+    if result.sources is not None and result.groups.method in ("mdav-swap-informed", "ir-swap") and households is None:
         released_row, value_rows = release.link["released_row"].to_numpy(), result.value_rows()
         for t, cols in enumerate(result.groups.columns):  # where each original value of c went (for attacks)
             release.link[f"released_row_{columns[cols[0]]}"] = released_row[value_rows[:, t]]
@@ -89,7 +102,7 @@ def cmd_swap(args) -> int:
     sizes = [result.groups.sizes(t) for t in range(result.groups.n_partitions)]
     line = (f"{args.method}: {len(frame)} records, {len(columns)} attributes ({len(confidential)} confidential), "
             f"k = {result.groups.k}, {len(sizes)} partition(s), group sizes {min(s.min() for s in sizes)}.."
-            f"{max(s.max() for s in sizes)}")
+            f"{max(s.max() for s in sizes)}" + ("" if fewest is None else f" (at least {fewest} households each)"))
     if positions:
         try:
             diff = correlation_differences(X, values[columns].to_numpy(np.float64), positions)
@@ -98,6 +111,23 @@ def cmd_swap(args) -> int:
             pass
     print(line, file=sys.stderr)
     return 0
+
+
+def _check_households(result, k: int, method: str) -> int:
+    """--household: every group of every partition holds at least k households (what the swap
+    promises with households: a household receives another's values with probability <= 1/k),
+    checked on the groups before anything is written; returns the fewest households of a group."""
+    from ..errors import GuaranteeError
+
+    codes, fewest = result.households.codes, []
+    for labels in result.groups.labels.T:  # one partition after the other
+        pairs = np.unique(np.column_stack([labels, codes]), axis=0)  # (group, household), each once
+        per_group = np.bincount(pairs[:, 0], minlength=int(labels.max()) + 1)
+        fewest.append(int(per_group[per_group > 0].min()))
+    if min(fewest) < k:
+        raise GuaranteeError(f"{method} with --household promises groups of at least {k} households, but a group "
+                             f"of the swap holds {min(fewest)}; nothing written")
+    return min(fewest)
 
 
 def _rounded_means(args, frame, columns, values) -> dict:
@@ -135,6 +165,12 @@ def add_parser(sub) -> None:
                    help="seed of the permutations and the record order (default: fresh entropy). Keep it secret: "
                         "whoever knows the seed and the groups can undo the swap")
     add_strata_options(s, "groups are formed and values swapped")
+    add_household_option(s, "households swapped, not records: the columns the method groups on or moves (mdav-swap: the "
+                            "keys; ir-swap: the confidential columns; mdav-swap-informed, mdav-id: both) are "
+                            "household-level variables (each constant within every household, else refused), the "
+                            "method runs on one record per household, so every group holds at least k households, "
+                            "and a household's values move to all members of another together (the link file then "
+                            "has no released_row_<column> columns)")
     add_decimals_option(s, "as many as the input's values have; mdav-id only, the other methods move values")
     s.add_argument("--raw-distances", action="store_true",
                    help="MDAV on raw values instead of z-scores (how the paper's experiments were run)")

@@ -75,8 +75,8 @@ CONSTRAINTS = {
 
 #: fitted attributes that only some fits set: dropped when a fit starts, so a refit keeps none
 #: of an earlier one
-_OCCASIONAL = ("feature_names_in_", "strata_", "strata_merged_", "missing_merged_", "missing_patterns_", "partition_",
-               "unpublished_", "block_size_", "n_blocks_", "block_sizes_", "blocks_", "start_")
+_OCCASIONAL = ("feature_names_in_", "households_", "strata_", "strata_merged_", "missing_merged_", "missing_patterns_",
+               "partition_", "unpublished_", "block_size_", "n_blocks_", "block_sizes_", "blocks_", "start_")
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
 
     # ------------------------------------------------------------------ fit: prepare, partition, publish
 
-    def fit(self, X, y=None, *, sample_weight=None, strata=None, progress=None):
+    def fit(self, X, y=None, *, sample_weight=None, strata=None, progress=None, households=None):
         """Partition the records of X (array or DataFrame; see the module docstring).
 
         ``sample_weight``: sampling weights (n numbers > 0): the centroids are the groups'
@@ -161,14 +161,31 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
         short label of the current step (e.g. "MDAV", "Lloyd"), ``done`` of ``total`` units of
         that stage done; a new label starts a new stage. It is called at least once before the
         work starts (and before any numba compilation), so a caller can show a first message;
-        without it the fit prints nothing."""
+        without it the fit prints nothing.
+
+        ``households``: the household id of each record (issue 43.5,
+        :func:`probanon.households.by_household`): the keys are household-level variables, each
+        constant within every household (else an InputError naming the household and key), no
+        household straddles a stratum and ``sample_weight`` is the household's; the method runs on
+        one record per household, so every group holds at least k households. ``labels_`` then
+        gives every record its household's group (members share their released values),
+        ``sizes_`` and ``records_settled_`` count households, and ``households_`` is the
+        :class:`~probanon.households.Households` view."""
         self._validate_params()
         for stale in _OCCASIONAL:
             self.__dict__.pop(stale, None)
         self.records_settled_ = 0
+        if households is not None:
+            from ..households import by_household
+
+            view = by_household(X, households, strata=strata, sample_weight=sample_weight)
+            X, sample_weight, strata = view.X, view.sample_weight, view.strata
         data = self._prepare(X, sample_weight, strata)
         labels, kind, rule = self._partition_records(data, _quiet if progress is None else progress)
         self._publish(data, labels, kind, rule)
+        if households is not None:
+            self.households_ = view
+            self.labels_ = view.expand(self.labels_)
         return self
 
     def _prepare(self, X, sample_weight, strata) -> Prepared:
@@ -452,11 +469,12 @@ class Microaggregator(OutputMixin, OneToOneFeatureMixin, TransformerMixin, BaseE
                              f"{self.n_features_in_} features as input")
         return X
 
-    def fit_transform(self, X, y=None, *, sample_weight=None, strata=None, progress=None):
+    def fit_transform(self, X, y=None, *, sample_weight=None, strata=None, progress=None, households=None):
         """Fit, then return every fitted record replaced by its group centroid (NaN where
-        ``missing="pattern"`` releases a key missing). A DataFrame X gives a DataFrame with its
-        index and the keys' names (:meth:`set_output`)."""
-        self.fit(X, sample_weight=sample_weight, strata=strata, progress=progress)
+        ``missing="pattern"`` releases a key missing; with ``households``, every member their
+        household's). A DataFrame X gives a DataFrame with its index and the keys' names
+        (:meth:`set_output`)."""
+        self.fit(X, sample_weight=sample_weight, strata=strata, progress=progress, households=households)
         if isinstance(self.centroids_, list):
             values = np.column_stack([c[self.labels_[:, j]] for j, c in enumerate(self.centroids_)])
         else:

@@ -47,6 +47,7 @@ class SwapResult:
     sources: np.ndarray | None
     strata: list | None = None
     strata_merged: list = ()
+    households: object = None  # :class:`probanon.households.Households` of a swap of households
 
     @property
     def labels(self) -> np.ndarray:
@@ -57,6 +58,9 @@ class SwapResult:
         (the inverse of ``sources``; what an attack needs as the truth of column-wise swaps)."""
         if self.sources is None:
             raise ParameterError("MDAV-ID moves no values (it publishes group means)")
+        if self.households is not None:
+            raise ParameterError("a swap of households moves a household's values to all members of another, of "
+                                 "another size: no record holds a given record's values")
         rows = np.empty_like(self.sources)
         for t in range(self.sources.shape[1]):
             rows[self.sources[:, t], t] = np.arange(self.sources.shape[0])
@@ -156,7 +160,7 @@ def stratified_groups(M, k, method: str, confidential, standardize: bool, strata
 
 
 def swap(X, k, method: str, confidential=None, random_state=None, standardize: bool = True, strata=None,
-         merge_small_strata: bool = False) -> SwapResult:
+         merge_small_strata: bool = False, households=None) -> SwapResult:
     """Release ``X`` by ``method`` (``"mdav-id"``, ``"mdav-swap"``, ``"mdav-swap-informed"``
     or ``"ir-swap"``; see :mod:`probanon.swapping.groups`).
 
@@ -177,8 +181,17 @@ def swap(X, k, method: str, confidential=None, random_state=None, standardize: b
         Swap within each stratum (its groups formed as in a file of its own), so no value
         moves between strata; a stratum of fewer than ``k`` records is an error unless
         ``merge_small_strata`` (merged into its neighbour, :mod:`probanon.microagg.strata`).
+    households : n household ids, optional
+        Swap households, not records (issue 43.5, :mod:`probanon.households`): the columns the
+        method groups on or moves (mdav-swap: the non-confidential ones; ir-swap: the
+        confidential ones; mdav-swap-informed, mdav-id: all) must be constant within every
+        household, and no household straddles a stratum; the method runs on one record per
+        household, so every group holds at least ``k`` households, and each household's tuple
+        moves to all members of another (``sources``: the first member of the giving household;
+        ``value_rows`` is then undefined).
     """
-    return _swap(*_checked(X, k, method, confidential), random_state, standardize, strata, merge_small_strata)
+    return _swap(*_checked(X, k, method, confidential), random_state, standardize, strata, merge_small_strata,
+                 households)
 
 
 def _checked(X, k, method: str, confidential, two_d: bool = False):
@@ -190,8 +203,12 @@ def _checked(X, k, method: str, confidential, two_d: bool = False):
     return M, frame, check_k(k, M.shape[0]), method, check_method(method, conf, M.shape[1])
 
 
-def _swap(M, frame, k, method, conf, random_state, standardize, strata, merge_small_strata) -> SwapResult:
+def _swap(M, frame, k, method, conf, random_state, standardize, strata, merge_small_strata,
+          households=None) -> SwapResult:
     """:func:`swap` of checked arguments (:func:`_checked`)."""
+    if households is not None:
+        return _swap_households(M, frame, k, method, conf, random_state, standardize, strata, merge_small_strata,
+                                households)
     if strata is None:
         groups, names, notes = partition_groups(M, k, method, conf, standardize), None, ()
     else:
@@ -199,6 +216,27 @@ def _swap(M, frame, k, method, conf, random_state, standardize, strata, merge_sm
     values, sources = _release_values(M, groups, random_state)
     released = values if frame is None else pd.DataFrame(values, columns=frame.columns, index=frame.index)
     return SwapResult(released, groups, sources, names, list(notes))
+
+
+def _swap_households(M, frame, k, method, conf, random_state, standardize, strata, merge, households) -> SwapResult:
+    """:func:`swap` of one record per household, its groups, values and sources given to every member."""
+    from ..households import by_household
+
+    level = list(conf) if method == "ir-swap" else [j for j in range(M.shape[1])
+                                                    if method != "mdav-swap" or j not in conf]
+    view = by_household(M if frame is None else frame, households, strata=strata,
+                        columns=level if frame is None else [frame.columns[j] for j in level])
+    part = _swap(M[view.first], None, check_k(k, view.n_households), method, conf, random_state, standardize,
+                 view.strata, merge)
+    groups = Grouping(view.expand(part.groups.labels), part.groups.columns, part.groups.method, part.groups.k)
+    if part.sources is None:
+        values, sources = view.expand(part.released), None
+    else:
+        values, sources = M.copy(), view.source_rows(part.sources)
+        for t, cols in enumerate(groups.columns):
+            values[:, list(cols)] = M[sources[:, t]][:, list(cols)]
+    released = values if frame is None else pd.DataFrame(values, columns=frame.columns, index=frame.index)
+    return SwapResult(released, groups, sources, part.strata, part.strata_merged, view)
 
 
 def mdav_id(X, k, *, standardize: bool = True) -> SwapResult:
@@ -264,12 +302,13 @@ class Swapper(BaseEstimator):
         self.random_state = random_state
         self.merge_small_strata = merge_small_strata
 
-    def fit(self, X, y=None, *, strata=None):
-        """One release of X; ``strata``: swap within each stratum (see :func:`swap`)."""
+    def fit(self, X, y=None, *, strata=None, households=None):
+        """One release of X; ``strata``: swap within each stratum; ``households``: swap
+        households, their members together (see :func:`swap`)."""
         check_params(self)
         self.__dict__.pop("feature_names_in_", None)
         result = _swap(*_checked(X, self.k, self.method, self.confidential, two_d=True), self.random_state,
-                       bool(self.standardize), strata, bool(self.merge_small_strata))
+                       bool(self.standardize), strata, bool(self.merge_small_strata), households)
         if isinstance(X, pd.DataFrame):
             self.feature_names_in_ = np.asarray(X.columns, dtype=object)
         self.n_features_in_ = int(np.shape(result.released)[1])
@@ -280,5 +319,5 @@ class Swapper(BaseEstimator):
         self.released_ = result.released
         return self
 
-    def fit_transform(self, X, y=None, *, strata=None):
-        return self.fit(X, strata=strata).released_
+    def fit_transform(self, X, y=None, *, strata=None, households=None):
+        return self.fit(X, strata=strata, households=households).released_
