@@ -90,7 +90,7 @@ def assess(label: str, X: np.ndarray, Y: np.ndarray, released: pd.DataFrame, key
     """The :class:`Assessment` of release ``Y`` (numeric keys, aligned rows) of ``X``;
     ``released``: the released table (every key, for the k achieved); ``probabilistic``: the
     mechanism is probabilistically k-anonymous (swapping within groups of k)."""
-    achieved = k_achieved(released, keys)
+    achieved = k_achieved(released, keys, missing="any")
     guarantee = "k-anonymous" if achieved >= k else "probabilistic" if probabilistic else "none"
     return Assessment(label, information_loss(X, Y, weights=weights), record_linkage(X, Y), achieved, guarantee)
 
@@ -264,8 +264,9 @@ def _risk_rows(original, released, X, Y, keys, numeric, k, weights, probabilisti
     against; a figure beyond its limit is a flagged cell carrying that limit."""
     before, after = (frequency_risk(t, keys, weights) for t in (original, released))
     bound = f"<= {fixed(1 / k, 4)} (1/k)"
-    achieved = k_achieved(released, keys)
-    rows = [{"measure": "k achieved on the keys", "original": k_achieved(original, keys),
+    achieved = k_achieved(released, keys, missing="any")
+    rows = [{"measure": "k achieved on the keys (a missing value matching any value)",
+             "original": k_achieved(original, keys, missing="any"),
              "release": flag(achieved, achieved < k and not probabilistic, limit=f">= {k}", mark="BELOW"),
              "limit": "probabilistic: not required" if probabilistic else f">= {k}"},
             {"measure": "sample uniques", "original": before.sample_uniques, "release": after.sample_uniques,
@@ -335,6 +336,17 @@ def _key_risk_section(rep: Report, original, released, keys: list, weights, opti
         rep.table(rows)
 
 
+def _categorical_rows(original, released, categorical: list) -> list[dict]:
+    """One row per categorical key: changed, suppressed, categories, information loss
+    (:func:`probanon.categorical.strategies.information_loss`)."""
+    from .categorical.strategies import information_loss as categorical_loss
+
+    table = categorical_loss(original, released, categorical)
+    return [{"key": c, "records changed": int(r["changed"]), "suppressed": int(r["suppressed"]),
+             "categories": f"{int(r['categories'])} -> {int(r['categories_released'])}",
+             "information loss (H(X|Y)/H(X))": f"{100 * r['information_loss']:.2f} %"} for c, r in table.iterrows()]
+
+
 def _utility_rows(X: np.ndarray, Y: np.ndarray, numeric: list, u, weights=None) -> list[dict]:
     """Each numeric key's mean before and after (weighted with ``weights``), the change of its
     mean in standard deviations of the original, and the change of its variance in percent."""
@@ -388,6 +400,11 @@ def internal_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
                    "Original and released values of the numeric keys"
                    + (f"; counts on a log scale for the keys with more than {100 * ZERO_HEAVY:.0f}% zeros "
                       f"({', '.join(heavy)})" if heavy else ""))
+    if categorical:
+        rep.text("Utility of the categorical keys", "Per key: records whose value the release changed (of them, "
+                 "values suppressed, released missing), categories before and after, and the information lost: the "
+                 "entropy of the original value left unknown by the released one, H(X|Y), as a share of H(X).")
+        rep.table(_categorical_rows(original, released, categorical))
     for c in categorical:
         rep.text(f"Categories of {c}", f"Records per category of the key {c}, in the original and in the release.")
         rep.table(frequency_rows(original[c], released[c]))
@@ -467,7 +484,7 @@ def _change(before: pd.Series, after: pd.Series) -> str:
     return "swapped" if same(np.sort(x), np.sort(y)) else "changed"
 
 
-def _guarantee_text(keys: list, k: int, achieved: int, probabilistic: bool, mechanism) -> str:
+def _guarantee_text(keys: list, k: int, achieved: int, probabilistic: bool, mechanism, wildcard: bool = False) -> str:
     """What the release guarantees and, from :data:`probanon.attacks.GUARANTEES`, what that bounds and what not."""
     from .attacks.scope import GUARANTEES
     from .attacks.setting import MECHANISMS
@@ -483,7 +500,9 @@ def _guarantee_text(keys: list, k: int, achieved: int, probabilistic: bool, mech
         claim = f"{scope.claim[0].upper()}{scope.claim[1:]}, k = {k}."
     else:
         claim = (f"Every combination of the key variables ({', '.join(keys)}) is shared by at least {achieved} "
-                 f"released records" + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
+                 f"released records" + (" (a suppressed, missing value counted as matching any value, as sdcMicro "
+                                        "counts)" if wildcard else "")
+                 + (f" (required: {k})." if achieved >= k else f"; {k} was required."))
         scope = GUARANTEES[mechanism if mechanism in GUARANTEES and kind == "aggregated" else "microaggregation"]
         if achieved < k:
             return claim + " The release therefore carries no k-anonymity guarantee at the required k."
@@ -499,7 +518,7 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
     and aggregate utility; ``probabilistic``: the mechanism's guarantee is probabilistic
     k-anonymity (swapping)."""
     keys = numeric + categorical
-    achieved = k_achieved(released, keys)
+    achieved = k_achieved(released, keys, missing="any")
     variables = treatments(original, released, numeric, categorical, confidential, method) if variables is None \
         else variables
     rep = Report("About this release" + (f": {dataset}" if dataset else ""))
@@ -507,7 +526,8 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
     rep.text("The dataset", f"{dataset or 'This release'}: {len(released):,} records, {len(published)} variables "
              f"released; report of {date or datetime.date.today().isoformat()}.")
     rep.text("Method", method)
-    rep.text("Guarantee", _guarantee_text(keys, k, achieved, probabilistic, mechanism))
+    rep.text("Guarantee", _guarantee_text(keys, k, achieved, probabilistic, mechanism,
+                                          wildcard=bool(released[keys].isna().to_numpy().any())))
     rep.text("Variables", "Every variable of the data and what the release did with it.")
     rep.table([{"variable": c, "treatment": t} for c, t in variables.items()])
     if numeric:
@@ -521,6 +541,12 @@ def external_report(original: pd.DataFrame, released: pd.DataFrame, numeric: lis
                  f"{' (weighted)' * (weights is not None)}, the variances by at most "
                  f"{100 * max(variance, default=0):.1f} %, the correlations by at most "
                  f"{u.correlation_difference_max or 0:.3f}.")
+    if categorical:
+        rows = _categorical_rows(original, released, categorical)
+        rep.text("Utility of the categorical keys", "; ".join(
+            f"{r['key']}: {r['records changed']:,} records changed ({r['suppressed']:,} suppressed), information "
+            f"loss {r['information loss (H(X|Y)/H(X))']}" for r in rows) + " (the share of the key's entropy the "
+                 "released values leave unknown).")
     return rep
 
 

@@ -84,12 +84,21 @@ def kanon(data: pd.DataFrame, keys: list, k: int = 3, recodings=None, *, weights
 
 
 def information_loss(original: pd.DataFrame, released: pd.DataFrame, keys: list) -> pd.DataFrame:
-    """Per key (rows): ``entropy`` H(X) of the original, ``entropy_lost`` H(X | Y) and
+    """Per key (rows; the two tables aligned record by record): ``changed`` (records whose value
+    was released otherwise, :func:`probanon.release.differing`), ``suppressed`` (of those, values
+    released missing), ``categories`` before and after (``categories_released``; a missing value
+    not counted), ``entropy`` H(X) of the original, ``entropy_lost`` H(X | Y) and
     ``information_loss`` H(X | Y) / H(X) (module docstring; 0 for a constant key)."""
+    from ..release import differing
+
     rows = {}
     for c in keys:
-        h, lost = entropy(original[c]), entropy_lost(original[c], released[c])
-        rows[c] = {"entropy": h, "entropy_lost": lost, "information_loss": lost / h if h > 0 else 0.0}
+        x, y = original[c].reset_index(drop=True), released[c].reset_index(drop=True)
+        h, lost = entropy(x), entropy_lost(x, y)
+        changed = differing(x, y)
+        rows[c] = {"changed": int(changed.sum()), "suppressed": int((changed & y.isna().to_numpy()).sum()),
+                   "categories": int(x.nunique()), "categories_released": int(y.nunique()),
+                   "entropy": h, "entropy_lost": lost, "information_loss": lost / h if h > 0 else 0.0}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 

@@ -179,8 +179,11 @@ def parse_recipe(path, force: bool, parser):
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
     args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
-    if args.report and recipe["command"] in ("pram", "recode", "suppress"):
-        raise InputError(f"{path}: the report of a {recipe['command']} release is not available yet")
+    if args.report and recipe["command"] == "pram":
+        raise InputError(f"{path}: PRAM promises no k: its reports are 'probanon evaluate' and 'probanon report' on "
+                         "the release, with the measure printed by the command")
+    if args.report and recipe["command"] == "recode" and args.k is None:
+        raise InputError(f"{path}: the reports of a recode release state the k it holds: give the option k")
     if args.report and getattr(args, "missing", "raise") == "pattern":
         raise InputError(f"{path}: the report of a release with missing key values is not available yet")
     return args, target.with_name(target.name + ".recipe.toml"), lambda: resolved(recipe, args, defaults, found,
@@ -207,11 +210,18 @@ def _recipe_reports(run, release) -> dict:
     order = release.link.sort_values("original_row")["released_row"].to_numpy() - 1
     released = release.data.iloc[order].reset_index(drop=True)
     categorical = column_list(getattr(run, "nominal", None)) + list(ordinal_keys(getattr(run, "ordinal", None)))
+    if run.command in ("recode", "suppress"):  # categorical keys, recoded and suppressed
+        categorical = column_list(run.keys)
     numeric = [c for c in column_list(run.keys) if c not in categorical]
     weights = weights_of(original, getattr(run, "weights", None), f"{run.input}: ")
-    mechanism = "microaggregation" if run.command == "microaggregate" else run.method
-    return report_contents(run.report, original, released, numeric, categorical, run.k,
-                           f"{run.command} --method {run.method}, k = {run.k}", weights,
+    mechanism = "microaggregation" if run.command in ("microaggregate", "recode", "suppress") else run.method
+    method = (f"{run.command} --method {run.method}, k = {run.k}" if run.command != "recode"
+              else f"global recoding, k = {run.k}")
+    if run.command == "suppress":
+        method = (f"local suppression ({run.method}), k = {run.k} on "
+                  + ("all keys together" if run.combinations is None else f"every {run.combinations} keys")
+                  + f", a missing value {'matching any value' if run.missing == 'any' else 'a category of its own'}")
+    return report_contents(run.report, original, released, numeric, categorical, run.k, method, weights,
                            probabilistic=run.command == "swap", mechanism=mechanism,
                            confidential=column_list(getattr(run, "confidential", None)),
                            dataset=Path(run.output).name, variables=release.actions)

@@ -77,9 +77,13 @@ def _matched_keys(args, lacking: bool = False, changed=()):
     compared as categories; every key in both tables. The match is checked: the shared columns
     other than the keys and ``changed`` agree under it, and the information loss is <= 100%."""
     original, released = read_table(args.original), read_table(args.released)
-    keys, categorical = _key_names(args, {"original": original, "released": released})
-    X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
+    keys, categorical = _key_names(args, {"original": original, "released": released}, numeric_required=False)
     weights = weights_of(original, args.weights, f"{args.original}: ")
+    if not keys:  # categorical keys only: no numeric matrix (quasi_identifiers would take every numeric column)
+        released = _aligned(args, original, released, categorical, changed)
+        empty = np.zeros((len(original), 0))
+        return original, released, empty, empty.copy(), [], categorical, weights
+    X, numeric = quasi_identifiers(original, keys, lacking, MISSING_HINT if hasattr(args, "missing") else "")
     quasi_identifiers(released, numeric, missing=lacking)  # checked in file order: a message names the line
     released = _aligned(args, original, released, numeric + categorical, changed)
     Y, _ = quasi_identifiers(released, numeric, missing=lacking)
@@ -96,14 +100,23 @@ def cmd_evaluate(args) -> int:
     changed = column_list(args.confidential) + ([args.household] if args.household else [])
     original, released, X, Y, columns, categorical, weights = _matched_keys(args, lacking, changed=changed)
     every = columns + categorical
-    if lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
+    if not columns:  # categorical keys only (recode, suppress, pram): their own utility below
+        result = {"information_loss": None, "n_records": len(original), "columns": [],
+                  "correlation_difference_max": None}
+    elif lacking and (np.isnan(X).any() or np.isnan(Y).any()):  # moments of incomplete columns: not reported
         result = {"information_loss": information_loss(X, Y, weights=weights, missing=True), "n_records": len(X),
                   "columns": columns, "correlation_difference_max": None,
                   "suppressed": int((np.isnan(Y) & ~np.isnan(X)).sum())}
     else:
         result = utility_report(pd.DataFrame(X, columns=columns), pd.DataFrame(Y, columns=columns),
                                 weights=weights).to_dict()
-    result["k_achieved"] = k_achieved(released, every)
+    # a suppressed (missing) key value matches any value, as sdcMicro and the frequency risk count it
+    result["k_achieved"] = k_achieved(released, every, missing="any")
+    as_category = k_achieved(released, every)
+    if as_category != result["k_achieved"]:
+        result["k_achieved_missing_as_category"] = as_category
+    if categorical:
+        result["categorical_keys"] = _categorical_utility(original, released, categorical)
     households = _households(args, original, every)
     k_combination = args.k
     found_before, found_after = (_key_risk(args, table, every, weights, households, k_combination, label)
@@ -117,7 +130,7 @@ def cmd_evaluate(args) -> int:
     if args.risk:
         from ..metrics import interval_disclosure, record_linkage
 
-        complete = not (lacking and (np.isnan(X).any() or np.isnan(Y).any()))
+        complete = bool(columns) and not (lacking and (np.isnan(X).any() or np.isnan(Y).any()))
         if complete:  # record linkage and interval disclosure need keys without missing values
             result["record_linkage"] = record_linkage(X, Y)
             result["interval_disclosure"] = interval_disclosure(X, Y)
@@ -137,11 +150,19 @@ def cmd_evaluate(args) -> int:
         print(json.dumps(result, allow_nan=False))
     else:
         print(f"records:            {result['n_records']}")
-        print(f"quasi-identifiers:  {', '.join(columns)}")
-        print(f"information loss:   {format_information_loss(result['information_loss'])}"
-              + " (weighted)" * (weights is not None))
+        print(f"quasi-identifiers:  {', '.join(every)}")
+        if columns:
+            print(f"information loss:   {format_information_loss(result['information_loss'])}"
+                  + " (weighted)" * (weights is not None) + (" (numeric keys)" if categorical else ""))
+        for c, row in result.get("categorical_keys", {}).items():
+            print(f"categorical key {c}: {row['changed']:,} records changed ({row['suppressed']:,} suppressed), "
+                  f"{row['categories']} -> {row['categories_released']} categories, information loss "
+                  f"{100 * row['information_loss']:.2f}% (entropy lost H(X|Y)/H(X))")
         print(f"k achieved:         {result['k_achieved']}"
-              + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)"))
+              + ("" if holds is None else f" ({'holds' if holds else 'FAILS'}: k = {args.k} required)")
+              + ("" if "k_achieved_missing_as_category" not in result else
+                 f" (a missing value matching any value; {result['k_achieved_missing_as_category']} counting it as a "
+                 "category of its own)"))
         if result["correlation_difference_max"] is not None:
             print(f"max |corr diff|:    {result['correlation_difference_max']:.4f}")
         print(f"sample uniques:     {risk_before.sample_uniques} in the original, {risk_after.sample_uniques} released")
@@ -158,7 +179,8 @@ def cmd_evaluate(args) -> int:
                 print(f"risk measures of the {side}:")
                 print("\n".join("  " + line for line in summary_lines(found.rows()).splitlines()))
         if args.risk and "record_linkage" not in result:
-            print("record linkage, interval disclosure: not measured (keys with missing values)")
+            print("record linkage, interval disclosure: not measured ("
+                  + ("keys with missing values)" if columns else "they measure numeric keys; none was given)"))
         elif args.risk:
             print(f"record linkage:     {result['record_linkage']:.4f} (expected share re-identified, nearest neighbour)")
             print(f"interval disclosure: {result['interval_disclosure']:.4f} (sdcMicro dRisk, 5% of sd, on the keys "
@@ -171,6 +193,16 @@ def cmd_evaluate(args) -> int:
             else:
                 print("attribute disclosure: not measured (name the confidential columns with --confidential)")
     return 1 if holds is False else 0
+
+
+def _categorical_utility(original: pd.DataFrame, released: pd.DataFrame, keys: list) -> dict:
+    """{key: what the release did to it}: records changed and suppressed, categories before and
+    after, the entropy lost (:func:`probanon.categorical.strategies.information_loss`)."""
+    from ..categorical.strategies import information_loss as categorical_loss
+
+    table = categorical_loss(original, released, keys)
+    return {c: {name: (int(v) if name in ("changed", "suppressed", "categories", "categories_released") else float(v))
+                for name, v in row.items()} for c, row in table.iterrows()}
 
 
 RISK_MISSING_HINT = "; give --missing pattern to let a missing value match any value (sdcMicro's rule)"
@@ -379,8 +411,8 @@ def add_parser(sub) -> None:
         "    --keys AFNLWGT,AGI,EMCONTRB,FEDTAX,STATETAX --link census_k5.link.csv"))
     add_input(e, "original", help="the original table")
     add_input(e, "released", help="its release (records matched by --link, --id or --by-position)")
-    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, required=True,
-                   help="comma-separated quasi-identifier columns (numeric)")
+    e.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names,
+                   help="comma-separated numeric quasi-identifier columns (give --keys, --categorical-keys or both)")
     e.add_argument("--missing", choices=("raise", "pattern"), default="raise",
                    help="pattern: keys may have missing values (a release of microaggregate --missing pattern); the "
                         "information loss counts a suppressed value as replaced by the mean")

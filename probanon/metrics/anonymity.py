@@ -65,9 +65,20 @@ def equivalence_class_sizes(released, columns=None) -> np.ndarray:
     return np.sort(sizes.to_numpy(dtype=np.int64))
 
 
-def k_achieved(released, columns=None) -> int:
+def k_achieved(released, columns=None, missing: str = "category") -> int:
     """Largest k for which ``released`` is k-anonymous: ``k = min_c |c|``.
 
-    See :func:`equivalence_class_sizes` for the parameters.
+    See :func:`equivalence_class_sizes` for the parameters. ``missing``: ``"category"`` (a
+    missing value is a value of its own, the classes above) or ``"any"`` (a missing value
+    matches any value, as sdcMicro counts a suppressed key: k = min_i f_i, f_i the number of
+    records agreeing with record i on every key both have, :func:`probanon.frequencies.match_counts`;
+    without missing values both are the same).
     """
+    if missing == "any":
+        from ..frequencies import key_codes, match_counts
+
+        frame = _quasi_identifier_frame(released, columns)
+        return int(match_counts(key_codes(frame, list(frame.columns)), missing="any")[0].min())
+    if missing != "category":
+        raise InputError(f"missing must be 'category' or 'any', got {missing!r}")
     return int(equivalence_class_sizes(released, columns)[0])
