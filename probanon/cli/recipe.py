@@ -1,6 +1,7 @@
 """``probanon release RECIPE.toml``: a whole release from one file (issue 17, point 8).
 
-A recipe names a release command (``microaggregate`` or ``swap``), its input and output, and the
+A recipe names a release command (``microaggregate``, ``swap``, ``noise``, ``rank-swap``,
+``record-swap``), its input and output, and the
 command's options under ``[options]``, spelled as on the command line without the dashes
 (``keep_order = true`` for ``--keep-order``, ``keys = ["AGI", "FEDTAX"]`` for ``--keys AGI,FEDTAX``)::
 
@@ -39,7 +40,7 @@ from ..errors import InputError, ProbanonWarning
 from .options import add_input
 from .parser import Parser, command, example
 
-COMMANDS = ("microaggregate", "swap")
+COMMANDS = ("microaggregate", "swap", "noise", "rank-swap", "record-swap")
 TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
@@ -75,6 +76,8 @@ def read_recipe(path) -> dict:
             raise InputError(f"{path}: {key!r} must name a file")
     if "report" in recipe and (not isinstance(recipe["report"], str) or not recipe["report"]):
         raise InputError(f"{path}: 'report' must name a folder")
+    if "report" in recipe and recipe["command"] not in ("microaggregate", "swap"):
+        raise InputError(f"{path}: 'report' is made for microaggregate and swap releases only")
     if not isinstance(recipe.get("options", {}), dict):
         raise InputError(f"{path}: [options] must be a table")
     return recipe
