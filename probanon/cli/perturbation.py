@@ -37,11 +37,19 @@ def _aligned(frame: pd.DataFrame, release) -> pd.DataFrame:
     return frame.iloc[order].reset_index(drop=True)
 
 
-def _numeric_keys(frame: pd.DataFrame, keys: list) -> None:
-    for c in keys:
-        if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c]):
-            raise InputError(f"key column {c!r} is not numeric: noise and rank swapping perturb numbers "
-                             "(categorical keys: 'probanon record-swap', or recode them)")
+def _numeric_keys(frame: pd.DataFrame, keys: list, missing: str) -> None:
+    """The keys must be numbers (:func:`probanon.data.quasi_identifiers`, which names the line of
+    stray text, a missing or an infinite value); a missing value only with ``--missing keep``."""
+    from ..data import quasi_identifiers
+
+    quasi_identifiers(frame, keys, missing=missing == "keep",
+                      hint="; give --missing keep to leave missing values missing (as sdcMicro)")
+
+
+def _add_missing_option(p) -> None:
+    p.add_argument("--missing", choices=("raise", "keep"), default="raise",
+                   help="missing key values: raise (default) refuses them; keep leaves them missing and perturbs "
+                        "the values present (as sdcMicro)")
 
 
 def _percent(text: str) -> float:
@@ -90,7 +98,7 @@ def cmd_noise(args) -> int:
     frame = read_table(args.input)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")
-    _numeric_keys(frame, keys)
+    _numeric_keys(frame, keys, args.missing)
     result = add_noise(frame[keys], args.method, args.noise, delta=args.delta, random_state=args.seed)
     law = {"additive": f"x + N(0, ({args.noise:g}% of sd)^2)", "correlated": f"x + N(0, {args.noise:g}% of cov)",
            "correlated2": f"sqrt(1 - {args.delta:g}^2) x + {args.delta:g} N(mean shift, sd^2)"}[args.method]
@@ -117,7 +125,7 @@ def cmd_rank_swap(args) -> int:
     frame = read_table(args.input)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")
-    _numeric_keys(frame, keys)
+    _numeric_keys(frame, keys, args.missing)
     result = rank_swap(frame[keys], p=args.p, r0=args.r0, k0=args.k0, top=args.top, bottom=args.bottom,
                        random_state=args.seed)
     actions = {c: (f"key: rank-swapped within {int(result.window[j])} ranks ({result.swapped[j]:,} values moved)"
@@ -198,6 +206,7 @@ def add_parser(sub) -> None:
     add_release_options(s, keys_help="numeric keys perturbed by the noise")
     s.add_argument("--seed", type=seed, default=None,
                    help="seed of the noise and the record order (default: fresh entropy); keep it secret")
+    _add_missing_option(s)
     s.set_defaults(func=cmd_noise)
 
     r = _release_parser(sub, "rank-swap", example(
@@ -217,6 +226,7 @@ def add_parser(sub) -> None:
     add_release_options(r, keys_help="numeric keys rank-swapped, each on its own")
     r.add_argument("--seed", type=seed, default=None,
                    help="seed of the swaps and the record order (default: fresh entropy); keep it secret")
+    _add_missing_option(r)
     r.set_defaults(func=cmd_rank_swap)
 
     c = _release_parser(sub, "record-swap", example(
