@@ -336,3 +336,15 @@ def test_cli_record_swap_bad_input_writes_nothing(tmp_path, capsys, change):
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and err.startswith("probanon: error:"), err
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_recipe_runs_record_swap_and_its_resolved_recipe_repeats_it(tmp_path):
+    _census(300, seed=4).to_csv(tmp_path / "in.csv", index=False)
+    (tmp_path / "r.toml").write_text(
+        'command = "record-swap"\ninput = "in.csv"\noutput = "out.csv"\n[options]\nhousehold = "hid"\n'
+        'hierarchy = ["nuts1", "nuts2"]\nrisk_variables = ["age"]\nsimilar = "hsize/"\nswaprate = 0.1\n'
+        'drop = ["nuts3"]\nkeep_other = true\nseed = 5\n')
+    assert _run(["release", tmp_path / "r.toml"]) == 0
+    first = (tmp_path / "out.csv").read_bytes()
+    assert _run(["release", tmp_path / "out.csv.recipe.toml", "--force"]) == 0
+    assert (tmp_path / "out.csv").read_bytes() == first
