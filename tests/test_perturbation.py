@@ -324,13 +324,14 @@ def test_cli_record_swap(tmp_path, capsys):
 
 @pytest.mark.parametrize("change", [
     ["--swaprate", "1.5"], ["--hierarchy", "nuts1,nope"], ["--carry-along", "age"], ["-k", "-1"],
-    ["--household", "age"]])
+    ["--household", "age"], ["--household", None]])
 def test_cli_record_swap_bad_input_writes_nothing(tmp_path, capsys, change):
     _census(100, seed=2).to_csv(tmp_path / "in.csv", index=False)
     argv = ["record-swap", tmp_path / "in.csv", "-o", tmp_path / "out.csv", "--household", "hid",
             "--hierarchy", "nuts1,nuts2", "--risk-variables", "sex", "--keep-other", "--seed", "1"]
     i = argv.index(change[0]) if change[0] in argv else None
-    argv = argv[:i] + change + argv[i + 2:] if i is not None else argv + change
+    argv = argv[:i] + [c for c in change if c is not None and change[1] is not None] + argv[i + 2:] \
+        if i is not None else argv + change
     before = sorted(os.listdir(tmp_path))
     assert _run(argv) == 2
     err = capsys.readouterr().err
@@ -348,3 +349,14 @@ def test_recipe_runs_record_swap_and_its_resolved_recipe_repeats_it(tmp_path):
     first = (tmp_path / "out.csv").read_bytes()
     assert _run(["release", tmp_path / "out.csv.recipe.toml", "--force"]) == 0
     assert (tmp_path / "out.csv").read_bytes() == first
+
+
+def test_cli_record_swap_may_drop_the_household_id(tmp_path):
+    d = _census(200, seed=6)
+    d.to_csv(tmp_path / "in.csv", index=False)
+    assert _run(["record-swap", tmp_path / "in.csv", "-o", tmp_path / "out.csv", "--household", "hid",
+                 "--hierarchy", "nuts1,nuts2", "--risk-variables", "sex", "--drop", "hid,nuts3", "--keep-other",
+                 "--seed", "2", "--link", tmp_path / "lk.csv"]) == 0
+    released, original = pd.read_csv(tmp_path / "out.csv"), _original_in_released_order(d, tmp_path / "lk.csv")
+    assert "hid" not in released
+    assert (released.groupby(original["hid"])[["nuts1", "nuts2"]].nunique() == 1).all().all()

@@ -152,10 +152,9 @@ def cmd_record_swap(args) -> int:
     frame = read_table(args.input)
     hierarchy, risk_vars, carry = args.hierarchy, column_list(args.risk_variables), column_list(args.carry_along)
     keys = list(dict.fromkeys(hierarchy + risk_vars + carry + column_list(args.keys)))
+    if args.household is None:
+        raise InputError("record-swap needs --household: households swap as wholes")
     roles = release_roles(args, frame, keys=keys)
-    if roles.get(args.household) == "drop":
-        raise InputError("--household: the household column is needed to swap households (drop it after, or keep "
-                         "it: it is released renumbered)")
     for c in hierarchy + carry:
         if roles.get(c) != "key":
             raise InputError(f"{c!r} is swapped: it cannot also be {roles.get(c)}")
