@@ -75,6 +75,7 @@ def main() -> None:
     p.add_argument("--records", type=int, default=1_000_000)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--rlib", default="/work/peers/sdcmicro/Rlib")
+    p.add_argument("--no-sdcmicro", action="store_true", help="probanon's figures only")
     a = p.parse_args()
     rng = np.random.default_rng(1)
     C = np.array([[1.0, 0.6, 0.3], [0.6, 1.0, 0.5], [0.3, 0.5, 1.0]])
@@ -101,8 +102,13 @@ def main() -> None:
         else:
             NoisePromise(X, result).check(result.released)
         rows[name] = (best, median, time.perf_counter() - t)
+    print(f"probanon (seconds, best / median of {a.repeat}; then its promise check): "
+          + "; ".join(f"{name} {rows[name][0]:.2f} / {rows[name][1]:.2f}, check {rows[name][2]:.2f}"
+                      for name in ("additive", "correlated", "rankswap", "recordswap")), flush=True)
     r_times = None
-    if not Path(a.rlib, "sdcMicro").is_dir() or subprocess.run(["which", "Rscript"], capture_output=True).returncode:
+    if a.no_sdcmicro:
+        print("sdcMicro not run (--no-sdcmicro)")
+    elif not Path(a.rlib, "sdcMicro").is_dir() or subprocess.run(["which", "Rscript"], capture_output=True).returncode:
         print(f"sdcMicro not found ({a.rlib}) or no Rscript: its column is left empty")
     else:
         with tempfile.TemporaryDirectory() as tmp:

@@ -157,7 +157,7 @@ def rank_swap(X, *, p=None, r0=None, k0=None, top: float = 5.0, bottom: float = 
     for j in range(d):
         rows = np.flatnonzero(~np.isnan(M[:, j]))
         m = rows.size
-        order = rows[np.argsort(-M[rows, j], kind="stable")]  # highest first
+        order = rows[np.argsort(-M[rows, j])]  # highest first (ties in a fixed, seed-independent order)
         v = M[order, j]
         T, B = int(m * top / 100.0), int(np.floor(m * bottom / 100.0))
         if T:
@@ -198,7 +198,7 @@ def rank_intervals(values: np.ndarray, ascending: np.ndarray) -> tuple[np.ndarra
     """For each of ``values``, the first and last 0-based rank it can hold among the values
     ``ascending`` (sorted) ranked from the highest (ties share a range of ranks)."""
     u = ascending.size
-    order = np.argsort(values, kind="stable")  # sorted needles: searchsorted stays in cache
+    order = np.argsort(values)  # sorted needles: searchsorted stays in cache
     first, last = np.empty(values.size, np.int64), np.empty(values.size, np.int64)
     first[order] = u - np.searchsorted(ascending, values[order], side="right")
     last[order] = u - 1 - np.searchsorted(ascending, values[order], side="left")
