@@ -164,7 +164,8 @@ def cmd_record_swap(args) -> int:
     actions = {c: f"key: geography, swapped between {result.households_swapped:,} households of different areas"
                for c in hierarchy}
     actions.update({c: "key: carried along with the household's geography" for c in result.carry_along})
-    actions.update({c: "key: unchanged (risk variable)" for c in risk_vars if c not in swapped})
+    actions.update({c: "key: unchanged" + (" (risk variable)" if c in risk_vars else "") for c in keys
+                    if c not in swapped})
     release = make_release(frame, roles, replaced={c: result.released[c].to_numpy() for c in swapped},
                            actions=actions, keep_order=args.keep_order, random_state=shuffle_stream(args.seed))
     release.promise = RecordSwapPromise(_aligned(frame, release), result, args.household)
