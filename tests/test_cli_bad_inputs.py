@@ -76,6 +76,15 @@ COMMANDS = {
         "--keep-other --seed 1 --groups {groups}",
         {"data": "people"}, {"out": "out.csv", "groups": "groups.csv"}, one_row=("data",),
         bad_parameters={"k-above-n": ("-k 3", "-k 41")}),
+    "noise": Command(
+        "noise {data} -o {out} --keys age,income --keep-other --method correlated --noise 20 --seed 1 --link {link}",
+        {"data": "people"}, {"out": "out.csv", "link": "lk.csv"}, one_row=("data",),
+        bad_parameters={"noise-negative": ("--noise 20", "--noise -5"), "key-not-numeric": ("--keys age,income", "--keys name"),
+                        "method-unknown": ("--method correlated", "--method ROMM")}),
+    "rank-swap": Command(
+        "rank-swap {data} -o {out} --keys age,income --keep-other -p 5 --top 5 --seed 1", {"data": "people"},
+        {"out": "out.csv"}, bad_parameters={"p-above-100": ("-p 5", "-p 150"), "tails-100": ("--top 5", "--top 96"),
+                                            "key-not-numeric": ("--keys age,income", "--keys name")}),
     "demo": Command("demo --output-dir {report} --records 60 --seed 1", outputs={"report": "report/"},
                     folder_files=("index.html",), bad_parameters={"records-zero": ("--records 60", "--records 0")}),
     "survey plan": Command("survey plan -k 3 --participation 0.7 --risk 0.05 --records 100",

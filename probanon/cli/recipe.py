@@ -1,6 +1,7 @@
 """``probanon release RECIPE.toml``: a whole release from one file (issue 17, point 8).
 
-A recipe names a release command (``microaggregate``, ``swap`` or ``pram``), its input and output, and the
+A recipe names a release command (``microaggregate``, ``swap``, ``recode``, ``suppress``, ``pram``,
+``noise``, ``rank-swap``, ``record-swap``), its input and output, and the
 command's options under ``[options]``, spelled as on the command line without the dashes
 (``keep_order = true`` for ``--keep-order``, ``keys = ["AGI", "FEDTAX"]`` for ``--keys AGI,FEDTAX``)::
 
@@ -39,7 +40,7 @@ from ..errors import InputError, ProbanonWarning
 from .options import add_input
 from .parser import Parser, command, example
 
-COMMANDS = ("microaggregate", "swap", "pram", "recode", "suppress")
+COMMANDS = ("microaggregate", "swap", "recode", "suppress", "pram", "noise", "rank-swap", "record-swap")
 TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
@@ -75,6 +76,10 @@ def read_recipe(path) -> dict:
             raise InputError(f"{path}: {key!r} must name a file")
     if "report" in recipe and (not isinstance(recipe["report"], str) or not recipe["report"]):
         raise InputError(f"{path}: 'report' must name a folder")
+    if "report" in recipe and recipe["command"] not in ("microaggregate", "swap", "recode", "suppress"):
+        raise InputError(f"{path}: 'report' is made for the k-anonymous releases (microaggregate, swap, recode with k, "
+                         f"suppress); {recipe['command']} promises no k: run 'probanon evaluate' or 'probanon report' "
+                         "on its release")
     if not isinstance(recipe.get("options", {}), dict):
         raise InputError(f"{path}: [options] must be a table")
     return recipe
@@ -179,9 +184,6 @@ def parse_recipe(path, force: bool, parser):
     defaults = {a.dest: a.default for a in _subparser(parser, recipe["command"])._actions}
     target = Path(args.output)
     args.report = str(path.parent / recipe["report"]) if "report" in recipe else None
-    if args.report and recipe["command"] == "pram":
-        raise InputError(f"{path}: PRAM promises no k: its reports are 'probanon evaluate' and 'probanon report' on "
-                         "the release, with the measure printed by the command")
     if args.report and recipe["command"] == "recode" and args.k is None:
         raise InputError(f"{path}: the reports of a recode release state the k it holds: give the option k")
     if args.report and getattr(args, "missing", "raise") == "pattern":
