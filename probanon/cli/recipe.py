@@ -101,7 +101,7 @@ def _argv(recipe: dict, folder: Path) -> list[str]:
                              "output itself; 'probanon release --force' overwrites)")
         if isinstance(value, bool):
             argv += [_flag(name)] if value else []
-        elif name in REPEATED and isinstance(value, (list, str)):  # one option per item (specs hold commas)
+        elif name in REPEATED.get(recipe["command"], ()) and isinstance(value, (list, str)):  # one per item
             for item in [value] if isinstance(value, str) else value:
                 argv += [_flag(name), _hierarchy_path(str(item), here) if name == "hierarchy" else str(item)]
         elif isinstance(value, list):
@@ -121,8 +121,10 @@ REMOVED = {"keep_duplicates": "option 'keep_duplicates' was removed in probanon 
 
 #: options whose values are files, relative to the recipe's folder
 PATH_OPTIONS = {"link", "function", "groups", "matrix", "recode", "compare"}
-#: options given once per item of their list (recode/suppress: probanon.cli.categorical)
-REPEATED = {"intervals", "round", "group", "hierarchy", "top_code", "bottom_code"}
+#: options given once per item of their list, per command (recode/suppress: probanon.cli.categorical, whose specs
+#: hold commas; record-swap's --hierarchy is a comma list)
+_RECODING = frozenset({"intervals", "round", "group", "hierarchy", "top_code", "bottom_code"})
+REPEATED = {"recode": _RECODING, "suppress": _RECODING}
 
 
 def _items(value) -> list:
@@ -154,7 +156,8 @@ def resolved(recipe: dict, args, parser_defaults: dict, input_digest: str, folde
         if name in NOT_RECIPE or name.startswith("_") or value is None or name not in parser_defaults:
             continue
         options[name] = moved(recipe["options"][name]) if name in PATH_OPTIONS else \
-            [_hierarchy_path(str(h), moved) for h in _items(recipe["options"][name])] if name == "hierarchy" else value
+            [_hierarchy_path(str(h), moved) for h in _items(recipe["options"][name])] \
+            if name == "hierarchy" and recipe["command"] in REPEATED else value
     top = {"command": recipe["command"], "input": moved(recipe["input"]), "output": moved(recipe["output"]),
            **({"report": moved(recipe["report"])} if "report" in recipe else {}),
            "input_sha256": input_digest, "probanon_version": __version__}
