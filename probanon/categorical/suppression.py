@@ -165,7 +165,8 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
     tuple_of = tuple_of.ravel()
     U = first.size
     counts_t = np.bincount(tuple_of, minlength=U).astype(np.int64)
-    wsum_t = np.bincount(tuple_of, weights=w, minlength=U) if w is not None else counts_t.astype(np.float64)
+    # weights only for the risk threshold (the kernel carries none when they are all 0)
+    wsum_t = np.bincount(tuple_of, weights=w, minlength=U) if threshold is not None else np.zeros(U)
     digits = np.ascontiguousarray(digits_r[first])
     orig = digits.copy()
     strata_t = s[first] * span
