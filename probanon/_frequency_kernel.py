@@ -65,3 +65,27 @@ def count_observed_set(digits, stratum, c, weights, radix, place, R, queries, pa
             if keys[i] == code:
                 f[j] += counts[i]
                 F[j] += wsums[i]
+
+
+@njit(cache=True)
+def distinct(code):
+    """The distinct values of an int64 array in order of first appearance: (the first position of
+    each, the number of its value at every position), by hashing (no sort)."""
+    n = code.size
+    capacity = 16
+    while capacity < 2 * n:
+        capacity *= 2
+    keys = np.full(capacity, EMPTY, dtype=np.int64)
+    ids = np.empty(capacity, dtype=np.int64)
+    first = np.empty(n, dtype=np.int64)
+    of = np.empty(n, dtype=np.int64)
+    u = 0
+    for j in range(n):
+        i = _slot(keys, code[j])
+        if keys[i] == EMPTY:
+            keys[i] = code[j]
+            ids[i] = u
+            first[u] = j
+            u += 1
+        of[j] = ids[i]
+    return first[:u].copy(), of

@@ -117,13 +117,12 @@ def _group_ids(codes: np.ndarray) -> np.ndarray:
 def _match_counts_kernel(codes, absent, radix, span, s, w):
     """Rule "any" with the numba kernel (:mod:`probanon._frequency_kernel`) on the distinct tuples:
     one hash table per set of observed keys present."""
-    from ._frequency_kernel import count_observed_set
+    from ._frequency_kernel import count_observed_set, distinct
 
     n, m = codes.shape
     digits = np.where(absent, radix - 1, codes)
     place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
-    _, first, tuple_of = np.unique(s * span + digits @ place, return_index=True, return_inverse=True)
-    tuple_of = tuple_of.ravel()
+    first, tuple_of = distinct(s * span + digits @ place)
     U = first.size
     c = np.bincount(tuple_of, minlength=U).astype(np.int64)
     weights = c.astype(np.float64) if w is None else np.bincount(tuple_of, weights=w, minlength=U)

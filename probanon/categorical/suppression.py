@@ -149,6 +149,7 @@ def _unsafe(f, F, k, threshold):
 def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cleanup, rng):
     """Solve one block (positions of keys, most important first); returns per record the bool
     matrix of the block's keys it suppressed, or None when the block has no unsafe record."""
+    from .._frequency_kernel import distinct
     from ._suppression_kernel import cleanup_block, suppress_block
 
     n = codes.shape[0]
@@ -161,8 +162,7 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
         raise InputError("too many combinations of key values to index in one block; ask for k-anonymity on "
                          "smaller combinations (combinations=) or recode the keys first")
     place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
-    _, first, tuple_of = np.unique(s * span + digits_r @ place, return_index=True, return_inverse=True)
-    tuple_of = tuple_of.ravel()
+    first, tuple_of = distinct(s * span + digits_r @ place)
     U = first.size
     counts_t = np.bincount(tuple_of, minlength=U).astype(np.int64)
     # weights only for the risk threshold (the kernel carries none when they are all 0)
