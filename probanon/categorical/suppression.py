@@ -8,7 +8,9 @@ every combination of keys asked (``combinations=None``: all keys together, which
 subset; ``m``: every subset of at most m keys). With ``weights`` and ``risk_threshold`` the
 condition is instead an individual risk (:func:`probanon.metrics.frequency.individual_risk`, from
 the count and the sum of the sampling weights of the matching records) strictly below the
-threshold, on each combination.
+threshold, on each combination. (sdcMicro's ``localSupp`` suppresses one named key in every
+record whose risk is at or above the threshold, once; here the same greedy as for k chooses the
+cheapest keys per record, and the risk is checked again after.)
 
 **Cost.** Each suppressed value costs its key's weight. ``importance``: a list of the keys, most
 important first: every value costs about 1 (the fewest suppressed values), ties between equally
