@@ -260,3 +260,31 @@ def test_promise_checks_a_suppression_release():
         promise.check(result.data)
         with pytest.raises(GuaranteeError):
             promise.check(frame)
+
+
+_SUPPRESSION_BOUNDS = """
+import json
+import numpy as np
+import pandas as pd
+from probanon.categorical.suppression import local_suppression
+rng = np.random.default_rng(4)
+codes = rng.integers(0, 5, size=(400, 4)).astype(float)
+codes[rng.random((400, 4)) < 0.05] = np.nan
+frame = pd.DataFrame(codes, columns=list("abcd")).assign(s=rng.integers(0, 2, 400), w=rng.uniform(1, 9, 400))
+left = []
+for missing in ("any", "category"):
+    for combinations in (None, 2):
+        r = local_suppression(frame, list("abcd"), 3, combinations=combinations, missing=missing, strata="s")
+        left.append(r.violations_after.total)
+r = local_suppression(frame, list("abcd"), weights="w", risk_threshold=0.3)
+left.append(r.violations_after.total)
+print(json.dumps(left))
+"""
+
+
+def test_kernels_stay_in_bounds(boundscheck_cache):
+    """The hash tables and tuple indices of the suppression and counting kernels, under numba's
+    bounds checking (both rules, combinations, strata, the risk threshold, the clean-up)."""
+    from helpers import run_bounds_checked
+
+    assert run_bounds_checked(_SUPPRESSION_BOUNDS, boundscheck_cache) == [0, 0, 0, 0, 0]

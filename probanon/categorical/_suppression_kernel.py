@@ -33,7 +33,7 @@ def _add(table, wsums, key, c, w):
     i = _slot(table, key)
     table[i, 0] = key
     table[i, 1] += c
-    if w != 0.0:  # weights are only carried for the risk threshold
+    if wsums.size > 1:  # weights are only carried for the risk threshold
         wsums[i] += w
 
 
@@ -42,7 +42,7 @@ def _get(table, wsums, key):
     i = _slot(table, key)
     if table[i, 0] == EMPTY:
         return 0, 0.0
-    return table[i, 1], wsums[i]
+    return table[i, 1], (wsums[i] if wsums.size > 1 else 0.0)
 
 
 @njit(cache=True)
