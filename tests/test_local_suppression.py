@@ -228,6 +228,11 @@ def test_bad_inputs():
         local_suppression(frame, ["a", "b"], 2, combinations=0)
     with pytest.raises(InputError, match="stratum holds fewer"):
         local_suppression(frame.assign(s=[1, 1, 2]), ["a"], 2, strata="s")
+    with pytest.raises(ParameterError, match="exact method takes k"):
+        local_suppression(frame, ["a"], 2, method="exact", weights="w", risk_threshold=0.5)
+    big = pd.DataFrame(np.random.default_rng(0).integers(0, 9, size=(3000, 4)), columns=list("abcd"))
+    with pytest.raises(InputError, match="use the fast method"):
+        local_suppression(big, list("abcd"), 3, method="exact")
 
 
 # ----------------------------------------------------------------------------------- the promise
