@@ -121,7 +121,7 @@ def test_exact_optimum_equals_brute_force(seed, missing):
 
 def test_fast_close_to_exact_on_small_random_cases():
     """Summed over small random files, under "a missing value is a category" the fast method
-    suppresses at most 30% more values than the optimum (measured: 20% on these files, 16-23% on
+    suppresses at most 30% more values than the optimum (measured: 19% on these files, 18-21% on
     others of 20-40 records). Under "any" the optimum uses wildcards (records with most keys
     suppressed match nearly every record), which the fast method does not seek: there it is only
     checked to be no better than the optimum."""

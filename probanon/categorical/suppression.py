@@ -180,7 +180,8 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
         if not unsafe.size:
             return None
         order = unsafe[np.lexsort((tie[unsafe], counts_t[unsafe]))]
-        added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold)
+        added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates,
+                                       _mask_costs(candidates, weights[block]), k, threshold)
         capacity = _capacity(2 * U)
     else:
         capacity = _capacity(_entries(radix, int(s.max()) + 1, 2 * U))
@@ -216,39 +217,96 @@ def _capacity(entries):
     return 1 << int(np.ceil(np.log2(max(16, entries * 1.6))))
 
 
-def _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold):
-    """The greedy of one block under "a missing value is a category": for each suppression mask,
-    by increasing cost, the tuples still unsafe that would form (or join) a class that is safe
-    once they all take that mask take it together. Returns (mask per tuple, tuples moved in order)."""
+def _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, cost, k, threshold):
+    """The greedy of one block under "a missing value is a category". The suppression masks are
+    taken by levels of equal cost (rounded to 0.1: with an importance list, the masks of one size);
+    within a level, the classes the unsafe tuples would form (or join) with each mask are listed,
+    those that would be safe are taken first where a member has the fewest such options (then the
+    cheaper mask, then the larger class), each with its members not yet taken when they still
+    make it safe; the level is repeated until it takes none. Returns (mask per tuple, tuples moved
+    in order)."""
     U, q = digits.shape
     added = np.zeros(U, dtype=np.int64)
     waiting = np.zeros(U, dtype=bool)
     waiting[order] = True
     moved = []
-    for S in candidates:
-        idx = np.flatnonzero(waiting)
-        if not idx.size:
-            break
+    levels = np.round(cost, 1)
+    for level in np.unique(levels):
+        masks = candidates[levels == level]
+        while waiting.any():
+            taken = _category_level(digits, strata_t, counts_t, wsum_t, radix, waiting, masks, k, threshold)
+            if not taken:
+                break
+            for S, go in taken:
+                new = digits[go].copy()
+                bits = ((S >> np.arange(q)) & 1).astype(bool)
+                new[:, bits] = radix[bits] - 1
+                changed = (digits[go] != new).any(axis=1)
+                added[go] |= np.where(changed, S & ~_masks(digits[go], radix), 0)
+                digits[go] = new
+                waiting[go] = False
+                moved.append(go[changed])
+    return added, (np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)).astype(np.int64)
+
+
+def _category_level(digits, strata_t, counts_t, wsum_t, radix, waiting, masks, k, threshold):
+    """One pass of a level of :func:`_category_block`: [(mask, tuples taking it)]."""
+    q = digits.shape[1]
+    idx = np.flatnonzero(waiting)
+    rest = np.flatnonzero(~waiting)
+    groups = []  # per mask: class id of each waiting tuple, existing records and weight per class, feasible
+    feasible = np.zeros((masks.size, idx.size), dtype=bool)
+    for a, S in enumerate(masks):
         bits = ((S >> np.arange(q)) & 1).astype(bool)
         new = digits[idx].copy()
         new[:, bits] = radix[bits] - 1
-        rest = np.flatnonzero(~waiting)
         ids = _ids(np.column_stack([np.concatenate([strata_t[idx], strata_t[rest]]),
                                     np.concatenate([new, digits[rest]])]))
         g = int(ids.max()) + 1
-        total = np.bincount(ids, weights=np.concatenate([counts_t[idx], counts_t[rest]]), minlength=g)
-        weight = np.bincount(ids, weights=np.concatenate([wsum_t[idx], wsum_t[rest]]), minlength=g)
+        c_all = np.concatenate([counts_t[idx], counts_t[rest]])
+        w_all = np.concatenate([wsum_t[idx], wsum_t[rest]])
+        total = np.bincount(ids, weights=c_all, minlength=g)
+        weight = np.bincount(ids, weights=w_all, minlength=g)
         mine = ids[:idx.size]
-        safe = ~_unsafe(total[mine].astype(np.int64), weight[mine], k, threshold)
-        go = idx[safe]
-        if not go.size:
+        feasible[a] = ~_unsafe(total[mine].astype(np.int64), weight[mine], k, threshold)
+        existing = total - np.bincount(mine, weights=counts_t[idx], minlength=g)
+        existing_w = weight - np.bincount(mine, weights=wsum_t[idx], minlength=g)
+        groups.append((mine, existing, existing_w))
+    if not feasible.any():
+        return []
+    options = feasible.sum(axis=0)
+    rows = []  # (priority, mask position, -size, class, members)
+    for a in range(masks.size):
+        mine, existing, _ = groups[a]
+        members = np.flatnonzero(feasible[a])
+        if not members.size:
             continue
-        changed = (digits[go] != new[safe]).any(axis=1)
-        added[go] |= np.where(changed, S & ~_masks(digits[go], radix), 0)
-        digits[go] = new[safe]
-        waiting[go] = False
-        moved.append(go[changed])
-    return added, (np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)).astype(np.int64)
+        cls = mine[members]
+        sort = np.argsort(cls, kind="stable")
+        cls, members = cls[sort], members[sort]
+        cuts = np.flatnonzero(np.diff(cls)) + 1
+        for part in np.split(np.arange(members.size), cuts):
+            who = members[part]
+            rows.append((int(options[who].min()), a, -int(counts_t[idx[who]].sum()), int(cls[part[0]]), who))
+    rows.sort(key=lambda r: r[:3])
+    free = np.ones(idx.size, dtype=bool)
+    taken = []
+    for _, a, _, c, who in rows:
+        who = who[free[who]]
+        if not who.size:
+            continue
+        _, existing, existing_w = groups[a]
+        f = int(existing[c] + counts_t[idx[who]].sum())
+        F = float(existing_w[c] + wsum_t[idx[who]].sum())
+        if _unsafe(np.array([f]), np.array([F]), k, threshold)[0]:
+            continue
+        free[who] = False
+        taken.append((int(masks[a]), idx[who]))
+    return taken
+
+
+def _mask_costs(masks, weights):
+    return ((masks[:, None] >> np.arange(weights.size)) & 1) @ weights
 
 
 def _masks(digits, radix):
