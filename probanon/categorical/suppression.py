@@ -30,8 +30,10 @@ with all keys together, a clean-up restores every suppressed value whose restora
 count safe. The result is checked with the counting core; anything left (none seen, but the
 check decides) gets every key suppressed, and under ``missing="category"`` a class of fully
 suppressed records too small is completed with records whose classes stay safe. Under
-``"category"`` a suppression moves a record out of its class, which can break a combination
-solved before: the blocks are passed again until none is violated.
+``"category"`` a class is formed by tuples that take the same mask together: the masks go by
+levels of equal cost, and within a level the classes that would be safe are taken first where a
+member has the fewest such options; a suppression moves a record out of its class, which can
+break a combination solved before, so the blocks are passed again until none is violated.
 
 **Exact method** (``method="exact"``, :mod:`probanon.categorical.exact`): an integer program
 (HiGHS) for small problems; ``optimal`` and ``lower_bound`` say what it proved.
