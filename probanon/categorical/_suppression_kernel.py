@@ -19,30 +19,30 @@ EMPTY = -1
 
 
 @njit(cache=True)
-def _slot(keys, key):
-    mask = keys.size - 1
+def _slot(table, key):
+    mask = table.shape[0] - 1
     h = (key * 0x9E3779B97F4A7C15) & 0x7FFFFFFFFFFFFFFF
     i = (h >> 17) & mask
-    while keys[i] != EMPTY and keys[i] != key:
+    while table[i, 0] != EMPTY and table[i, 0] != key:
         i = (i + 1) & mask
     return i
 
 
 @njit(cache=True)
-def _add(keys, counts, wsums, key, c, w):
-    i = _slot(keys, key)
-    if keys[i] == EMPTY:
-        keys[i] = key
-    counts[i] += c
-    wsums[i] += w
+def _add(table, wsums, key, c, w):
+    i = _slot(table, key)
+    table[i, 0] = key
+    table[i, 1] += c
+    if wsums.size > 1:  # weights are only carried for the risk threshold
+        wsums[i] += w
 
 
 @njit(cache=True)
-def _get(keys, counts, wsums, key):
-    i = _slot(keys, key)
-    if keys[i] == EMPTY:
+def _get(table, wsums, key):
+    i = _slot(table, key)
+    if table[i, 0] == EMPTY:
         return 0, 0.0
-    return counts[i], wsums[i]
+    return table[i, 1], (wsums[i] if wsums.size > 1 else 0.0)
 
 
 @njit(cache=True)
@@ -66,24 +66,24 @@ def _pattern(digits, radix, q):
 
 
 @njit(cache=True)
-def _insert(keys, counts, wsums, digits, stratum, place, radix, q, stride, c, w, category):
+def _insert(table, wsums, digits, stratum, place, radix, q, stride, c, w, category):
     full = (1 << q) - 1
     P = _pattern(digits, radix, q)
     if category:
-        _add(keys, counts, wsums, _code(digits, stratum, place, radix, full, P, q, stride), c, w)
+        _add(table, wsums, _code(digits, stratum, place, radix, full, P, q, stride), c, w)
         return
     for R in range(1 << q):
-        _add(keys, counts, wsums, _code(digits, stratum, place, radix, R, P & R, q, stride), c, w)
+        _add(table, wsums, _code(digits, stratum, place, radix, R, P & R, q, stride), c, w)
 
 
 @njit(cache=True)
-def _query(keys, counts, wsums, digits, stratum, place, radix, q, stride, R, S, present, stamp, tick, category):
+def _query(table, wsums, digits, stratum, place, radix, q, stride, R, S, present, stamp, tick, category):
     """(records, weight) compatible with the tuple ``digits`` once the keys of S are suppressed:
     under "any" on the kept keys R (observed and not in S), under "category" the class of equal
     digits."""
     if category:
         P = _pattern(digits, radix, q) | S
-        return _get(keys, counts, wsums, _code(digits, stratum, place, radix, (1 << q) - 1, P, q, stride))
+        return _get(table, wsums, _code(digits, stratum, place, radix, (1 << q) - 1, P, q, stride))
     f, F = 0, 0.0
     for P in range(1 << q):
         if present[P] == 0:
@@ -92,7 +92,7 @@ def _query(keys, counts, wsums, digits, stratum, place, radix, q, stride, R, S, 
         if stamp[A] == tick:
             continue
         stamp[A] = tick
-        c, w = _get(keys, counts, wsums, _code(digits, stratum, place, radix, R, A, q, stride))
+        c, w = _get(table, wsums, _code(digits, stratum, place, radix, R, A, q, stride))
         f += c
         F += w
     return f, F
@@ -130,36 +130,49 @@ def _safe(f, F, k, threshold):
 
 
 @njit(cache=True)
-def suppress_block(digits, strata, counts_t, wsum_t, radix, place, order, candidates, k, threshold, capacity):
+def suppress_block(digits, strata, counts_t, wsum_t, radix, place, tie, candidates, k, threshold, capacity):
     """Greedy suppression on the distinct tuples of one block.
 
     ``digits``: U x q tuple digits (modified in place: suppressed keys get the missing digit);
     ``strata``: stratum code per tuple (already multiplied into the code space: the offset of its
-    stratum); ``counts_t``/``wsum_t``: records and weights per tuple; ``order``: the tuples to
-    process, in order; ``candidates``: suppression masks by increasing cost. Each tuple in
-    ``order`` that is still unsafe gets the cheapest candidate whose count (or risk) is safe in the
-    current state (rule "a missing value matches any value"). Returns the mask of keys suppressed
-    per tuple."""
+    stratum); ``counts_t``/``wsum_t``: records and weights per tuple; ``tie``: a rank per tuple
+    breaking ties of the order; ``candidates``: suppression masks by increasing cost. The unsafe
+    tuples are taken by increasing count (then ``tie``); each one still unsafe when its turn comes
+    gets the cheapest candidate whose count (or risk) is safe in the current state (rule "a
+    missing value matches any value"). Returns (the mask of keys suppressed per tuple, the unsafe
+    tuples in the order taken)."""
     category = False
     U, q = digits.shape
     stride = 1 << q
     full = stride - 1
-    keys = np.full(capacity, EMPTY, dtype=np.int64)
-    counts = np.zeros(capacity, dtype=np.int64)
-    wsums = np.zeros(capacity, dtype=np.float64)
+    table = np.zeros((capacity, 2), dtype=np.int64)
+    table[:, 0] = EMPTY
+    wsums = np.zeros(capacity if threshold > 0.0 else 1, dtype=np.float64)
     present = np.zeros(stride, dtype=np.int64)
     stamp = np.zeros(stride, dtype=np.int64)
     tick = 0
     for t in range(U):
-        _insert(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], category)
+        _insert(table, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], category)
         present[_pattern(digits[t], radix, q)] += 1
+    rank = np.empty(U, dtype=np.int64)
+    bad = np.empty(U, dtype=np.int64)
+    n_bad = 0
+    for t in range(U):
+        tick += 1
+        f, F = _query(table, wsums, digits[t], strata[t], place, radix, q, stride,
+                      full & ~_pattern(digits[t], radix, q), 0, present, stamp, tick, category)
+        if not _safe(f, F, k, threshold):
+            rank[n_bad] = f * U + tie[t]
+            bad[n_bad] = t
+            n_bad += 1
+    order = bad[:n_bad][np.argsort(rank[:n_bad])]
     added = np.zeros(U, dtype=np.int64)
     for i in range(order.size):
         t = order[i]
         P = _pattern(digits[t], radix, q)
         obs = full & ~P
         tick += 1
-        f, F = _query(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, obs, 0, present, stamp,
+        f, F = _query(table, wsums, digits[t], strata[t], place, radix, q, stride, obs, 0, present, stamp,
                       tick, category)
         if _safe(f, F, k, threshold):
             continue
@@ -169,15 +182,15 @@ def suppress_block(digits, strata, counts_t, wsum_t, radix, place, order, candid
             if S & P or S == 0:
                 continue
             tick += 1
-            f, F = _query(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, obs & ~S, S, present,
+            f, F = _query(table, wsums, digits[t], strata[t], place, radix, q, stride, obs & ~S, S, present,
                           stamp, tick, category)
             if _safe(f, F, k, threshold):
                 best = S
                 break
-        _move(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], best,
+        _move(table, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], best,
               present, category, True)
         added[t] |= best
-    return added
+    return added, order
 
 
 @njit(cache=True)
@@ -189,27 +202,27 @@ def cleanup_block(digits, orig, strata, counts_t, wsum_t, radix, place, moved, a
     important keys first, is restored where the tuple and every tuple losing its match stay safe."""
     U, q = digits.shape
     stride = 1 << q
-    keys = np.full(capacity, EMPTY, dtype=np.int64)
-    counts = np.zeros(capacity, dtype=np.int64)
-    wsums = np.zeros(capacity, dtype=np.float64)
+    table = np.zeros((capacity, 2), dtype=np.int64)
+    table[:, 0] = EMPTY
+    wsums = np.zeros(capacity if threshold > 0.0 else 1, dtype=np.float64)
     present = np.zeros(stride, dtype=np.int64)
     stamp = np.zeros(stride, dtype=np.int64)
     for t in range(U):
-        _insert(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], category)
+        _insert(table, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], category)
         present[_pattern(digits[t], radix, q)] += 1
-    _restore(keys, counts, wsums, digits, orig, strata, counts_t, wsum_t, radix, place, moved, added, k, threshold,
+    _restore(table, wsums, digits, orig, strata, counts_t, wsum_t, radix, place, moved, added, k, threshold,
              category, present, stamp, 0)
 
 
 @njit(cache=True)
-def _move(keys, counts, wsums, d, stratum, place, radix, q, stride, c, w, S, present, category, suppress):
+def _move(table, wsums, d, stratum, place, radix, q, stride, c, w, S, present, category, suppress):
     """Take a tuple out of the table, suppress (or restore) the keys of S, put it back."""
     present[_pattern(d, radix, q)] -= 1
-    _insert(keys, counts, wsums, d, stratum, place, radix, q, stride, -c, -w, category)
+    _insert(table, wsums, d, stratum, place, radix, q, stride, -c, -w, category)
     for x in range(q):
         if (S >> x) & 1:
             d[x] = radix[x] - 1 if suppress else d[x]
-    _insert(keys, counts, wsums, d, stratum, place, radix, q, stride, c, w, category)
+    _insert(table, wsums, d, stratum, place, radix, q, stride, c, w, category)
     present[_pattern(d, radix, q)] += 1
 
 
@@ -222,7 +235,7 @@ def _compatible(a, b, radix, q):
 
 
 @njit(cache=True)
-def _restore(keys, counts, wsums, digits, orig, strata, counts_t, wsum_t, radix, place, moved, added, k, threshold,
+def _restore(table, wsums, digits, orig, strata, counts_t, wsum_t, radix, place, moved, added, k, threshold,
              category, present, stamp, tick):
     """Clean-up: restore a suppressed value where the tuple and every tuple losing its match stay
     safe (a scan of the tuples per trial: for the blocks where moved x tuples is small)."""
@@ -242,17 +255,17 @@ def _restore(keys, counts, wsums, digits, orig, strata, counts_t, wsum_t, radix,
             P_new = _pattern(original, radix, q)
             ok = True
             if category:
-                f, F = _get(keys, counts, wsums, _code(original, strata[t], place, radix, full, P_new, q, stride))
+                f, F = _get(table, wsums, _code(original, strata[t], place, radix, full, P_new, q, stride))
                 ok = _safe(f + counts_t[t], F + wsum_t[t], k, threshold)
                 if ok:
                     P_old = _pattern(digits[t], radix, q)
-                    f, F = _get(keys, counts, wsums, _code(digits[t], strata[t], place, radix, full, P_old, q,
+                    f, F = _get(table, wsums, _code(digits[t], strata[t], place, radix, full, P_old, q,
                                                            stride))
                     rest = f - counts_t[t]
                     ok = rest == 0 or _safe(rest, F - wsum_t[t], k, threshold)
             else:
                 tick += 1
-                f, F = _query(keys, counts, wsums, original, strata[t], place, radix, q, stride, full & ~P_new, 0,
+                f, F = _query(table, wsums, original, strata[t], place, radix, q, stride, full & ~P_new, 0,
                               present, stamp, tick, category)
                 # the tuple itself is counted in the table in its suppressed state: it stays compatible
                 ok = _safe(f, F, k, threshold)
@@ -263,17 +276,17 @@ def _restore(keys, counts, wsums, digits, orig, strata, counts_t, wsum_t, radix,
                         if _compatible(digits[t], digits[j], radix, q) and not _compatible(original, digits[j], radix, q):
                             tick += 1
                             Pj = _pattern(digits[j], radix, q)
-                            fj, Fj = _query(keys, counts, wsums, digits[j], strata[j], place, radix, q, stride,
+                            fj, Fj = _query(table, wsums, digits[j], strata[j], place, radix, q, stride,
                                             full & ~Pj, 0, present, stamp, tick, category)
                             if not _safe(fj - counts_t[t], Fj - wsum_t[t], k, threshold):
                                 ok = False
                                 break
             if ok:
                 present[_pattern(digits[t], radix, q)] -= 1
-                _insert(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, -counts_t[t], -wsum_t[t],
+                _insert(table, wsums, digits[t], strata[t], place, radix, q, stride, -counts_t[t], -wsum_t[t],
                         category)
                 digits[t, x] = original[x]
-                _insert(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t],
+                _insert(table, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t],
                         category)
                 present[_pattern(digits[t], radix, q)] += 1
                 added[t] &= ~(1 << x)

@@ -31,14 +31,19 @@ from scipy.sparse import coo_matrix
 from ..errors import InputError
 from ..frequencies import key_sets, match_counts, row_ids
 
-#: at most this many (tuple, pattern) variables (a larger program is refused: use the fast method)
-MAX_VARIABLES = 400_000
+#: at most this many (tuple, pattern) variables (a larger program is refused: use the fast method);
+#: under "any" the matches are enumerated pair by pair, hence the lower limit
+MAX_VARIABLES = {"category": 400_000, "any": 20_000}
+#: HiGHS's time limit (seconds) when none is given: then ``optimal`` is False and the bound is HiGHS's
+TIME_LIMIT = 600.0
 
 
 def exact_suppression(codes: np.ndarray, cost: np.ndarray, k: int, *, combinations=None, missing: str = "any",
                       strata=None, only_violating: bool = False, time_limit: float | None = None):
     """The integer program of the module docstring on integer codes (n x m, -1 missing) with key
-    weights ``cost``. Returns (suppressed: n x m bool, optimal: bool, lower_bound: float)."""
+    weights ``cost``; ``time_limit``: seconds for HiGHS (default :data:`TIME_LIMIT`). Returns
+    (suppressed: n x m bool, optimal: bool, lower_bound: float: the optimum when proved, else
+    HiGHS's dual bound)."""
     n, m = codes.shape
     s = np.zeros(n, dtype=np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
     rows = np.column_stack([s, codes + 1])
@@ -71,9 +76,9 @@ def exact_suppression(codes: np.ndarray, cost: np.ndarray, k: int, *, combinatio
                 var_S.append(S)
     var_t, var_S = np.asarray(var_t, dtype=np.int64), np.asarray(var_S, dtype=np.int64)
     V = var_t.size
-    if V > MAX_VARIABLES:
-        raise InputError(f"the exact program would have {V:,} (tuple, pattern) variables (limit {MAX_VARIABLES:,}); "
-                         "use the fast method")
+    if V > MAX_VARIABLES[missing]:
+        raise InputError(f"the exact program would have {V:,} (tuple, pattern) variables (limit "
+                         f"{MAX_VARIABLES[missing]:,} under the rule {missing!r}); use the fast method")
     bits = ((var_S[:, None] >> np.arange(m)) & 1).astype(bool)
     released = np.where(bits, -1, T[var_t])
     weight = bits @ np.asarray(cost, dtype=np.float64)
@@ -90,7 +95,7 @@ def exact_suppression(codes: np.ndarray, cost: np.ndarray, k: int, *, combinatio
     upper = np.concatenate([hi, c.astype(np.float64)])
     objective = np.concatenate([weight, np.zeros(n_ind)])
     bounds = Bounds(np.zeros(V + n_ind), np.concatenate([c[var_t].astype(np.float64), np.ones(n_ind)]))
-    options = {"time_limit": float(time_limit)} if time_limit else {}
+    options = {"time_limit": float(time_limit or TIME_LIMIT)}
     res = milp(objective, integrality=np.ones(V + n_ind), bounds=bounds,
                constraints=LinearConstraint(matrix, lower, upper), options=options)
     if res.x is None:

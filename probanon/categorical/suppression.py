@@ -8,7 +8,9 @@ every combination of keys asked (``combinations=None``: all keys together, which
 subset; ``m``: every subset of at most m keys). With ``weights`` and ``risk_threshold`` the
 condition is instead an individual risk (:func:`probanon.metrics.frequency.individual_risk`, from
 the count and the sum of the sampling weights of the matching records) strictly below the
-threshold, on each combination.
+threshold, on each combination. (sdcMicro's ``localSupp`` suppresses one named key in every
+record whose risk is at or above the threshold, once; here the same greedy as for k chooses the
+cheapest keys per record, and the risk is checked again after.)
 
 **Cost.** Each suppressed value costs its key's weight. ``importance``: a list of the keys, most
 important first: every value costs about 1 (the fewest suppressed values), ties between equally
@@ -28,8 +30,10 @@ with all keys together, a clean-up restores every suppressed value whose restora
 count safe. The result is checked with the counting core; anything left (none seen, but the
 check decides) gets every key suppressed, and under ``missing="category"`` a class of fully
 suppressed records too small is completed with records whose classes stay safe. Under
-``"category"`` a suppression moves a record out of its class, which can break a combination
-solved before: the blocks are passed again until none is violated.
+``"category"`` a class is formed by tuples that take the same mask together: the masks go by
+levels of equal cost, and within a level the classes that would be safe are taken first where a
+member has the fewest such options; a suppression moves a record out of its class, which can
+break a combination solved before, so the blocks are passed again until none is violated.
 
 **Exact method** (``method="exact"``, :mod:`probanon.categorical.exact`): an integer program
 (HiGHS) for small problems; ``optimal`` and ``lower_bound`` say what it proved.
@@ -149,14 +153,11 @@ def _unsafe(f, F, k, threshold):
 def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cleanup, rng):
     """Solve one block (positions of keys, most important first); returns per record the bool
     matrix of the block's keys it suppressed, or None when the block has no unsafe record."""
+    from .._frequency_kernel import distinct
     from ._suppression_kernel import cleanup_block, suppress_block
 
     n = codes.shape[0]
     sub = codes[:, block]
-    f, F = match_counts(sub, missing="category" if category else "any", strata=stratum, weights=w)
-    unsafe = _unsafe(f, F, k, threshold)
-    if not unsafe.any():
-        return None
     radix = np.asarray([cards[b] + 1 for b in block], dtype=np.int64)
     digits_r = np.where(sub < 0, radix - 1, sub)
     s = np.zeros(n, dtype=np.int64) if stratum is None else stratum
@@ -165,25 +166,31 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
         raise InputError("too many combinations of key values to index in one block; ask for k-anonymity on "
                          "smaller combinations (combinations=) or recode the keys first")
     place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
-    _, first, tuple_of = np.unique(row_ids(np.column_stack([s, digits_r])), return_index=True, return_inverse=True)
-    tuple_of = tuple_of.ravel()
+    first, tuple_of = distinct(s * span + digits_r @ place)
     U = first.size
     counts_t = np.bincount(tuple_of, minlength=U).astype(np.int64)
-    wsum_t = np.bincount(tuple_of, weights=w, minlength=U) if w is not None else counts_t.astype(np.float64)
+    # weights only for the risk threshold (the kernel carries none when they are all 0)
+    wsum_t = np.bincount(tuple_of, weights=w, minlength=U) if threshold is not None else np.zeros(U)
     digits = np.ascontiguousarray(digits_r[first])
     orig = digits.copy()
     strata_t = s[first] * span
-    bad_t = np.flatnonzero(unsafe[first])
-    tie = rng.permutation(bad_t.size) if rng is not None else np.arange(bad_t.size)
-    order = bad_t[np.lexsort((tie, f[first][bad_t]))].astype(np.int64)
+    tie = (rng.permutation(U) if rng is not None else np.arange(U)).astype(np.int64)
     candidates = _candidates(weights[block])
     thr = 0.0 if threshold is None else float(threshold)
-    entries = (U + order.size) * (1 if category else 1 << len(block))
-    capacity = 1 << int(np.ceil(np.log2(max(16, entries * 1.5))))
-    if category:
-        added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold)
+    if category:  # distinct tuples are the classes
+        unsafe = np.flatnonzero(_unsafe(counts_t, wsum_t, k, threshold))
+        if not unsafe.size:
+            return None
+        order = unsafe[np.lexsort((tie[unsafe], counts_t[unsafe]))]
+        added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates,
+                                       _mask_costs(candidates, weights[block]), k, threshold)
+        capacity = _capacity(2 * U)
     else:
-        added = suppress_block(digits, strata_t, counts_t, wsum_t, radix, place, order, candidates, k, thr, capacity)
+        capacity = _capacity(_entries(radix, int(s.max()) + 1, 2 * U))
+        added, order = suppress_block(digits, strata_t, counts_t, wsum_t, radix, place, tie, candidates, k, thr,
+                                      capacity)
+        if not order.size:
+            return None
         moved = order[added[order] != 0]
     if cleanup and moved.size and moved.size * U <= CLEANUP_LIMIT:
         cleanup_block(digits, orig, strata_t, counts_t, wsum_t, radix, place, moved, added, k, thr, category,
@@ -192,39 +199,116 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
     return bits[tuple_of]
 
 
-def _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold):
-    """The greedy of one block under "a missing value is a category": for each suppression mask,
-    by increasing cost, the tuples still unsafe that would form (or join) a class that is safe
-    once they all take that mask take it together. Returns (mask per tuple, tuples moved in order)."""
+def _entries(radix, n_strata, tuples):
+    """A bound on the entries of the kernel's table: per kept-key set R, at most the tuples, at
+    most the value combinations of R (missing included) times the strata."""
+    q = radix.size
+    total = 0
+    for R in range(1 << q):
+        span = n_strata
+        for x in range(q):
+            if (R >> x) & 1:
+                span *= int(radix[x])
+                if span > tuples:
+                    break
+        total += min(span, tuples)
+    return total
+
+
+def _capacity(entries):
+    return 1 << int(np.ceil(np.log2(max(16, entries * 1.6))))
+
+
+def _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, cost, k, threshold):
+    """The greedy of one block under "a missing value is a category". The suppression masks are
+    taken by levels of equal cost (rounded to 0.1: with an importance list, the masks of one size);
+    within a level, the classes the unsafe tuples would form (or join) with each mask are listed,
+    those that would be safe are taken first where a member has the fewest such options (then the
+    cheaper mask, then the larger class), each with its members not yet taken when they still
+    make it safe; the level is repeated until it takes none. Returns (mask per tuple, tuples moved
+    in order)."""
     U, q = digits.shape
     added = np.zeros(U, dtype=np.int64)
     waiting = np.zeros(U, dtype=bool)
     waiting[order] = True
     moved = []
-    for S in candidates:
-        idx = np.flatnonzero(waiting)
-        if not idx.size:
-            break
+    levels = np.round(cost, 1)
+    for level in np.unique(levels):
+        masks = candidates[levels == level]
+        while waiting.any():
+            taken = _category_level(digits, strata_t, counts_t, wsum_t, radix, waiting, masks, k, threshold)
+            if not taken:
+                break
+            for S, go in taken:
+                new = digits[go].copy()
+                bits = ((S >> np.arange(q)) & 1).astype(bool)
+                new[:, bits] = radix[bits] - 1
+                changed = (digits[go] != new).any(axis=1)
+                added[go] |= np.where(changed, S & ~_masks(digits[go], radix), 0)
+                digits[go] = new
+                waiting[go] = False
+                moved.append(go[changed])
+    return added, (np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)).astype(np.int64)
+
+
+def _category_level(digits, strata_t, counts_t, wsum_t, radix, waiting, masks, k, threshold):
+    """One pass of a level of :func:`_category_block`: [(mask, tuples taking it)]."""
+    q = digits.shape[1]
+    idx = np.flatnonzero(waiting)
+    rest = np.flatnonzero(~waiting)
+    groups = []  # per mask: class id of each waiting tuple, existing records and weight per class, feasible
+    feasible = np.zeros((masks.size, idx.size), dtype=bool)
+    for a, S in enumerate(masks):
         bits = ((S >> np.arange(q)) & 1).astype(bool)
         new = digits[idx].copy()
         new[:, bits] = radix[bits] - 1
-        rest = np.flatnonzero(~waiting)
         ids = _ids(np.column_stack([np.concatenate([strata_t[idx], strata_t[rest]]),
                                     np.concatenate([new, digits[rest]])]))
         g = int(ids.max()) + 1
-        total = np.bincount(ids, weights=np.concatenate([counts_t[idx], counts_t[rest]]), minlength=g)
-        weight = np.bincount(ids, weights=np.concatenate([wsum_t[idx], wsum_t[rest]]), minlength=g)
+        c_all = np.concatenate([counts_t[idx], counts_t[rest]])
+        w_all = np.concatenate([wsum_t[idx], wsum_t[rest]])
+        total = np.bincount(ids, weights=c_all, minlength=g)
+        weight = np.bincount(ids, weights=w_all, minlength=g)
         mine = ids[:idx.size]
-        safe = ~_unsafe(total[mine].astype(np.int64), weight[mine], k, threshold)
-        go = idx[safe]
-        if not go.size:
+        feasible[a] = ~_unsafe(total[mine].astype(np.int64), weight[mine], k, threshold)
+        existing = total - np.bincount(mine, weights=counts_t[idx], minlength=g)
+        existing_w = weight - np.bincount(mine, weights=wsum_t[idx], minlength=g)
+        groups.append((mine, existing, existing_w))
+    if not feasible.any():
+        return []
+    options = feasible.sum(axis=0)
+    rows = []  # (priority, mask position, -size, class, members)
+    for a in range(masks.size):
+        mine, existing, _ = groups[a]
+        members = np.flatnonzero(feasible[a])
+        if not members.size:
             continue
-        changed = (digits[go] != new[safe]).any(axis=1)
-        added[go] |= np.where(changed, S & ~_masks(digits[go], radix), 0)
-        digits[go] = new[safe]
-        waiting[go] = False
-        moved.append(go[changed])
-    return added, (np.concatenate(moved) if moved else np.zeros(0, dtype=np.int64)).astype(np.int64)
+        cls = mine[members]
+        sort = np.argsort(cls, kind="stable")
+        cls, members = cls[sort], members[sort]
+        cuts = np.flatnonzero(np.diff(cls)) + 1
+        for part in np.split(np.arange(members.size), cuts):
+            who = members[part]
+            rows.append((int(options[who].min()), a, -int(counts_t[idx[who]].sum()), int(cls[part[0]]), who))
+    rows.sort(key=lambda r: r[:3])
+    free = np.ones(idx.size, dtype=bool)
+    taken = []
+    for _, a, _, c, who in rows:
+        who = who[free[who]]
+        if not who.size:
+            continue
+        _, existing, existing_w = groups[a]
+        f = int(existing[c] + counts_t[idx[who]].sum())
+        F = float(existing_w[c] + wsum_t[idx[who]].sum())
+        if _unsafe(np.array([f]), np.array([F]), k, threshold)[0]:
+            continue
+        free[who] = False
+        taken.append((int(masks[a]), idx[who]))
+    return taken
+
+
+def _mask_costs(masks, weights):
+    return ((masks[:, None] >> np.arange(weights.size)) & 1) @ weights
 
 
 def _masks(digits, radix):
