@@ -39,6 +39,7 @@ import pandas as pd
 
 from .._validation import check_weights, weights_of
 from ..errors import InputError
+from ..frequencies import key_codes, match_counts
 
 #: the k of the violation counts reported by default (sdcMicro prints 2, 3 and 5)
 VIOLATION_KS = (2, 3, 5)
@@ -120,40 +121,15 @@ class FrequencyRisk:
                 "records_above_level": int(self.above(level).sum())}
 
 
-def _codes(frame: pd.DataFrame) -> np.ndarray:
-    """Each key's values as integer codes, -1 for a missing value."""
-    return np.column_stack([pd.factorize(frame[c], use_na_sentinel=True)[0] for c in frame.columns]).astype(np.int64)
-
-
 def sample_frequencies(frame: pd.DataFrame, weights=None) -> tuple[np.ndarray, np.ndarray]:
     """(f_k, F_k) of every record of ``frame`` (its columns are the keys), a missing value
-    matching any value (module docstring). Records are grouped by their pattern of missing
-    keys; each pair of patterns is matched on the keys both observe, so the cost is
-    O(patterns^2 + patterns * n), not n^2."""
-    codes = _codes(frame)
-    n = codes.shape[0]
-    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    missing = codes < 0
-    patterns, pattern_of = np.unique(missing, axis=0, return_inverse=True)
-    pattern_of = pattern_of.ravel()
-    members = [np.flatnonzero(pattern_of == p) for p in range(len(patterns))]
-    fk, Fk = np.zeros(n), np.zeros(n)
-    for p, rows in enumerate(members):
-        for q, others in enumerate(members):
-            both = ~(patterns[p] | patterns[q])
-            if not both.any():  # nothing to compare: every record of q matches
-                fk[rows] += others.size
-                Fk[rows] += w[others].sum()
-                continue
-            keys = np.concatenate([codes[rows][:, both], codes[others][:, both]])
-            _, combination = np.unique(keys, axis=0, return_inverse=True)
-            combination = combination.ravel()
-            theirs = combination[rows.size:]
-            count = np.bincount(theirs, minlength=combination.max() + 1)
-            weight = np.bincount(theirs, weights=w[others], minlength=combination.max() + 1)
-            fk[rows] += count[combination[:rows.size]]
-            Fk[rows] += weight[combination[:rows.size]]
-    return fk.astype(np.int64), Fk
+    matching any value (module docstring), counted by the counting core
+    (:func:`probanon.frequencies.match_counts`, ``missing="any"``: records grouped by their
+    pattern of missing keys, each pair of patterns matched on the keys both observe, so the cost is
+    O(patterns^2 * n), not n^2)."""
+    w = np.ones(len(frame)) if weights is None else np.asarray(weights, dtype=np.float64)
+    fk, Fk = match_counts(key_codes(frame, list(frame.columns)), missing="any", weights=w)
+    return fk, Fk
 
 
 def individual_risk(fk, Fk) -> np.ndarray:
