@@ -94,8 +94,8 @@ def match_counts(codes: np.ndarray, *, missing: str = "any", strata=None, weight
         f = np.bincount(ids)[ids]
         return f.astype(np.int64), (None if w is None else np.bincount(ids, weights=w)[ids])
     absent = codes < 0
-    patterns, pattern_of = np.unique(absent, axis=0, return_inverse=True)
-    pattern_of = pattern_of.ravel()
+    first, pattern_of = _first_and_ids(row_ids(absent.astype(np.int64)))
+    patterns = absent[first]
     members = [np.flatnonzero(pattern_of == p) for p in range(len(patterns))]
     f = np.zeros(n, dtype=np.int64)
     F = None if w is None else np.zeros(n)
@@ -113,6 +113,12 @@ def match_counts(codes: np.ndarray, *, missing: str = "any", strata=None, weight
             if F is not None:
                 F[rows] += np.bincount(theirs, weights=w[others], minlength=ids.max() + 1)[ids[:rows.size]]
     return f, F
+
+
+def _first_and_ids(ids: np.ndarray):
+    """The first row of each id and the ids, renumbered in order of first order."""
+    _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
+    return first, inverse.ravel()
 
 
 def key_sets(n_keys: int, combinations: int | None) -> list:
@@ -209,7 +215,7 @@ def violations_of_codes(codes: np.ndarray, names, k: int, *, combinations=None, 
         records.append(int(below.sum()))
         if below.any():
             rows = sub[below] if strata is None else np.column_stack([strata[below], sub[below]])
-            classes.append(int(np.unique(rows, axis=0).shape[0]))
+            classes.append(int(row_ids(rows + 1).max()) + 1)
         else:
             classes.append(0)
         if len(s) == largest:

@@ -108,21 +108,50 @@ def shuffle_stream(seed) -> np.random.Generator:
 class Promise:
     """What a mechanism promises of the released records, checked before anything is written
     (issue 39.1): every combination of values of each set of ``columns`` is shared by at least
-    ``k`` released records (k-anonymity on those columns; a missing value compared as equal to a
-    missing value, the rule of ``--missing pattern``). ``mechanism`` names the method in the
-    message."""
+    ``k`` released records (k-anonymity on those columns). ``missing``: the missing-value rule
+    (:mod:`probanon.frequencies`): ``"category"`` (a missing value compared as equal to a missing
+    value, the rule of ``--missing pattern``) or ``"any"`` (a missing value matches any value,
+    sdcMicro's counting: each record's count of matching records must reach k; a local
+    suppression's promise). ``strata``: the columns of ``columns`` compared exactly under
+    ``"any"`` (a missing stratum is a stratum of its own, never a wildcard). ``mechanism`` names
+    the method in the message."""
 
     k: int
     columns: tuple  # tuples of column names: k-anonymity on each
     mechanism: str
+    missing: str = "category"
+    strata: tuple = ()
 
     def check(self, data: pd.DataFrame) -> None:
         """:class:`GuaranteeError` unless ``data`` keeps the promise."""
-        self.check_counts(self.counts(data))
+        if self.missing == "any":
+            self.check_matches(data)
+        else:
+            self.check_counts(self.counts(data))
+
+    def check_matches(self, data: pd.DataFrame) -> None:
+        """The rule "any": every record's count of matching records (counting core,
+        :func:`probanon.frequencies.match_counts`) on each set of columns is at least k."""
+        from .frequencies import key_codes, match_counts, stratum_codes
+
+        for columns in self.columns:
+            keys = [c for c in columns if c not in self.strata]
+            strata = [c for c in columns if c in self.strata]
+            f, _ = match_counts(key_codes(data, keys), missing="any", strata=stratum_codes(data, strata))
+            short = f < self.k
+            if short.any():
+                raise GuaranteeError(
+                    f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)} (a missing value matching "
+                    f"any value), but what is about to be released has k achieved = {int(f.min())} "
+                    f"({int(short.sum()):,} records with fewer than {self.k} matching records); nothing written")
 
     def counts(self, data: pd.DataFrame) -> list:
         """Records per combination of values, one Series per set of columns (a file released in
-        chunks adds up the counts of its chunks, :meth:`add`)."""
+        chunks adds up the counts of its chunks, :meth:`add`; rule "category" only: under "any"
+        the counts of two chunks do not add up, a record of one matching records of the other)."""
+        if self.missing == "any":
+            raise InputError("a promise under the rule 'a missing value matches any value' is checked on the whole "
+                             "release, not added up over chunks")
         return [data.groupby(list(columns), dropna=False, observed=True, sort=False).size()
                 for columns in self.columns]
 
@@ -147,6 +176,21 @@ class Promise:
                 f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)}, but what is about to be "
                 f"released has k achieved = {int(short.min())} ({int(short.sum()):,} records in {short.size:,} "
                 f"combinations shared by fewer than {self.k}); nothing written")
+
+
+def combination_promise(k: int, keys, combinations: int | None, mechanism: str, *, missing: str = "any",
+                        strata=()) -> Promise:
+    """The promise of a release k-anonymous on every combination of at most ``combinations`` keys
+    (None: all keys together) with the ``missing`` rule, within the released ``strata`` columns
+    (local suppression): the combinations of exactly min(combinations, len(keys)) keys, each with
+    the strata, the counts being monotone (a record matching on a set matches on its subsets)."""
+    from .frequencies import key_sets
+
+    keys, strata = column_list(keys), tuple(column_list(strata))
+    sets = key_sets(len(keys), combinations)
+    largest = max(len(x) for x in sets)
+    columns = tuple(tuple(keys[i] for i in x) + strata for x in sets if len(x) == largest)
+    return Promise(int(k), columns, mechanism, missing=missing, strata=strata)
 
 
 @dataclass
