@@ -198,19 +198,25 @@ def probanon_suppress(frame, keys, k, combinations, method="fast"):
     return time.perf_counter() - t0, res
 
 
-def child_suppress(npz: str, k: int, combinations: int, out: str) -> dict:
-    """In a fresh process: load the keys, run local suppression once; time and memory."""
-    z = np.load(npz)
-    frame = pd.DataFrame({c: z[c] for c in KEYS8})
-    probanon_suppress(frame.iloc[:WARMUP], KEYS8, k, combinations)  # warm-up (JIT), before the peak reset
-
+def child_suppress(pickle: str, k: int, combinations: int, method: str, out: str) -> dict:
+    """In a fresh process: load the records, run local suppression once; time and memory."""
+    frame = pd.read_pickle(pickle)
+    keys = list(frame.columns)
+    m = None if combinations == 0 else combinations
+    if method == "fast":
+        probanon_suppress(frame.iloc[:WARMUP], keys, k, m)  # warm-up (JIT), before the peak reset
+    else:
+        __import__("probanon.categorical.exact")
     before = rss_kib()
     reset_peak()
-    t, res = probanon_suppress(frame, KEYS8, k, combinations)
+    cpu = time.process_time()
+    t, res = probanon_suppress(frame, keys, k, m, method)
+    cpu = time.process_time() - cpu
     peak, how = peak_kib()
-    np.save(out, codes(res.data, KEYS8).astype(np.int16))
-    return {"seconds": t, "peak_kib": peak, "rss_before_kib": before, "how": how, "total": int(res.total),
-            "n_suppressed": {c: int(v) for c, v in dict(res.n_suppressed).items()},
+    np.save(out, codes(res.data, keys).astype(np.int16))
+    return {"seconds": t, "cpu_seconds": cpu, "peak_kib": peak, "rss_before_kib": before, "how": how, "total": int(res.total),
+            "n_suppressed": {c: int(v) for c, v in dict(res.n_suppressed).items()}, "optimal": res.optimal,
+            "lower_bound": res.lower_bound, "cost": float(res.cost),
             "violations_before": _total(res.violations_before), "violations_after": _total(res.violations_after)}
 
 
@@ -222,8 +228,10 @@ def _total(v):
     return int(v)
 
 
-def run_child(npz: Path, k: int, combinations: int, out: Path, timeout: float) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", str(npz), str(k), str(combinations), str(out)]
+def run_child(pickle: Path, k: int, combinations: int | None, out: Path, timeout: float, method: str = "fast") -> dict:
+    """local suppression of the frame pickled in ``pickle`` (its columns the keys) in a child process."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", str(pickle), str(k), str(combinations or 0), method,
+           str(out)]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
     except subprocess.TimeoutExpired:
@@ -260,6 +268,7 @@ def section_adult(args, sdc: SdcMicro, tmp: Path, out) -> None:
         if why:
             out(f"   probanon: {why}")
         else:
+            probanon_suppress(frame.iloc[:WARMUP], ADULT_KEYS, args.k, None, "fast")  # warm-up (JIT)
             times, res = [], None
             for _ in range(args.repeat):
                 t, res = probanon_suppress(frame, ADULT_KEYS, args.k, None, "fast")
@@ -270,18 +279,17 @@ def section_adult(args, sdc: SdcMicro, tmp: Path, out) -> None:
                 f"({', '.join(f'{c} {int(n):,}' for c, n in dict(res.n_suppressed).items())}); "
                 f"violations after {v1[0]:,} (library says {_total(res.violations_after)})")
             if not args.no_exact:
-                try:
-                    t, ex = probanon_suppress(frame, ADULT_KEYS, args.k, None, "exact")
-                    Xe = codes(ex.data, ADULT_KEYS)
-                    ve = violations(Xe, args.k)
-                    state = ("optimal" if ex.optimal else
-                             f"not proven optimal, HiGHS lower bound {ex.lower_bound}")
-                    gap = (f"; fast is {100 * (res.total - ex.lower_bound) / ex.lower_bound:+.1f}% over the bound"
-                           if ex.lower_bound else "")
-                    out(f"   probanon exact    : {t:.2f} s; {ex.total:,} values suppressed ({state}){gap}; "
-                        f"violations after {ve[0]:,}")
-                except Exception as exc:  # a refusal (too large) is a figure too
-                    out(f"   probanon exact    : {type(exc).__name__}: {exc}")
+                pkl = tmp / "adult_exact.pkl"
+                frame.to_pickle(pkl)
+                ex = run_child(pkl, args.k, None, tmp / "adult_exact.npy", args.exact_timeout, "exact")
+                if r_failed(ex):
+                    out(f"   probanon exact    : {r_failed(ex)}")
+                else:
+                    ve = violations(np.load(tmp / "adult_exact.npy").astype(np.int64), args.k)
+                    state = ("the optimum, proved" if ex["optimal"] else
+                             f"not proved optimal; HiGHS's lower bound on the cost {ex['lower_bound']:,.2f}")
+                    out(f"   probanon exact    : {ex['seconds']:.1f} s (CPU {ex['cpu_seconds']:.1f} s); {ex['total']:,} values suppressed, cost "
+                        f"{ex['cost']:,.2f} ({state}); violations after {ve[0]:,}; fast's cost {res.cost:,.2f}")
         if not sdc.available:
             out(f"   sdcMicro          : {sdc.why}")
             continue
@@ -311,8 +319,8 @@ def section_census(args, sdc: SdcMicro, tmp: Path, out, n: int, sdc_ok: dict) ->
         f"{args.combinations} keys ==")
     out("   cardinalities " + ", ".join(f"{c} {frame[c].nunique()}" for c in KEYS8))
     X0 = frame[KEYS8].to_numpy(np.int64)
-    npz = tmp / f"census_{n}.npz"
-    np.savez(npz, **{c: frame[c].to_numpy() for c in KEYS8})
+    npz = tmp / f"census_{n}.pkl"
+    frame[KEYS8].to_pickle(npz)
     csv = None
     why = landed("probanon.categorical.suppression")
     for k in args.ks:
@@ -335,7 +343,8 @@ def section_census(args, sdc: SdcMicro, tmp: Path, out, n: int, sdc_ok: dict) ->
                 r = runs[-1]
                 X1 = np.load(res_path).astype(np.int64)
                 v1 = violations(X1, k, args.combinations)
-                out(f"   probanon fast     : {fmt_times([x['seconds'] for x in runs])}; peak memory "
+                out(f"   probanon fast     : {fmt_times([x['seconds'] for x in runs])} (CPU "
+                    f"{min(x['cpu_seconds'] for x in runs):.1f} s); peak memory "
                     f"{max(x['peak_kib'] for x in runs) / 2**20:.2f} GiB ({r['how']} of the child process; "
                     f"+{(r['peak_kib'] - r['rss_before_kib']) / 2**20:.2f} GiB over the "
                     f"{r['rss_before_kib'] / 2**20:.2f} GiB before the call); {suppressed_count(X0, X1):,} values "
@@ -344,8 +353,8 @@ def section_census(args, sdc: SdcMicro, tmp: Path, out, n: int, sdc_ok: dict) ->
         if not sdc.available:
             out(f"   sdcMicro          : {sdc.why}")
             continue
-        if sdc_ok.get(k) is False:
-            out(f"   sdcMicro          : not run at {n:,} (did not finish at a smaller size)")
+        if sdc_ok.get("failed"):
+            out(f"   sdcMicro          : not run ({sdc_ok['failed']})")
             continue
         if csv is None:
             csv = tmp / f"census_{n}.csv"
@@ -353,7 +362,7 @@ def section_census(args, sdc: SdcMicro, tmp: Path, out, n: int, sdc_ok: dict) ->
         outcsv = tmp / f"census_{n}_k{k}.sdc.csv"
         r = sdc.run("localsupp", csv, keys=KEYS8, k=k, combs=args.combinations, out_csv=outcsv)
         if r_failed(r):
-            sdc_ok[k] = False
+            sdc_ok["failed"] = f"k = {k} at {n:,} records {r_failed(r).replace(' (stopped)', '')}"
             out(f"   sdcMicro          : localSuppression(k = {k}, combs = {args.combinations}:1) {r_failed(r)}")
             continue
         Xs = r_codes(outcsv, KEYS8)
@@ -531,13 +540,14 @@ def main(argv=None) -> int:
     p.add_argument("--rlib", default=RLIB, help=f"the R library holding sdcMicro (default {RLIB}; env SDCMICRO_RLIB)")
     p.add_argument("--no-sdcmicro", action="store_true", help="probanon only")
     p.add_argument("--no-exact", action="store_true", help="skip the integer program on Adult")
+    p.add_argument("--exact-timeout", type=float, default=600, help="limit of the integer program on Adult, seconds")
     p.add_argument("--sections", nargs="+", choices=["adult", "census", "pram", "suda", "household"],
                    default=["adult", "census", "pram", "suda", "household"], help="what to run (default all)")
-    p.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
-        npz, k, m, out_path = args.child
-        print(json.dumps(child_suppress(npz, int(k), int(m), out_path)))
+        pickle, k, m, method, out_path = args.child
+        print(json.dumps(child_suppress(pickle, int(k), int(m), method, out_path)))
         return 0
 
     def out(line=""):
