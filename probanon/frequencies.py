@@ -85,15 +85,71 @@ def match_counts(codes: np.ndarray, *, missing: str = "any", strata=None, weight
     their weights (F is None without ``weights``). ``codes``: n x m integer codes, -1 missing;
     ``strata``: None or one code per record (non-negative)."""
     codes = np.asarray(codes, dtype=np.int64)
-    n = codes.shape[0]
-    if strata is not None:
-        codes = np.column_stack([np.asarray(strata, dtype=np.int64), codes])
+    n, m = codes.shape
     w = None if weights is None else np.asarray(weights, dtype=np.float64)
-    if missing == "category" or not (codes < 0).any():
-        ids = row_ids(codes + 1)
+    absent = codes < 0
+    if missing == "category" or not absent.any():
+        ids = _group_ids(codes + 1 if strata is None else np.column_stack([strata, codes + 1]))
         f = np.bincount(ids)[ids]
         return f.astype(np.int64), (None if w is None else np.bincount(ids, weights=w)[ids])
-    absent = codes < 0
+    radix = codes.max(axis=0) + 2  # the digit radix - 1 is "missing"
+    s = np.zeros(n, dtype=np.int64) if strata is None else np.asarray(strata, dtype=np.int64)
+    span = int(np.prod(radix.astype(object)))
+    if m <= 62 and (int(s.max()) + 1) * span < _ID_LIMIT:
+        return _match_counts_kernel(codes, absent, radix, span, s, w)
+    return _match_counts_by_pairs(codes, absent, s if strata is not None else None, w)
+
+
+def _group_ids(codes: np.ndarray) -> np.ndarray:
+    """Ids of the distinct rows of a non-negative integer matrix, not necessarily dense but below
+    max(4n, 2^24) (mixed-radix codes when their range is that small, else :func:`row_ids`)."""
+    n = codes.shape[0]
+    radix = codes.max(axis=0, initial=0) + 1 if codes.shape[1] else np.zeros(0, dtype=np.int64)
+    span = int(np.prod(radix.astype(object)))
+    if span <= max(4 * n, 1 << 24):
+        ids = np.zeros(n, dtype=np.int64)
+        for c in range(codes.shape[1]):
+            ids = ids * int(radix[c]) + codes[:, c]
+        return ids
+    return row_ids(codes)
+
+
+def _match_counts_kernel(codes, absent, radix, span, s, w):
+    """Rule "any" with the numba kernel (:mod:`probanon._frequency_kernel`) on the distinct tuples:
+    one hash table per set of observed keys present."""
+    from ._frequency_kernel import count_observed_set
+
+    n, m = codes.shape
+    digits = np.where(absent, radix - 1, codes)
+    place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
+    _, first, tuple_of = np.unique(s * span + digits @ place, return_index=True, return_inverse=True)
+    tuple_of = tuple_of.ravel()
+    U = first.size
+    c = np.bincount(tuple_of, minlength=U).astype(np.int64)
+    weights = c.astype(np.float64) if w is None else np.bincount(tuple_of, weights=w, minlength=U)
+    digits = np.ascontiguousarray(digits[first])
+    pattern = ((digits == radix - 1).astype(np.int64) << np.arange(m, dtype=np.int64)).sum(axis=1)
+    patterns = np.unique(pattern)
+    full = (1 << m) - 1
+    capacity = 1 << int(np.ceil(np.log2(max(16, 2 * U))))
+    keys = np.empty(capacity, dtype=np.int64)
+    counts = np.empty(capacity, dtype=np.int64)
+    wsums = np.empty(capacity, dtype=np.float64)
+    f = np.zeros(U, dtype=np.int64)
+    F = np.zeros(U)
+    for P in patterns:
+        queries = np.flatnonzero(pattern == P)
+        count_observed_set(digits, s[first] * span, c, weights, radix, place, full & ~int(P), queries, patterns, keys,
+                           counts, wsums, f, F)
+    return f[tuple_of], (None if w is None else F[tuple_of])
+
+
+def _match_counts_by_pairs(codes, absent, strata, w):
+    """Rule "any" in NumPy, pattern by pattern (for key codes too wide for the kernel's int64)."""
+    n = codes.shape[0]
+    if strata is not None:
+        codes = np.column_stack([strata, codes])
+        absent = np.column_stack([np.zeros(n, dtype=bool), absent])
     first, pattern_of = _first_and_ids(row_ids(absent.astype(np.int64)))
     patterns = absent[first]
     members = [np.flatnonzero(pattern_of == p) for p in range(len(patterns))]
@@ -116,7 +172,7 @@ def match_counts(codes: np.ndarray, *, missing: str = "any", strata=None, weight
 
 
 def _first_and_ids(ids: np.ndarray):
-    """The first row of each id and the ids, renumbered in order of first order."""
+    """The first row of each distinct id and the ids renumbered 0..g-1."""
     _, first, inverse = np.unique(ids, return_index=True, return_inverse=True)
     return first, inverse.ravel()
 
@@ -202,27 +258,31 @@ def k_violations(data: pd.DataFrame, keys, k: int, *, combinations: int | None =
 def violations_of_codes(codes: np.ndarray, names, k: int, *, combinations=None, missing="any",
                         strata=None) -> KViolations:
     """:func:`k_violations` on integer codes (-1 missing) with ``names`` for the keys; ``strata``
-    one code per record or None (inputs assumed valid)."""
+    one code per record or None (inputs assumed valid). The largest combinations are counted
+    first: when none of them has a violation, no smaller one has (monotone counts) and they are
+    not counted again."""
     n, m = codes.shape
     sets = key_sets(m, combinations)
     largest = max(len(s) for s in sets)
     violating = np.zeros(n, dtype=bool)
-    records, classes = [], []
-    for s in sets:
+    found = {}
+    for s in sorted(sets, key=len, reverse=True):
+        if len(s) < largest and not violating.any():
+            found[s] = (0, 0)
+            continue
         sub = codes[:, list(s)]
         f, _ = match_counts(sub, missing=missing, strata=strata)
         below = f < k
-        records.append(int(below.sum()))
+        classes = 0
         if below.any():
             rows = sub[below] if strata is None else np.column_stack([strata[below], sub[below]])
-            classes.append(int(row_ids(rows + 1).max()) + 1)
-        else:
-            classes.append(0)
+            classes = int(row_ids(rows + 1).max()) + 1
+        found[s] = (int(below.sum()), classes)
         if len(s) == largest:
             violating |= below
     return KViolations(k=k, missing=missing, combinations=tuple(tuple(names[i] for i in s) for s in sets),
-                       records=tuple(records), classes=tuple(classes), total=int(violating.sum()), n=n,
-                       violating=violating)
+                       records=tuple(found[s][0] for s in sets), classes=tuple(found[s][1] for s in sets),
+                       total=int(violating.sum()), n=n, violating=violating)
 
 
 __all__ = ["KViolations", "MISSING_RULES", "k_violations", "key_codes", "key_sets", "match_counts", "row_ids",

@@ -130,16 +130,17 @@ def _safe(f, F, k, threshold):
 
 
 @njit(cache=True)
-def suppress_block(digits, strata, counts_t, wsum_t, radix, place, order, candidates, k, threshold, capacity):
+def suppress_block(digits, strata, counts_t, wsum_t, radix, place, tie, candidates, k, threshold, capacity):
     """Greedy suppression on the distinct tuples of one block.
 
     ``digits``: U x q tuple digits (modified in place: suppressed keys get the missing digit);
     ``strata``: stratum code per tuple (already multiplied into the code space: the offset of its
-    stratum); ``counts_t``/``wsum_t``: records and weights per tuple; ``order``: the tuples to
-    process, in order; ``candidates``: suppression masks by increasing cost. Each tuple in
-    ``order`` that is still unsafe gets the cheapest candidate whose count (or risk) is safe in the
-    current state (rule "a missing value matches any value"). Returns the mask of keys suppressed
-    per tuple."""
+    stratum); ``counts_t``/``wsum_t``: records and weights per tuple; ``tie``: a rank per tuple
+    breaking ties of the order; ``candidates``: suppression masks by increasing cost. The unsafe
+    tuples are taken by increasing count (then ``tie``); each one still unsafe when its turn comes
+    gets the cheapest candidate whose count (or risk) is safe in the current state (rule "a
+    missing value matches any value"). Returns (the mask of keys suppressed per tuple, the unsafe
+    tuples in the order taken)."""
     category = False
     U, q = digits.shape
     stride = 1 << q
@@ -153,6 +154,18 @@ def suppress_block(digits, strata, counts_t, wsum_t, radix, place, order, candid
     for t in range(U):
         _insert(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], category)
         present[_pattern(digits[t], radix, q)] += 1
+    rank = np.empty(U, dtype=np.int64)
+    bad = np.empty(U, dtype=np.int64)
+    n_bad = 0
+    for t in range(U):
+        tick += 1
+        f, F = _query(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride,
+                      full & ~_pattern(digits[t], radix, q), 0, present, stamp, tick, category)
+        if not _safe(f, F, k, threshold):
+            rank[n_bad] = f * U + tie[t]
+            bad[n_bad] = t
+            n_bad += 1
+    order = bad[:n_bad][np.argsort(rank[:n_bad])]
     added = np.zeros(U, dtype=np.int64)
     for i in range(order.size):
         t = order[i]
@@ -177,7 +190,7 @@ def suppress_block(digits, strata, counts_t, wsum_t, radix, place, order, candid
         _move(keys, counts, wsums, digits[t], strata[t], place, radix, q, stride, counts_t[t], wsum_t[t], best,
               present, category, True)
         added[t] |= best
-    return added
+    return added, order
 
 
 @njit(cache=True)

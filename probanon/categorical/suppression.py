@@ -153,10 +153,6 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
 
     n = codes.shape[0]
     sub = codes[:, block]
-    f, F = match_counts(sub, missing="category" if category else "any", strata=stratum, weights=w)
-    unsafe = _unsafe(f, F, k, threshold)
-    if not unsafe.any():
-        return None
     radix = np.asarray([cards[b] + 1 for b in block], dtype=np.int64)
     digits_r = np.where(sub < 0, radix - 1, sub)
     s = np.zeros(n, dtype=np.int64) if stratum is None else stratum
@@ -165,7 +161,7 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
         raise InputError("too many combinations of key values to index in one block; ask for k-anonymity on "
                          "smaller combinations (combinations=) or recode the keys first")
     place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
-    _, first, tuple_of = np.unique(row_ids(np.column_stack([s, digits_r])), return_index=True, return_inverse=True)
+    _, first, tuple_of = np.unique(s * span + digits_r @ place, return_index=True, return_inverse=True)
     tuple_of = tuple_of.ravel()
     U = first.size
     counts_t = np.bincount(tuple_of, minlength=U).astype(np.int64)
@@ -173,23 +169,48 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
     digits = np.ascontiguousarray(digits_r[first])
     orig = digits.copy()
     strata_t = s[first] * span
-    bad_t = np.flatnonzero(unsafe[first])
-    tie = rng.permutation(bad_t.size) if rng is not None else np.arange(bad_t.size)
-    order = bad_t[np.lexsort((tie, f[first][bad_t]))].astype(np.int64)
+    tie = (rng.permutation(U) if rng is not None else np.arange(U)).astype(np.int64)
     candidates = _candidates(weights[block])
     thr = 0.0 if threshold is None else float(threshold)
-    entries = (U + order.size) * (1 if category else 1 << len(block))
-    capacity = 1 << int(np.ceil(np.log2(max(16, entries * 1.5))))
-    if category:
+    if category:  # distinct tuples are the classes
+        unsafe = np.flatnonzero(_unsafe(counts_t, wsum_t, k, threshold))
+        if not unsafe.size:
+            return None
+        order = unsafe[np.lexsort((tie[unsafe], counts_t[unsafe]))]
         added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold)
+        capacity = _capacity(2 * U)
     else:
-        added = suppress_block(digits, strata_t, counts_t, wsum_t, radix, place, order, candidates, k, thr, capacity)
+        capacity = _capacity(_entries(radix, int(s.max()) + 1, 2 * U))
+        added, order = suppress_block(digits, strata_t, counts_t, wsum_t, radix, place, tie, candidates, k, thr,
+                                      capacity)
+        if not order.size:
+            return None
         moved = order[added[order] != 0]
     if cleanup and moved.size and moved.size * U <= CLEANUP_LIMIT:
         cleanup_block(digits, orig, strata_t, counts_t, wsum_t, radix, place, moved, added, k, thr, category,
                       capacity)
     bits = ((added[:, None] >> np.arange(len(block))) & 1).astype(bool)
     return bits[tuple_of]
+
+
+def _entries(radix, n_strata, tuples):
+    """A bound on the entries of the kernel's table: per kept-key set R, at most the tuples, at
+    most the value combinations of R (missing included) times the strata."""
+    q = radix.size
+    total = 0
+    for R in range(1 << q):
+        span = n_strata
+        for x in range(q):
+            if (R >> x) & 1:
+                span *= int(radix[x])
+                if span > tuples:
+                    break
+        total += min(span, tuples)
+    return total
+
+
+def _capacity(entries):
+    return 1 << int(np.ceil(np.log2(max(16, entries * 1.6))))
 
 
 def _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates, k, threshold):
