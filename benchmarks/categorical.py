@@ -228,16 +228,26 @@ def _total(v):
     return int(v)
 
 
-def run_child(pickle: Path, k: int, combinations: int | None, out: Path, timeout: float, method: str = "fast") -> dict:
-    """local suppression of the frame pickled in ``pickle`` (its columns the keys) in a child process."""
+def run_child(pickle: Path, k: int, combinations: int | None, out: Path, timeout: float, method: str = "fast",
+              memory_gib: float | None = None) -> dict:
+    """local suppression of the frame pickled in ``pickle`` (its columns the keys) in a child process
+    (its address space limited to ``memory_gib`` when given: a shared machine)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--child", str(pickle), str(k), str(combinations or 0), method,
            str(out)]
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        limit = None if memory_gib is None else int(memory_gib * 2**30)
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           preexec_fn=None if limit is None else
+                           (lambda: resource.setrlimit(resource.RLIMIT_AS, (limit, limit))))
     except subprocess.TimeoutExpired:
         return {"timeout": timeout}
+    if r.returncode < 0:
+        return {"error": f"killed by signal {-r.returncode}"}
     if r.returncode != 0:
-        return {"error": (r.stderr.strip().splitlines() or ["?"])[-1]}
+        last = (r.stderr.strip().splitlines() or ["?"])[-1]
+        if "MemoryError" in last and memory_gib:
+            last = f"MemoryError: more than {memory_gib:g} GiB of address space (--exact-memory)"
+        return {"error": last}
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
@@ -281,7 +291,7 @@ def section_adult(args, sdc: SdcMicro, tmp: Path, out) -> None:
             if not args.no_exact:
                 pkl = tmp / "adult_exact.pkl"
                 frame.to_pickle(pkl)
-                ex = run_child(pkl, args.k, None, tmp / "adult_exact.npy", args.exact_timeout, "exact")
+                ex = run_child(pkl, args.k, None, tmp / "adult_exact.npy", args.exact_timeout, "exact", args.exact_memory)
                 if r_failed(ex):
                     out(f"   probanon exact    : {r_failed(ex)}")
                 else:
@@ -541,6 +551,9 @@ def main(argv=None) -> int:
     p.add_argument("--no-sdcmicro", action="store_true", help="probanon only")
     p.add_argument("--no-exact", action="store_true", help="skip the integer program on Adult")
     p.add_argument("--exact-timeout", type=float, default=600, help="limit of the integer program on Adult, seconds")
+    p.add_argument("--exact-memory", type=float, default=6.0,
+                   help="address-space limit of the integer program's process, GiB (default 6; unlimited it took 13.7 GiB "
+                        "on Adult here and was killed by the kernel)")
     p.add_argument("--sections", nargs="+", choices=["adult", "census", "pram", "suda", "household"],
                    default=["adult", "census", "pram", "suda", "household"], help="what to run (default all)")
     p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
