@@ -141,8 +141,8 @@ def cmd_evaluate(args) -> int:
             absent = [c for c in confidential if c not in original.columns or c not in released.columns]
             if absent:
                 raise InputError(f"--confidential: {absent[0]!r} is not a column of both tables")
-            found = release_disclosure(released, confidential, released[every], original=original)
-            result["attribute_disclosure"] = found.to_dict()
+            disclosure = release_disclosure(released, confidential, released[every], original=original)
+            result["attribute_disclosure"] = disclosure.to_dict()
     holds = None if args.k is None else result["k_achieved"] >= args.k
     if holds is not None:
         result["k"], result["holds"] = args.k, holds
@@ -188,7 +188,7 @@ def cmd_evaluate(args) -> int:
         if args.risk:  # the attribute measures do not need complete keys
             if "attribute_disclosure" in result:
                 print("attribute disclosure (the released classes of the keys; measured, no bound claimed):")
-                for line in found.lines():
+                for line in disclosure.lines():
                     print(f"  {line}")
             else:
                 print("attribute disclosure: not measured (name the confidential columns with --confidential)")
