@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_cluster_options, column_names, add_decimals_option, add_household_option, add_input,
+from .options import (add_cluster_options, number_in, column_names, add_decimals_option, add_household_option, add_input,
                       add_output, add_release_options, add_strata_options, check_categorical_keys, cluster_from_args, example,
                       households_kept, ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
@@ -309,17 +309,8 @@ def _microaggregate_sensitive(args, frame) -> int:
     return 0
 
 
-def _unit_interval(text: str) -> float:
-    """argparse type of t: a number in [0, 1]."""
-    import argparse
-
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}")
-    return value
+#: argparse type of t: a number in [0, 1]
+_unit_interval = number_in("a number in [0, 1]", 0.0, 1.0)
 
 
 def _released_decimals(args, frame, numeric) -> dict:

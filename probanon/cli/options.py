@@ -248,6 +248,25 @@ def positive_int(text: str) -> int:
     return value
 
 
+def number_in(what: str, low: float = -np.inf, high: float = np.inf, *, open_low: bool = False,
+              open_high: bool = False, integer: bool = False) -> Callable[[str], float]:
+    """An argparse type: a number (an integer with ``integer``) between ``low`` and ``high``
+    (excluded when ``open_low`` / ``open_high``); ``what`` names it in the one-line error
+    ("expected WHAT, got ...")."""
+    def parse(text: str):
+        try:
+            value = int(text) if integer else float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        above = value > low if open_low else value >= low
+        below = value < high if open_high else value <= high
+        if not (np.isfinite(value) and above and below):
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
 def decimals(text: str) -> int:
     """argparse type of ``--decimals``: an integer in 0..15."""
     from ..precision import MAX_DECIMALS

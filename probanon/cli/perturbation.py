@@ -6,7 +6,6 @@ to be written."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from .options import (
     add_output,
     add_release_options,
     column_names,
+    number_in,
     example,
     release_roles,
     seed,
@@ -52,24 +52,8 @@ def _add_missing_option(p) -> None:
                         "the values present (as sdcMicro)")
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"expected a percentage >= 0, got {text!r}")
-    return value
-
-
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in 0..1, got {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in 0..1, got {text!r}")
-    return value
+_percent = number_in("a percentage >= 0", 0.0)
+_share = number_in("a number in 0..1", 0.0, 1.0)
 
 
 def _profiles(text) -> list:
@@ -77,14 +61,7 @@ def _profiles(text) -> list:
     return [column_names(part) for part in (text or "").split("/") if column_names(part)]
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 0, got {value}")
-    return value
+_count = number_in("an integer >= 0", 0, integer=True)
 
 
 def _noise_json(out) -> Path:

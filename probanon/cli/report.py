@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .options import column_names
-from .options import add_input, add_match_options, add_output, positive_int, example, summary_lines
+from .options import add_input, add_match_options, add_output, number_in, positive_int, example, summary_lines
 from .parser import command
 from .._validation import weights_of
 from ..data import MISSING_HINT, quasi_identifiers, read_table
@@ -310,15 +310,8 @@ def _risk_summary(args, risk, keys: list, categorical: list, above: int, lacking
     return summary_lines(rows)
 
 
-def _fraction(text: str) -> float:
-    """argparse type of ``--dis-fraction``: a sampling fraction in (0, 1)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text}")
-    return value
+#: argparse type of ``--dis-fraction``: a sampling fraction in (0, 1)
+_fraction = number_in("a fraction in (0, 1)", 0.0, 1.0, open_low=True, open_high=True)
 
 
 def add_key_risk_options(p, k_help: str | None = None) -> None:

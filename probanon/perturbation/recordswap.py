@@ -142,40 +142,25 @@ def _swap_areas(cand, area_start, budget, must, area, used, failed, gid, order, 
     short = 0
     for a in range(area_start.size - 1):
         made = 0
-        for i in range(area_start[a], area_start[a + 1]):
-            s = cand[i]
-            if not must[s] or used[s] or failed[s]:
-                continue
-            d = _donor(s, area, used, gid, order, end, ptr)
-            if d < 0:
-                failed[s] = True
-                continue
-            used[s] = True
-            used[d] = True
-            partner[s] = d
-            partner[d] = s
-            level[s] = h
-            level[d] = h
-            initiator[s] = True
-            made += 1
-        for i in range(area_start[a], area_start[a + 1]):
-            if made >= budget[a]:
-                break
-            s = cand[i]
-            if must[s] or used[s] or failed[s]:
-                continue
-            d = _donor(s, area, used, gid, order, end, ptr)
-            if d < 0:
-                failed[s] = True
-                continue
-            used[s] = True
-            used[d] = True
-            partner[s] = d
-            partner[d] = s
-            level[s] = h
-            level[d] = h
-            initiator[s] = True
-            made += 1
+        for risky in (True, False):  # the risky households first, then the others up to the budget
+            for i in range(area_start[a], area_start[a + 1]):
+                if not risky and made >= budget[a]:
+                    break
+                s = cand[i]
+                if must[s] != risky or used[s] or failed[s]:
+                    continue
+                d = _donor(s, area, used, gid, order, end, ptr)
+                if d < 0:
+                    failed[s] = True
+                    continue
+                used[s] = True
+                used[d] = True
+                partner[s] = d
+                partner[d] = s
+                level[s] = h
+                level[d] = h
+                initiator[s] = True
+                made += 1
         if made < budget[a]:
             short += budget[a] - made
     return short
