@@ -142,12 +142,17 @@ class Promise:
             keys = [c for c in columns if c not in self.strata]
             strata = [c for c in columns if c in self.strata]
             f, _ = match_counts(key_codes(data, keys), missing="any", strata=stratum_codes(data, strata))
-            short = f < self.k
-            if short.any():
-                raise GuaranteeError(
-                    f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)} (a missing value matching "
-                    f"any value), but what is about to be released has k achieved = {int(f.min())} "
-                    f"({int(short.sum()):,} records with fewer than {self.k} matching records); nothing written")
+            self.check_matched(columns, int(f.min()), int((f < self.k).sum()))
+
+    def check_matched(self, columns, smallest: int, short: int) -> None:
+        """The rule "any" on one set of columns, from its counts of matching records: the
+        ``smallest`` and the number of records ``short`` of k (the counts computed elsewhere,
+        e.g. on Dask: :mod:`probanon.distributed.suppression`)."""
+        if short:
+            raise GuaranteeError(
+                f"{self.mechanism} promises {self.k}-anonymity on {', '.join(columns)} (a missing value matching "
+                f"any value), but what is about to be released has k achieved = {smallest} "
+                f"({short:,} records with fewer than {self.k} matching records); nothing written")
 
     def counts(self, data: pd.DataFrame) -> list:
         """Records per combination of values, one Series per set of columns (a file released in

@@ -71,7 +71,8 @@ CLEANUP_LIMIT = 2 * 10 ** 9
 class SuppressionResult:
     """What :func:`local_suppression` did: ``data`` (a copy of the input, suppressed key values
     missing), ``suppressed`` (bool DataFrame, one row per record, one column per key: the values
-    suppressed), ``n_suppressed`` ({key: count}), ``total``, ``violations_before`` /
+    suppressed; both None from :func:`probanon.distributed.suppression.suppress_parquet`, whose
+    records stay on the workers), ``n_suppressed`` ({key: count}), ``total``, ``violations_before`` /
     ``violations_after`` (:class:`probanon.frequencies.KViolations`; with a risk threshold the
     records at or above it), ``k``, ``combinations``, ``missing``, ``method``, ``optimal`` (exact:
     whether HiGHS proved the optimum; fast: None), ``lower_bound`` (exact: HiGHS's bound on the
@@ -107,6 +108,12 @@ class SuppressionResult:
 
 def key_weights(data: pd.DataFrame, keys: list, importance) -> np.ndarray:
     """The cost of suppressing one value of each key (module docstring, "Cost")."""
+    cards = None if importance is not None else [data[c].nunique(dropna=True) for c in keys]
+    return weights_for(keys, importance, cards)
+
+
+def weights_for(keys: list, importance, categories) -> np.ndarray:
+    """:func:`key_weights` from the keys' numbers of ``categories`` (used only without ``importance``)."""
     m = len(keys)
     if isinstance(importance, dict):
         unknown = [c for c in importance if c not in keys]
@@ -122,8 +129,7 @@ def key_weights(data: pd.DataFrame, keys: list, importance) -> np.ndarray:
             raise InputError("importance: every weight must be a number > 0")
         return w
     if importance is None:  # sdcMicro: fewer categories = more important
-        cats = [data[c].nunique(dropna=True) for c in keys]
-        ranked = sorted(range(m), key=lambda i: (cats[i], i))
+        ranked = sorted(range(m), key=lambda i: (categories[i], i))
     else:
         order = [importance] if isinstance(importance, str) else list(importance)
         if sorted(map(str, order)) != sorted(map(str, keys)) or len(set(order)) != len(order):
@@ -150,32 +156,46 @@ def _unsafe(f, F, k, threshold):
     return individual_risk(f, F) >= threshold
 
 
-def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cleanup, rng):
-    """Solve one block (positions of keys, most important first); returns per record the bool
-    matrix of the block's keys it suppressed, or None when the block has no unsafe record."""
-    from .._frequency_kernel import distinct
-    from ._suppression_kernel import cleanup_block, suppress_block
-
-    n = codes.shape[0]
-    sub = codes[:, block]
+def layout(cards, block, n_strata: int):
+    """The mixed-radix code of a record's tuple on ``block`` (positions of keys) with its stratum:
+    stratum * span + sum of digit * place, a key's digit its code, a missing value the digit
+    radix - 1. Returns (radix, place, span); a code range that int64 cannot hold (with the room
+    the kernel's table needs for the kept-key sets) is an :class:`InputError`."""
     radix = np.asarray([cards[b] + 1 for b in block], dtype=np.int64)
-    digits_r = np.where(sub < 0, radix - 1, sub)
-    s = np.zeros(n, dtype=np.int64) if stratum is None else stratum
     span = int(np.prod(radix.astype(object)))
-    if (int(s.max()) + 1) * span * (1 << len(block)) >= 1 << 62:
+    if n_strata * span * (1 << len(block)) >= 1 << 62:
         raise InputError("too many combinations of key values to index in one block; ask for k-anonymity on "
                          "smaller combinations (combinations=) or recode the keys first")
     place = np.concatenate([[1], np.cumprod(radix)[:-1]]).astype(np.int64)
-    first, tuple_of = distinct(s * span + digits_r @ place)
-    U = first.size
-    counts_t = np.bincount(tuple_of, minlength=U).astype(np.int64)
-    # weights only for the risk threshold (the kernel carries none when they are all 0)
-    wsum_t = np.bincount(tuple_of, weights=w, minlength=U) if threshold is not None else np.zeros(U)
-    digits = np.ascontiguousarray(digits_r[first])
+    return radix, place, span
+
+
+def tuple_codes(codes, block, stratum, radix, place, span) -> np.ndarray:
+    """Per record the int64 code of its tuple on ``block`` (:func:`layout`); ``stratum`` None or
+    one code per record."""
+    code = np.zeros(codes.shape[0], dtype=np.int64) if stratum is None else np.asarray(stratum, dtype=np.int64) * span
+    for j, key in enumerate(block):
+        column = codes[:, key].astype(np.int64)
+        column[column < 0] = radix[j] - 1
+        code += column * place[j]
+    return code
+
+
+def solve_block(code_t, counts_t, wsum_t, radix, place, span, weights, k, threshold, category, cleanup, rng):
+    """The greedy of one block (module docstring, "Fast method") on its distinct tuples: their
+    codes (:func:`tuple_codes`) in order of first appearance, their record counts and weight sums
+    (zeros without a risk threshold); ``weights`` the block's key weights. Returns per tuple the
+    mask of the block's keys it suppresses (bit j: the block's j-th key), or None when the block
+    has no unsafe tuple. Only tuples are seen here, never records: the records can be anywhere
+    (in this process, or on Dask workers: :mod:`probanon.distributed.suppression`)."""
+    from ._suppression_kernel import cleanup_block, suppress_block
+
+    U = code_t.size
+    strata_t = (code_t // span) * span
+    digits = np.ascontiguousarray(((code_t - strata_t)[:, None] // place) % radix)
     orig = digits.copy()
-    strata_t = s[first] * span
     tie = (rng.permutation(U) if rng is not None else np.arange(U)).astype(np.int64)
-    candidates = _candidates(weights[block])
+    candidates = _candidates(weights)
     thr = 0.0 if threshold is None else float(threshold)
     if category:  # distinct tuples are the classes
         unsafe = np.flatnonzero(_unsafe(counts_t, wsum_t, k, threshold))
@@ -183,10 +203,11 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
             return None
         order = unsafe[np.lexsort((tie[unsafe], counts_t[unsafe]))]
         added, moved = _category_block(digits, strata_t, counts_t, wsum_t, radix, order, candidates,
-                                       _mask_costs(candidates, weights[block]), k, threshold)
+                                       _mask_costs(candidates, weights), k, threshold)
         capacity = _capacity(2 * U)
     else:
-        capacity = _capacity(_entries(radix, int(s.max()) + 1, 2 * U))
+        n_strata = int(code_t.max()) // span + 1
+        capacity = _capacity(_entries(radix, n_strata, 2 * U))
         added, order = suppress_block(digits, strata_t, counts_t, wsum_t, radix, place, tie, candidates, k, thr,
                                       capacity)
         if not order.size:
@@ -195,8 +216,12 @@ def _block(codes, cards, block, weights, stratum, w, k, threshold, category, cle
     if cleanup and moved.size and moved.size * U <= CLEANUP_LIMIT:
         cleanup_block(digits, orig, strata_t, counts_t, wsum_t, radix, place, moved, added, k, thr, category,
                       capacity)
-    bits = ((added[:, None] >> np.arange(len(block))) & 1).astype(bool)
-    return bits[tuple_of]
+    return added
+
+
+def mask_bits(added, q: int) -> np.ndarray:
+    """The bool matrix (rows x q) of the masks ``added``."""
+    return ((added[:, None] >> np.arange(q)) & 1).astype(bool)
 
 
 def _entries(radix, n_strata, tuples):
@@ -320,32 +345,63 @@ def _ids(rows):
     return row_ids(rows)
 
 
-def _fast(codes, cards, weights, k, combinations, category, stratum, w, threshold, rng, progress):
-    """The fast method on integer codes: returns the bool matrix of suppressed values."""
-    n, m = codes.shape
+class _Records:
+    """The records of :func:`local_suppression` in this process, for :func:`greedy`: their
+    current codes and what is suppressed."""
+
+    def __init__(self, codes, stratum, w):
+        self.codes, self.stratum, self.w = codes.copy(), stratum, w
+        self.suppressed = np.zeros(codes.shape, dtype=bool)
+
+    def step(self, block, lay, weights, k, threshold, category, cleanup, rng) -> bool:
+        """One block of the greedy: the distinct tuples of ``block`` (layout ``lay``) in order of
+        first appearance with their counts, :func:`solve_block`, every record suppressing its
+        tuple's mask; False when the block had no unsafe tuple."""
+        from .._frequency_kernel import distinct
+
+        code = tuple_codes(self.codes, block, self.stratum, *lay)
+        first, of = distinct(code)
+        U = first.size
+        counts = np.bincount(of, minlength=U).astype(np.int64)
+        wsum = np.bincount(of, weights=self.w, minlength=U) if threshold is not None else np.zeros(U)
+        added = solve_block(code[first], counts, wsum, *lay, weights, k, threshold, category, cleanup, rng)
+        if added is None:
+            return False
+        bits = mask_bits(added, len(block))[of]
+        for j, key in enumerate(block):
+            self.suppressed[:, key] |= bits[:, j]
+            self.codes[bits[:, j], key] = -1
+        return True
+
+
+def greedy(records, cards, weights, k, combinations, category, n_strata, threshold, rng, progress):
+    """The fast method (module docstring) block after block on ``records``: :class:`_Records`, or
+    the partitions on Dask workers (:mod:`probanon.distributed.suppression`), anything with
+    ``step`` (one block: its tables, :func:`solve_block` with the generator ``rng``, the masks
+    applied; whether the block had an unsafe tuple)."""
+    m = len(cards)
     order = np.argsort(-weights, kind="stable")  # most important first inside a block
     sets = key_sets(m, combinations)
     largest = max(len(x) for x in sets)
     blocks = [sorted(x, key=lambda i: int(np.flatnonzero(order == i)[0])) for x in sets if len(x) == largest]
-    current = codes.copy()
-    suppressed = np.zeros((n, m), dtype=bool)
     passes = 1 if not category or len(blocks) == 1 else 6
     for p in range(passes):
         changed = False
         for b, block in enumerate(blocks):
             progress("local suppression", p * len(blocks) + b, passes * len(blocks))
-            bits = _block(current, cards, block, weights, stratum, w, k, threshold, category,
-                          cleanup=len(blocks) == 1, rng=rng)
-            if bits is None:
-                continue
-            changed = True
-            for j, key in enumerate(block):
-                suppressed[:, key] |= bits[:, j]
-                current[bits[:, j], key] = -1
+            changed |= records.step(block, layout(cards, block, n_strata), weights[block], k, threshold, category,
+                                    len(blocks) == 1, rng)
         if not changed:
             break
     progress("local suppression", passes * len(blocks), passes * len(blocks))
-    return suppressed
+
+
+def _fast(codes, cards, weights, k, combinations, category, stratum, w, threshold, rng, progress):
+    """The fast method on integer codes: returns the bool matrix of suppressed values."""
+    records = _Records(codes, stratum, w)
+    n_strata = 1 if stratum is None else int(stratum.max()) + 1
+    greedy(records, cards, weights, k, combinations, category, n_strata, threshold, rng, progress)
+    return records.suppressed
 
 
 def _left(codes, k, combinations, missing, stratum, w, threshold):
@@ -503,4 +559,5 @@ def _report(codes, keys, k, combinations, missing, stratum, w, threshold) -> KVi
                        n=codes.shape[0], violating=violating)
 
 
-__all__ = ["METHODS", "SuppressionResult", "key_weights", "local_suppression"]
+__all__ = ["METHODS", "SuppressionResult", "greedy", "key_weights", "layout", "local_suppression", "mask_bits",
+           "solve_block", "tuple_codes", "weights_for"]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .findings import held, show
 from .options import (
+    add_cluster_options,
     add_input,
     add_output,
     add_release_options,
@@ -250,8 +251,65 @@ def _check_suppress_args(args):
     return importance_of(args.importance)
 
 
+def _suppress_folder(args, importance) -> int:
+    """``suppress`` of a directory of Parquet files: on Dask, the records read, suppressed, checked
+    and written by the workers, one ``-o`` file per input file (``-o`` names the new directory):
+    :func:`probanon.distributed.suppression.suppress_parquet`, the values the fast method suppresses
+    in the files' rows concatenated in name order."""
+    from .options import audit_verdict, cluster_from_args
+    from ..distributed.partitioned import audit_files, parquet_files, parquet_schema
+    from ..distributed.suppression import suppress_parquet
+    from ..outputs import table_format
+    from ..release import assign_roles
+
+    if args.scheduler is None and args.workers is None:
+        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
+                         "(a local cluster) or --scheduler ADDRESS")
+    unsupported = [name for name, given in (("--compare", args.compare), ("--method exact", args.method == "exact"),
+                                            ("--weights", args.weights), ("--risk-threshold", args.risk_threshold),
+                                            ("--link", args.link), ("recoding options", recoding_steps(args)))
+                   if given]
+    if unsupported:
+        raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files "
+                         "(recode the files first, or give one file)")
+    if table_format(args.output, "output") != "parquet":
+        raise InputError(f"{args.input}: a directory of Parquet files is released as one: name it NAME.parquet")
+    files = parquet_files(args.input)
+    strata = column_list(args.strata)
+    with cluster_from_args(args) as client:
+        roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
+                             args.keep_other, strata=strata)
+        keys = columns_with(roles, "key")
+        published = [c for c, role in roles.items() if role in ("confidential", "other")]
+        for where, result in audit_files(client, files, keys, published) if published else []:
+            audit_verdict(args, result, where)
+        promise = suppression_promise(args.k, keys, strata, args.combinations, args.missing)
+        started = time.perf_counter()
+        with Progress(f"local suppression: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}",
+                      quiet=args.quiet, desc="suppress") as progress:
+            result = suppress_parquet(client, files, keys, args.k, combinations=args.combinations,
+                                      importance=importance, strata=strata, missing=args.missing,
+                                      random_state=args.seed, output=args.output,
+                                      keep=[c for c, role in roles.items() if role != "drop"],
+                                      keep_order=args.keep_order, random_state_output=shuffle_stream(args.seed),
+                                      mechanism=promise.mechanism, progress=progress)
+    elapsed = time.perf_counter() - started
+    per_key = ", ".join(f"{c} {int(result.n_suppressed.get(c, 0)):,}" for c in keys)
+    print(f"wrote {args.output} ({len(files)} Parquet files, {result.violations_before.n:,} records, "
+          f"{'input order kept' if args.keep_order else 'records in random order within each file'})", file=sys.stderr)
+    print(f"local suppression: violations before {result.violations_before.total:,}; suppressed per key: {per_key}; "
+          f"total {result.total:,}; violations after {result.violations_after.total:,}; method fast, on Dask; "
+          f"{elapsed:.2f} s", file=sys.stderr)
+    return 0
+
+
 def cmd_suppress(args) -> int:
     importance = _check_suppress_args(args)
+    if Path(args.input).is_dir():
+        return _suppress_folder(args, importance)
+    if args.scheduler is not None or args.workers is not None:
+        raise InputError("--scheduler/--workers run the local suppression of a directory of Parquet files (one "
+                         "partition per file); a single file is suppressed in this process")
     frame = read_table(args.input)
     roles = release_roles(args, frame, audit=args.compare is None)
     keys = columns_with(roles, "key")
@@ -417,6 +475,8 @@ def add_parser(sub) -> None:
               help="print the risk-utility map of candidate recodings, a JSON object {name: [steps...]}, beside "
                    "suppression alone (and the recoding options given); nothing is written")
     s.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_cluster_options(s, "the local suppression of a directory of Parquet files (INPUT a directory, one partition "
+                           "per file; -o NAME.parquet the new directory, one file per input file)")
     _common(s, " and of the fast method's ties")
     s.set_defaults(func=cmd_suppress)
 

@@ -569,31 +569,42 @@ def fit_parquet(client, estimator, source, keys=None, output=None, *, labels: bo
 
 def _write_all(client, files, output, columns, part_labels, centroids, seed, keep, keep_order, say):
     """Write the release (module docstring, step 4), all files or none."""
+    if isinstance(seed, np.random.Generator):
+        seed = int(seed.integers(2**63))
+    seeds = np.random.SeedSequence(seed).spawn(len(files))
+
+    def submit(tmp):
+        [cents] = client.scatter([centroids], broadcast=True, hash=False)
+        return [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents,
+                              None if keep_order else seeds[p], keep, pure=False)
+                for p, (f, labels) in enumerate(zip(files, part_labels))]
+
+    write_folder(client, output, submit, len(files), say)
+
+
+def write_folder(client, output, submit, count: int, say) -> None:
+    """Run the write tasks ``submit(tmp)`` (their futures, ``count`` files) into a temporary folder
+    beside ``output`` that becomes ``output`` only when every file is written; on any error the
+    tasks are cancelled and the folder removed (all files or none)."""
     from distributed import wait
 
     output = Path(output)
     tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
-        if isinstance(seed, np.random.Generator):
-            seed = int(seed.integers(2**63))
-        seeds = np.random.SeedSequence(seed).spawn(len(files))
-        [cents] = client.scatter([centroids], broadcast=True, hash=False)
-        writes = [client.submit(_write, f, str(tmp / f"part-{p:05d}.parquet"), columns, labels, cents,
-                                None if keep_order else seeds[p], keep, pure=False)
-                  for p, (f, labels) in enumerate(zip(files, part_labels))]
-        say("write", 0, len(files))
+        writes = submit(tmp)
+        say("write", 0, count)
         try:
             client.gather(writes)
         except BaseException:
             client.cancel(writes)  # no task writes into the folder after it is removed
             wait(writes, timeout=60)
             raise
-        say("write", len(files), len(files))
+        say("write", count, count)
         os.replace(tmp, output)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 
-__all__ = ["audit_files", "fit_parquet", "parquet_files"]
+__all__ = ["audit_files", "fit_parquet", "parquet_files", "write_folder"]
