@@ -142,7 +142,7 @@ class Promise:
             keys = [c for c in columns if c not in self.strata]
             strata = [c for c in columns if c in self.strata]
             f, _ = match_counts(key_codes(data, keys), missing="any", strata=stratum_codes(data, strata))
-            self.check_matched(columns, int(f.min()), int((f < self.k).sum()))
+            self.check_matched(columns, int(f.min(initial=self.k)), int((f < self.k).sum()))
 
     def check_matched(self, columns, smallest: int, short: int) -> None:
         """The rule "any" on one set of columns, from its counts of matching records: the

@@ -179,3 +179,37 @@ def test_cli_folder_in_folder_out(folder, tmp_path, capsys):
         code = main(["suppress", *argv, "-k", "3", "--keys", ",".join(KEYS), "--keep-other"])
         assert code == 2 and message in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["one.csv", "released.parquet"]
+
+
+def test_an_index_with_repeated_labels_a_generator_and_one_type_per_column(client, tmp_path):
+    """A file whose stored index repeats its labels changes only the records suppressed (in one
+    process too); a Generator as random_state ends where one process leaves it; a column of two
+    types across the files is refused before any work."""
+    frame = _frame(600, seed=3)
+    parts = tmp_path / "parts"
+    parts.mkdir()
+    pd.concat([frame.iloc[:300], frame.iloc[300:].set_axis(range(300))]).to_parquet(parts / "a.parquet")
+    whole = pd.read_parquet(parts / "a.parquet")
+    assert not whole.index.is_unique
+    mine, theirs = np.random.default_rng(9), np.random.default_rng(9)
+    one = local_suppression(whole, KEYS, 3, missing="category", random_state=mine)
+    missing = whole[KEYS].isna().to_numpy() | one.suppressed.to_numpy()
+    assert (one.data[KEYS].isna().to_numpy() == missing).all()  # only the suppressed ones
+    out = tmp_path / "out.parquet"
+    result = suppress_parquet(client, parts, KEYS, 3, missing="category", random_state=theirs, output=out,
+                              keep_order=True)
+    released = pd.read_parquet(out / "part-00000.parquet")
+    assert (released[KEYS].isna().to_numpy() == missing).all()
+    assert result.n_suppressed == one.n_suppressed
+    assert mine.integers(2 ** 62) == theirs.integers(2 ** 62)
+    frame.iloc[:300].assign(age=frame["age"].iloc[:300].astype(float)).set_axis(np.arange(300)[::-1]).to_parquet(
+        parts / "b.parquet")
+    with pytest.raises(InputError, match="column 'age' is int64 in .*a.parquet but float64 in .*b.parquet"):
+        suppress_parquet(client, parts, KEYS, 3, output=tmp_path / "never.parquet")
+    assert not (tmp_path / "never.parquet").exists()
+
+
+def test_the_any_rule_promise_holds_on_an_empty_release():
+    from probanon.release import combination_promise
+
+    combination_promise(3, ["a", "b"], None, "test", missing="any").check(pd.DataFrame({"a": [], "b": []}))

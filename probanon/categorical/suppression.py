@@ -522,14 +522,7 @@ def local_suppression(data: pd.DataFrame, keys: list, k: int = 3, *, combination
     if method == "fast" and after.total:
         _fall_back(final, suppressed, k, combinations, missing, stratum, w, risk_threshold)
         after = _report(final, keys, k, combinations, missing, stratum, w, risk_threshold)
-    out = data.copy()
-    for i, c in enumerate(keys):
-        rows = suppressed[:, i]
-        if rows.any():
-            kind = out[c].dtype.kind
-            if kind in "iub":
-                out[c] = out[c].astype("boolean" if kind == "b" else "Int64")
-            out.loc[out.index[rows], c] = pd.NA if kind in "iub" else np.nan
+    out = suppressed_frame(data, keys, suppressed)
     frame = pd.DataFrame(suppressed, index=data.index, columns=keys)
     return SuppressionResult(data=out, suppressed=frame, n_suppressed={c: int(suppressed[:, i].sum())
                                                                         for i, c in enumerate(keys)},
@@ -537,6 +530,21 @@ def local_suppression(data: pd.DataFrame, keys: list, k: int = 3, *, combination
                              combinations=combinations, missing=missing, method=method, optimal=optimal,
                              lower_bound=lower, cost=float((suppressed * cost).sum()),
                              weights_per_key=dict(zip(keys, map(float, cost))), risk_threshold=risk_threshold)
+
+
+def suppressed_frame(data: pd.DataFrame, keys: list, suppressed: np.ndarray) -> pd.DataFrame:
+    """A copy of ``data`` with the values ``suppressed`` (bool, one column per key) missing, set
+    by position (an index with repeated labels changes only those records); integer and boolean
+    keys with a suppressed value become pandas' nullable types."""
+    out = data.copy()
+    for i, c in enumerate(keys):
+        rows = np.flatnonzero(suppressed[:, i])
+        if rows.size:
+            kind = out[c].dtype.kind
+            if kind in "iub":
+                out[c] = out[c].astype("boolean" if kind == "b" else "Int64")
+            out.iloc[rows, out.columns.get_loc(c)] = pd.NA if kind in "iub" else np.nan
+    return out
 
 
 def _report(codes, keys, k, combinations, missing, stratum, w, threshold) -> KViolations:
@@ -560,4 +568,4 @@ def _report(codes, keys, k, combinations, missing, stratum, w, threshold) -> KVi
 
 
 __all__ = ["METHODS", "SuppressionResult", "greedy", "key_weights", "layout", "local_suppression", "mask_bits",
-           "solve_block", "tuple_codes", "weights_for"]
+           "solve_block", "suppressed_frame", "tuple_codes", "weights_for"]

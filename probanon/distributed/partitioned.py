@@ -70,15 +70,16 @@ WINDOW_K = 8
 
 
 def parquet_files(source) -> list[str]:
-    """The partitions of ``source``: its ``*.parquet`` files in name order (a directory), or the
-    given list of files; as absolute paths (the workers' working folder is not ours)."""
+    """The partitions of ``source``: its ``*.parquet`` files in the order of their names in the
+    folder (a directory; a symbolic link counts by its own name), or the given list of files in
+    its order; as absolute paths (the workers' working folder is not ours)."""
     if isinstance(source, (list, tuple)):
         files = [str(Path(p).resolve()) for p in source]
     else:
         folder = Path(source)
         if not folder.is_dir():
             raise InputError(f"{source}: not a directory of Parquet files")
-        files = sorted(str(p.resolve()) for p in folder.glob("*.parquet") if p.is_file())
+        files = [str(p.resolve()) for p in sorted(folder.glob("*.parquet"), key=lambda p: p.name) if p.is_file()]
     if not files:
         raise InputError(f"{source}: no .parquet file")
     return files
@@ -588,9 +589,9 @@ def write_folder(client, output, submit, count: int, say) -> None:
     tasks are cancelled and the folder removed (all files or none)."""
     from distributed import wait
 
-    output = Path(output)
+    output = Path(output).resolve()  # the workers' working folder is not ours
     tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir(parents=True)
+    tmp.mkdir()
     try:
         writes = submit(tmp)
         say("write", 0, count)
@@ -598,7 +599,8 @@ def write_folder(client, output, submit, count: int, say) -> None:
             client.gather(writes)
         except BaseException:
             client.cancel(writes)  # no task writes into the folder after it is removed
-            wait(writes, timeout=60)
+            with client.as_current():  # our clients are not the default one: wait needs it named
+                wait(writes, timeout=60)
             raise
         say("write", count, count)
         os.replace(tmp, output)

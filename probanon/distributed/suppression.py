@@ -12,10 +12,11 @@ of keys with their record counts (:func:`probanon.categorical.suppression.solve_
    holds these dictionaries only.
 2. Each block (all keys together, or each combination of m keys): every partition counts its
    distinct tuples (code, records, first row); the tables are merged in a tree on the workers
-   (counts added, the first row the smallest), so the client receives one table: the block's
-   distinct tuples in order of first appearance, as in one process. The client runs the block's
-   greedy on it (the same tie order from the same generator) and sends back the tuples that
-   suppress keys with their masks; each partition applies them to its records.
+   (counts added, the first row the smallest) into the block's distinct tuples, which one worker
+   puts in order of first appearance, as in one process, and solves with the block's greedy (the
+   same tie order: the generator travels from block to block with the tasks, and the caller's
+   ends where one process leaves it); the tuples that suppress keys go with their masks to every
+   partition, which applies them to its records. The client waits for one flag per block.
 3. The check, on what is about to be written: each partition's release (its file's published
    columns, the suppressed key values missing, its rows in a random order from its own seed) is
    built and kept on its worker; its keys and strata are coded again from the release itself, the
@@ -25,8 +26,12 @@ of keys with their record counts (:func:`probanon.categorical.suppression.solve_
    is checked on these counts before any file is written. Then every worker writes its file into
    a temporary folder that becomes ``output`` only when every file is written.
 
-The client holds the dictionaries and one block's table of distinct tuples at a time (at most the
-block's value combinations that occur), plus one flag per record for the violations report.
+The client holds the dictionaries (sent once to every worker) and, for the violations before and
+after, one flag per record each; never a table or a record. The worker that solves a block holds
+its merged table and the kernel's hash table (at most the block's distinct tuples: about 24 bytes
+each, times the 2^m kept-key sets under "any"). The files must give each key one type (a column
+int64 in one file and double in another is refused: one process would read the files as one
+table, with one type per column).
 The fall-back of the single machine (a record still below k loses every key value; under "a
 missing value is a category" a class of fully suppressed records below k is completed with the
 record whose classes have the most room) runs here step for step on the workers. Not here: the
@@ -56,11 +61,12 @@ class _Part:
 
 
 def _values(path, columns):
-    """(per column the distinct non-missing values in order of first appearance, rows)."""
+    """(per column the distinct non-missing values in order of first appearance, rows, per column
+    its type)."""
     import pandas as pd
 
     frame = pd.read_parquet(path, columns=list(columns))
-    return [frame[c].dropna().unique() for c in columns], len(frame)
+    return [frame[c].dropna().unique() for c in columns], len(frame), [str(frame[c].dtype) for c in columns]
 
 
 def _coded(frame, keys, strata, dictionaries, strata_radix):
@@ -68,7 +74,8 @@ def _coded(frame, keys, strata, dictionaries, strata_radix):
     kept) or None)."""
     import pandas as pd
 
-    codes = np.empty((len(frame), len(keys)), dtype=np.int32)
+    wide = max((len(dictionaries[c]) for c in keys), default=0) >= 2 ** 31
+    codes = np.empty((len(frame), len(keys)), dtype=np.int64 if wide else np.int32)
     for j, c in enumerate(keys):
         codes[:, j] = pd.Index(dictionaries[c]).get_indexer(frame[c])
     if not strata:
@@ -211,21 +218,17 @@ def _suppress_rows(part, bad):
 
 
 def _release(path, keep, keys, part, seed):
-    """One file's release: its columns ``keep``, the suppressed key values missing, the rows in the
-    order of a permutation drawn from ``seed`` (None: file order)."""
+    """One file's release: its columns ``keep``, the suppressed key values missing
+    (:func:`probanon.categorical.suppression.suppressed_frame`: by position), the rows in the order
+    of a permutation drawn from ``seed`` (None: file order)."""
     import pandas as pd
 
-    frame = pd.read_parquet(path, columns=list(keep))
-    for j, c in enumerate(keys):
-        rows = part.suppressed[:, j]
-        if rows.any():
-            kind = frame[c].dtype.kind
-            if kind in "iub":
-                frame[c] = frame[c].astype("boolean" if kind == "b" else "Int64")
-            frame.loc[frame.index[rows], c] = pd.NA if kind in "iub" else np.nan
+    from ..categorical.suppression import suppressed_frame
+
+    frame = suppressed_frame(pd.read_parquet(path, columns=list(keep)), keys, part.suppressed)
     if seed is not None:
-        frame = frame.iloc[np.random.default_rng(seed).permutation(len(frame))].reset_index(drop=True)
-    return frame
+        frame = frame.iloc[np.random.default_rng(seed).permutation(len(frame))]
+    return frame.reset_index(drop=True)
 
 
 def _recoded(frame, keys, strata, dictionaries, strata_radix, levels):
@@ -405,10 +408,18 @@ def _dictionaries(client, files, columns):
     found = client.gather([client.submit(_values, f, list(columns), pure=False) for f in files])
     out = {}
     for j, c in enumerate(columns):
-        values = [v[j] for v, _ in found if len(v[j])]
+        # one type per column: one process reads the files as one table, whose column has one type
+        # (int64 and float64 files would be float64 there, merging integers above 2^53)
+        types = {t[j] for (v, rows, t) in found if rows}
+        if len(types) > 1:
+            where = [(f, t[j]) for f, (_, rows, t) in zip(files, found) if rows]
+            first = next(x for x in where if x[1] != where[0][1])
+            raise InputError(f"column {c!r} is {where[0][1]} in {where[0][0]} but {first[1]} in {first[0]}: give "
+                             "the files one type per column")
+        values = [v[j] for v, _, _ in found if len(v[j])]
         out[c] = pd.Series(np.concatenate([np.asarray(v, dtype=object) for v in values]) if values else [],
                            dtype=object).drop_duplicates().to_numpy() if values else np.zeros(0, dtype=object)
-    return out, [rows for _, rows in found]
+    return out, [rows for _, rows, _ in found]
 
 
 def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | None = None, importance=None,
@@ -447,12 +458,17 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
     check_rule(missing)
     combinations = check_combinations(combinations, len(keys))
     keep = list(columns) if keep is None else list(keep)
+    rng = None if random_state is None else check_random_state(random_state)
     if output is not None:
+        unknown = [c for c in keep if c not in columns]
+        if unknown:
+            raise InputError(f"column {unknown[0]!r} to keep is not in the files")
         if [c for c in keys + strata if c not in keep]:
             raise InputError("the keys and strata are released: keep them")
         if Path(output).exists():
             raise InputError(f"{output}: exists (a release is never written over an existing path)")
-    rng = None if random_state is None else check_random_state(random_state)
+        if random_state_output is None and not keep_order and not isinstance(random_state, np.random.Generator):
+            random_state_output = shuffle_stream(random_state)  # an int seed checked before any work
     progress = quiet if progress is None else progress
 
     progress("read", 0, len(files))
@@ -463,9 +479,9 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
     if strata and float(np.prod(np.asarray(strata_radix, dtype=float))) >= 2.0 ** 62:
         raise InputError("too many strata values to number (recode or combine the strata columns)")
     offsets = np.concatenate([[0], np.cumsum(rows)[:-1]]).astype(np.int64)
-    parts = [client.submit(_read_part, f, keys, strata, dictionaries, strata_radix, int(o), pure=False)
-             for f, o in zip(files, offsets)]
-    records = _OnWorkers(client, parts)
+    [dictionaries_f] = client.scatter([dictionaries], broadcast=True, hash=False)  # sent to each worker once
+    records = _OnWorkers(client, [client.submit(_read_part, f, keys, strata, dictionaries_f, strata_radix, int(o),
+                                                pure=False) for f, o in zip(files, offsets)])
     levels, n_strata = None, 1
     if strata:
         levels = np.unique(np.concatenate(records.each(_strata_values)))
@@ -480,6 +496,9 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
     report = dict(names=keys, cards=cards, n_strata=n_strata, k=k, combinations=combinations, missing=missing, n=n)
     before = violations_on_workers(records, **report)
     greedy(records, cards, cost, k, combinations, missing == "category", n_strata, None, rng, progress)
+    if rng is not None and records.rng is not None and records.rng is not rng:
+        # the caller's generator ends where one process leaves it (the draws were made on the workers)
+        rng.bit_generator.state = records.rng.result().bit_generator.state
     after = violations_on_workers(records, **report)
     if after.total:
         after = _fall_back(client, records, rows, after, report)
@@ -489,15 +508,17 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
         promise = combination_promise(k, keys, combinations, mechanism or (
             f"local suppression (k = {k}, " + (f"every combination of up to {size} keys" if size < len(keys)
                                               else "all keys") + ")"), missing=missing, strata=strata)
-        seed = shuffle_stream(random_state) if random_state_output is None else random_state_output
-        if isinstance(seed, np.random.Generator):
-            seed = int(seed.integers(2 ** 63))
-        seeds = np.random.SeedSequence(seed).spawn(len(files))
-        frames = [client.submit(_release, f, keep, keys, p, None if keep_order else seeds[i], pure=False)
+        seeds = [None] * len(files)
+        if not keep_order:
+            seed = rng if random_state_output is None else random_state_output  # a Generator: drawn after the greedy
+            if isinstance(seed, np.random.Generator):
+                seed = int(seed.integers(2 ** 63))
+            seeds = np.random.SeedSequence(seed).spawn(len(files))
+        frames = [client.submit(_release, f, keep, keys, p, seeds[i], pure=False)
                   for i, (f, p) in enumerate(zip(files, records.parts))]
         if strata:
             [levels_f] = client.scatter([levels], broadcast=True, hash=False)
-        checked = _OnWorkers(client, [client.submit(_recoded, fr, keys, strata, dictionaries, strata_radix,
+        checked = _OnWorkers(client, [client.submit(_recoded, fr, keys, strata, dictionaries_f, strata_radix,
                                                     levels_f if strata else None, pure=False) for fr in frames])
         progress("check", 0, 1)
         violations_on_workers(checked, **report, promise=promise)  # raises before anything is written
