@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._threads import one_thread
 from .._validation import check_random_state
 from ..errors import InputError, ParameterError
 from ..metrics.attribute import (MARGINS, ClassShares, PinnedShares, _margins, category_codes, class_shares,
@@ -228,6 +229,7 @@ def _excess_read(c: ColumnDisclosure) -> float:
     return max(c.nearest[-1] if c.nearest else 0.0, learned) - c.learned_baseline[-1]
 
 
+@one_thread
 def attribute_disclosure(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, *, mechanism=None,
                          k=None, link=None, column_rows=None, control: pd.DataFrame | None = None,
                          margins=MARGINS, knows=None, learned: bool = True, standardize: bool = True,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .._threads import one_thread
 from .._validation import check_random_state
 from ..errors import AdjustmentWarning
 from ..metrics import information_loss
@@ -198,6 +199,7 @@ def _seed(random_state) -> int | None:
     return int(check_random_state(random_state).integers(2 ** 32))
 
 
+@one_thread
 def remedies(original: pd.DataFrame, released: pd.DataFrame, keys, confidential, report: AttackReport, *, link=None,
              column_rows=None, runs: int = 10, confidence: float = 0.99, standardize: bool = True,
              random_state=None, progress=None, nominal=(), ordinal=(), strata=(), missing="raise",

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from .._threads import one_thread
 from .._validation import check_confidence, check_k, check_random_state, check_runs
 from ..errors import InputError, ParameterError
 from ..metrics.risk import ReidentificationTest, reidentification_result
@@ -111,6 +112,7 @@ def with_bound(result: ReidentificationTest, bound: float | None, k=None) -> Rei
                    lower_exceeds_bound=bool(low > bound))
 
 
+@one_thread
 def attack(original: pd.DataFrame, released: pd.DataFrame, keys, confidential=(), *, mechanism=None, k=None,
            link=None, column_rows=None, intruders=None, runs: int = 10, confidence: float = 0.99,
            standardize: bool = True, transform: str = "auto", random_state=None, progress=None, nominal=(),

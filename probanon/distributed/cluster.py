@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import uuid
+from pathlib import Path
 
 from ..errors import ProbanonError
 
@@ -114,5 +117,31 @@ def run_tasks(client, function, count: int, arguments, progress=None, stage: str
         yield j, result
 
 
+def write_folder(client, output, submit, count: int, say) -> None:
+    """Run the write tasks ``submit(tmp)`` (their futures, ``count`` files) into a temporary folder
+    beside ``output`` that becomes ``output`` only when every file is written; on any error the
+    tasks are cancelled and the folder removed (all files or none)."""
+    from distributed import wait
+
+    output = Path(output).resolve()  # the workers' working folder is not ours
+    tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        writes = submit(tmp)
+        say("write", 0, count)
+        try:
+            client.gather(writes)
+        except BaseException:
+            client.cancel(writes)  # no task writes into the folder after it is removed
+            with client.as_current():  # our clients are not the default one: wait needs it named
+                wait(writes, timeout=60)
+            raise
+        say("write", count, count)
+        os.replace(tmp, output)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 __all__ = ["CONNECT_TIMEOUT", "ClusterError", "dask_client", "describe",
-           "run_tasks"]
+           "run_tasks", "write_folder"]

@@ -37,8 +37,6 @@ labels of every row: 8 bytes each); no partition passes through it.
 from __future__ import annotations
 
 import os
-import shutil
-import uuid
 from pathlib import Path
 
 import numpy as np
@@ -580,33 +578,9 @@ def _write_all(client, files, output, columns, part_labels, centroids, seed, kee
                               None if keep_order else seeds[p], keep, pure=False)
                 for p, (f, labels) in enumerate(zip(files, part_labels))]
 
+    from .cluster import write_folder
+
     write_folder(client, output, submit, len(files), say)
 
 
-def write_folder(client, output, submit, count: int, say) -> None:
-    """Run the write tasks ``submit(tmp)`` (their futures, ``count`` files) into a temporary folder
-    beside ``output`` that becomes ``output`` only when every file is written; on any error the
-    tasks are cancelled and the folder removed (all files or none)."""
-    from distributed import wait
-
-    output = Path(output).resolve()  # the workers' working folder is not ours
-    tmp = output.parent / f".{output.name}.tmp-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
-        writes = submit(tmp)
-        say("write", 0, count)
-        try:
-            client.gather(writes)
-        except BaseException:
-            client.cancel(writes)  # no task writes into the folder after it is removed
-            with client.as_current():  # our clients are not the default one: wait needs it named
-                wait(writes, timeout=60)
-            raise
-        say("write", count, count)
-        os.replace(tmp, output)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-
-
-__all__ = ["audit_files", "fit_parquet", "parquet_files", "write_folder"]
+__all__ = ["audit_files", "fit_parquet", "parquet_files"]

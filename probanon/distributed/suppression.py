@@ -533,7 +533,7 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
 
 def _write_all(client, frames, output, progress):
     """Every release file into a temporary folder that becomes ``output`` when all are written."""
-    from .partitioned import write_folder
+    from .cluster import write_folder
 
     write_folder(client, output, lambda tmp: [client.submit(_write, fr, str(tmp / f"part-{p:05d}.parquet"), pure=False)
                                               for p, fr in enumerate(frames)], len(frames), progress)
