@@ -593,8 +593,12 @@ def main(argv=None) -> int:
                         "on Adult here and was killed by the kernel)")
     p.add_argument("--exact-sample", type=int, default=1000,
                    help="records of Adult (the first ones) for fast against exact under both missing rules (default 1000)")
-    p.add_argument("--sections", nargs="+", choices=["adult", "exact", "census", "pram", "suda", "household"],
-                   default=["adult", "exact", "census", "pram", "suda", "household"], help="what to run (default all)")
+    p.add_argument("--sections", nargs="+", choices=["adult", "exact", "census", "pram", "suda", "household", "dask"],
+                   default=["adult", "exact", "census", "pram", "suda", "household"],
+                   help="what to run (default all but dask: benchmarks/categorical_dask.py, beyond 10^7 on a local "
+                        "Dask cluster, about 40 minutes)")
+    p.add_argument("--dask-sizes", type=int, nargs="+", default=[10_000_000, 20_000_000],
+                   help="records of the dask section (the first also run in one process, record by record the same)")
     p.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
@@ -633,6 +637,12 @@ def main(argv=None) -> int:
             out(f"== (c) PRAM, SUDA2 and household risk on the {len(frame):,} census-like records ==")
             for s in rest:
                 {"pram": section_pram, "suda": section_suda, "household": section_household}[s](args, sdc, tmp, frame, out)
+        if "dask" in args.sections:
+            out("== (d) local suppression of a directory of Parquet files on Dask (benchmarks/categorical_dask.py) ==")
+            run = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "categorical_dask.py"), "--sizes",
+                                  *map(str, args.dask_sizes), "--single-upto", str(args.dask_sizes[0]), "--tmp", d],
+                                 capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+            out(run.stdout.rstrip() if run.returncode == 0 else f"   failed: {(run.stderr.strip().splitlines() or ['?'])[-1]}")
     out(f"# load average at end {' '.join(f'{x:.2f}' for x in os.getloadavg())}; total {time.perf_counter() - start:.0f} s")
     return 0
 
