@@ -547,6 +547,23 @@ def suppressed_frame(data: pd.DataFrame, keys: list, suppressed: np.ndarray) -> 
     return out
 
 
+def suppression_promise(k: int, keys: list, strata, combinations, missing: str):
+    """What a local suppression promises (``suppress``, one process or Dask): k-anonymity over
+    every combination of at most ``combinations`` keys (None: all keys together, which implies
+    every subset) with the ``missing`` rule, within the released ``strata``
+    (:func:`probanon.release.combination_promise`)."""
+    from ..release import combination_promise
+
+    size = len(keys) if combinations is None else min(int(combinations), len(keys))
+    mechanism = f"local suppression (k = {k}, " + (f"every combination of up to {size} keys" if size < len(keys)
+                                                  else "all keys") + f", a missing value {RULES[missing]})"
+    return combination_promise(k, keys, combinations, mechanism, missing=missing, strata=strata)
+
+
+#: the missing-value rules in words
+RULES = {"any": "matching any value", "category": "a category of its own"}
+
+
 def _report(codes, keys, k, combinations, missing, stratum, w, threshold) -> KViolations:
     """The violations (k), or with a risk threshold the records at or above it per combination
     (in the same :class:`KViolations` form, ``records`` counting them)."""
@@ -568,4 +585,4 @@ def _report(codes, keys, k, combinations, missing, stratum, w, threshold) -> KVi
 
 
 __all__ = ["METHODS", "SuppressionResult", "greedy", "key_weights", "layout", "local_suppression", "mask_bits",
-           "solve_block", "suppressed_frame", "tuple_codes", "weights_for"]
+           "solve_block", "suppressed_frame", "suppression_promise", "tuple_codes", "weights_for"]

@@ -30,10 +30,11 @@ from .options import (
 from .parser import command
 from .progress import Progress
 from ..categorical.recoding import BottomCode, Group, Hierarchy, Intervals, Round, TopCode, recode, steps_from_json
+from ..categorical.suppression import suppression_promise
 from ..data import read_table
 from ..errors import GuaranteeError, InputError, ParameterError
 from ..frequencies import k_violations
-from ..release import Promise, column_list, columns_with, combination_promise, make_release, shuffle_stream
+from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
 
 
 def _spec(option: str, text: str) -> tuple[str, str]:
@@ -200,20 +201,6 @@ def importance_of(text):
             for c, _, w in (t.partition("=") for t in items)}
 
 
-def suppression_promise(k: int, keys: list, strata: list, combinations, missing: str) -> Promise:
-    """What ``suppress`` promises: k-anonymity over every combination of at most ``combinations``
-    keys (None: all keys together, which implies every subset) with the ``missing`` rule, within
-    the released ``strata`` (:func:`probanon.release.combination_promise`)."""
-    size = len(keys) if combinations is None else min(int(combinations), len(keys))
-    mechanism = f"local suppression (k = {k}, " + (f"every combination of up to {size} keys" if size < len(keys)
-                                                  else "all keys") + f", a missing value {RULES[missing]})"
-    return combination_promise(k, keys, combinations, mechanism, missing=missing, strata=strata)
-
-
-#: the missing-value rules in words
-RULES = {"any": "matching any value", "category": "a category of its own"}
-
-
 def _check_risk(data, keys: list, strata: list, weights, threshold: float, combinations, missing: str) -> None:
     """The individual-risk variant's promise, on what is about to be written: on every combination
     of keys the release promises, every record's individual risk
@@ -256,34 +243,17 @@ def _suppress_folder(args, importance) -> int:
     and written by the workers, one ``-o`` file per input file (``-o`` names the new directory):
     :func:`probanon.distributed.suppression.suppress_parquet`, the values the fast method suppresses
     in the files' rows concatenated in name order."""
-    from .options import audit_verdict, cluster_from_args
-    from ..distributed.partitioned import audit_files, parquet_files, parquet_schema
+    from .options import cluster_from_args, folder_roles, parquet_folder
     from ..distributed.suppression import suppress_parquet
-    from ..outputs import table_format
-    from ..release import assign_roles
 
-    if args.scheduler is None and args.workers is None:
-        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
-                         "(a local cluster) or --scheduler ADDRESS")
-    unsupported = [name for name, given in (("--compare", args.compare), ("--method exact", args.method == "exact"),
-                                            ("--weights", args.weights), ("--risk-threshold", args.risk_threshold),
-                                            ("--link", args.link), ("recoding options", recoding_steps(args)))
-                   if given]
-    if unsupported:
-        raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files "
-                         "(recode the files first, or give one file)")
-    if table_format(args.output, "output") != "parquet":
-        raise InputError(f"{args.input}: a directory of Parquet files is released as one: name it NAME.parquet")
-    files = parquet_files(args.input)
+    files = parquet_folder(args, (("--compare", args.compare), ("--method exact", args.method == "exact"),
+                                  ("--weights", args.weights), ("--risk-threshold", args.risk_threshold),
+                                  ("--link", args.link), ("recoding options", recoding_steps(args))),
+                           hint=" (recode the files first, or give one file)")
     strata = column_list(args.strata)
     with cluster_from_args(args) as client:
-        roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
-                             args.keep_other, strata=strata)
+        roles = folder_roles(args, client, files, strata)
         keys = columns_with(roles, "key")
-        published = [c for c, role in roles.items() if role in ("confidential", "other")]
-        for where, result in audit_files(client, files, keys, published) if published else []:
-            audit_verdict(args, result, where)
-        promise = suppression_promise(args.k, keys, strata, args.combinations, args.missing)
         started = time.perf_counter()
         with Progress(f"local suppression: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}",
                       quiet=args.quiet, desc="suppress") as progress:
@@ -292,7 +262,7 @@ def _suppress_folder(args, importance) -> int:
                                       random_state=args.seed, output=args.output,
                                       keep=[c for c, role in roles.items() if role != "drop"],
                                       keep_order=args.keep_order, random_state_output=shuffle_stream(args.seed),
-                                      mechanism=promise.mechanism, progress=progress)
+                                      progress=progress)
     elapsed = time.perf_counter() - started
     per_key = ", ".join(f"{c} {int(result.n_suppressed.get(c, 0)):,}" for c in keys)
     print(f"wrote {args.output} ({len(files)} Parquet files, {result.violations_before.n:,} records, "
@@ -481,5 +451,4 @@ def add_parser(sub) -> None:
     s.set_defaults(func=cmd_suppress)
 
 
-__all__ = ["add_parser", "add_recoding_options", "cmd_recode", "cmd_suppress", "importance_of", "recoding_steps",
-           "suppression_promise"]
+__all__ = ["add_parser", "add_recoding_options", "cmd_recode", "cmd_suppress", "importance_of", "recoding_steps"]

@@ -25,7 +25,7 @@ from ..metrics import format_information_loss, information_loss, k_achieved, uti
 from .progress import Progress
 from ..microagg import METHODS
 from ..microagg.strata import recode_merged
-from ..release import assign_roles, column_list, columns_with, make_release, shuffle_stream
+from ..release import column_list, columns_with, make_release, shuffle_stream
 
 
 def _method(args):
@@ -74,34 +74,20 @@ def _microaggregate_folder(args) -> int:
     """``microaggregate`` of a directory of Parquet files: on Dask, the files read and the
     release written by the workers, one ``-o`` file per input file (``-o`` names the new
     directory); :func:`probanon.distributed.partitioned.fit_parquet`."""
-    from .options import audit_verdict
-    from ..distributed.partitioned import audit_files, fit_parquet, parquet_files, parquet_schema
-    from ..outputs import table_format
+    from .options import folder_roles, parquet_folder
+    from ..distributed.partitioned import fit_parquet
 
-    if args.scheduler is None and args.workers is None:
-        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
-                         "(a local cluster) or --scheduler ADDRESS")
-    unsupported = [name for name, given in (("--nominal", args.nominal), ("--ordinal", args.ordinal),
-                                            ("--missing pattern", args.missing == "pattern"),
-                                            ("--weights", args.weights), ("--strata", args.strata),
-                                            ("--household", args.household), ("--link", args.link)) if given]
-    if unsupported:
-        raise InputError(f"{args.input}: {unsupported[0]} is not available for a directory of Parquet files")
-    if table_format(args.output, "output") != "parquet":
-        raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
-    files = parquet_files(args.input)
+    files = parquet_folder(args, (("--nominal", args.nominal), ("--ordinal", args.ordinal),
+                                  ("--missing pattern", args.missing == "pattern"), ("--weights", args.weights),
+                                  ("--strata", args.strata), ("--household", args.household), ("--link", args.link)))
     model = _method(args)
     if not model._blockable:
         raise InputError(f"a directory of Parquet files is microaggregated in blocks by mdav, vmdav or pcl, "
                          f"not {args.method}")
     name = METHOD_NAMES[args.method]
     with cluster_from_args(args) as client:
-        roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
-                             args.keep_other)
+        roles = folder_roles(args, client, files)
         keys, drop = columns_with(roles, "key"), columns_with(roles, "drop")
-        published = [c for c, role in roles.items() if role in ("confidential", "other")]
-        for where, result in audit_files(client, files, keys, published) if published else []:
-            audit_verdict(args, result, where)
         with Progress(f"{name}: {len(files)} Parquet files, {len(keys)} keys, k = {args.k}", quiet=args.quiet,
                       desc=args.method) as progress:
             fitted = fit_parquet(client, model, files, keys=keys, output=args.output, labels=False, drop=drop,

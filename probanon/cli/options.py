@@ -493,6 +493,40 @@ def cluster_from_args(args, stream=None):
         yield client
 
 
+def parquet_folder(args, unsupported, hint: str = "") -> list:
+    """A directory of Parquet files as a command's input (issues 19.2 and 43): read by Dask workers
+    (``--workers``/``--scheduler`` required), the options ``unsupported`` ([(option, given)])
+    refused, the release a new directory ``-o NAME.parquet``; returns its files in name order."""
+    from ..distributed.partitioned import parquet_files
+    from ..outputs import table_format
+
+    if args.scheduler is None and args.workers is None:
+        raise InputError(f"{args.input}: a directory of Parquet files is read by Dask workers: give --workers N "
+                         "(a local cluster) or --scheduler ADDRESS")
+    given = [name for name, value in unsupported if value]
+    if given:
+        raise InputError(f"{args.input}: {given[0]} is not available for a directory of Parquet files{hint}")
+    if table_format(args.output, "output") != "parquet":
+        raise InputError(f"{args.output}: a directory of Parquet files is released as one: name it NAME.parquet")
+    return parquet_files(args.input)
+
+
+def folder_roles(args, client, files, strata=()) -> dict:
+    """The roles of a directory's columns (:func:`probanon.release.assign_roles` on the files'
+    schema), then the pre-release audit of every file and of a sample of all
+    (:func:`probanon.distributed.partitioned.audit_files`): a finding stops the command unless
+    ``--accept-risk``."""
+    from ..distributed.partitioned import audit_files, parquet_schema
+    from ..release import assign_roles, columns_with
+
+    roles = assign_roles(parquet_schema(client, files)[0], args.keys, args.confidential, args.drop,
+                         args.keep_other, strata=strata)
+    published = [c for c, role in roles.items() if role in ("confidential", "other")]
+    for where, result in audit_files(client, files, columns_with(roles, "key"), published) if published else []:
+        audit_verdict(args, result, where)
+    return roles
+
+
 def batch_runner(client):
     """Where a Monte Carlo's seeded batches run (:mod:`probanon.montecarlo`): here when
     ``client`` is None, else as tasks of its Dask cluster."""

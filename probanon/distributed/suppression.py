@@ -424,7 +424,7 @@ def _dictionaries(client, files, columns):
 
 def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | None = None, importance=None,
                      strata=None, missing: str = "any", random_state=None, output=None, keep=None,
-                     keep_order: bool = False, random_state_output=None, mechanism=None, progress=None):
+                     keep_order: bool = False, random_state_output=None, progress=None):
     """Local suppression (the fast method) of the Parquet files of ``source`` (a directory, its
     ``*.parquet`` in name order, or a list of files) on the cluster of ``client`` (module
     docstring): the values :func:`probanon.categorical.local_suppression` suppresses in the files'
@@ -434,12 +434,12 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
     With ``output`` (a new directory ``NAME.parquet``): the release is written there, one file per
     input file (its columns ``keep``, default all; the keys' suppressed values missing; rows in a
     random order within the file from ``random_state_output`` unless ``keep_order``), after the
-    promise (k on every combination with the rule, within the strata; named ``mechanism`` in the
-    message) is checked on what is about to be written (:class:`GuaranteeError` and nothing
+    promise (:func:`probanon.categorical.suppression.suppression_promise`: k on every combination
+    with the rule, within the strata) is checked on what is about to be written (:class:`GuaranteeError` and nothing
     written otherwise). Returns a :class:`probanon.categorical.SuppressionResult` whose ``data``
     and ``suppressed`` are None (the records stay on the workers)."""
-    from ..categorical.suppression import SuppressionResult, greedy, weights_for
-    from ..release import combination_promise, shuffle_stream
+    from ..categorical.suppression import SuppressionResult, greedy, suppression_promise, weights_for
+    from ..release import shuffle_stream
     from .partitioned import parquet_files, parquet_schema
 
     keys = [keys] if isinstance(keys, str) else list(keys)
@@ -504,10 +504,7 @@ def suppress_parquet(client, source, keys, k: int = 3, *, combinations: int | No
         after = _fall_back(client, records, rows, after, report)
     per_key = np.sum(records.each(_suppressed_per_key), axis=0).astype(np.int64)
     if output is not None:
-        size = len(keys) if combinations is None else combinations
-        promise = combination_promise(k, keys, combinations, mechanism or (
-            f"local suppression (k = {k}, " + (f"every combination of up to {size} keys" if size < len(keys)
-                                              else "all keys") + ")"), missing=missing, strata=strata)
+        promise = suppression_promise(k, keys, strata, combinations, missing)
         seeds = [None] * len(files)
         if not keep_order:
             seed = rng if random_state_output is None else random_state_output  # a Generator: drawn after the greedy
