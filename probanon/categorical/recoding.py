@@ -24,6 +24,8 @@ A recoding is a list of steps, one dataclass per kind, applied in order by :func
                     coarser value; ``,``, ``;`` or tab separated, with or without a header row).
                     Every value of the data must be in level 0 (or, for a labelled column, its
                     label), else an error naming the value.
+:class:`SetMissing` values of a column set missing (special codes, a category too rare to publish).
+:class:`Combine`    a new column made of several (a stratum from region and sex).
 :class:`TopCode`,   values above (below) a ``threshold`` (or the ``quantile`` of the values, type 7)
 :class:`BottomCode` replaced by ``replacement``: a number, ``"mean"`` (the mean of the tail, weighted
                     by the sampling weights if given), or None (the threshold itself); sdcMicro's
@@ -458,8 +460,75 @@ class BottomCode(TopCode):
     kind: ClassVar[str] = "bottom"
 
 
+@dataclass(frozen=True)
+class SetMissing(Step):
+    """The ``values`` of a column set missing (sdcMicro's ``NA`` recoding of special codes: "don't
+    know", 99, a category too rare to publish). A value may be named by its value label."""
+
+    kind: ClassVar[str] = "missing"
+    column: str
+    values: tuple = ()
+
+    def __post_init__(self):
+        if isinstance(self.values, (list, str, int, float)):
+            object.__setattr__(self, "values", tuple([self.values] if isinstance(self.values, (str, int, float))
+                                                     else self.values))
+        if not self.values:
+            raise ParameterError(f"missing {self.column!r}: name at least one value to set missing")
+
+    def apply(self, values, codes, weights):
+        hit = set()
+        for v in self.values:
+            hit.update(_key(x) for x in _resolve(self, values, codes, v))
+        codes_of, distinct = pd.factorize(values)  # each distinct value compared once
+        chosen = np.array([_key(x) in hit for x in distinct] + [False], dtype=bool)
+        mask = chosen[codes_of]  # code -1 (missing): the last entry, False
+        new = values.astype(object).where(~mask, None) if not pd.api.types.is_numeric_dtype(values) else \
+            values.where(~mask, np.nan)
+        left = None if codes is None else {c: t for c, t in codes.items() if _key(c) not in hit} or None
+        return new, left
+
+    def describe(self) -> str:
+        return "set missing: " + ", ".join(str(v) for v in self.values)
+
+
+@dataclass(frozen=True)
+class Combine(Step):
+    """A new ``column`` made of ``columns`` joined by ``sep`` (a stratum from region and sex:
+    "north/female"); missing if any of them is. The sources are kept."""
+
+    kind: ClassVar[str] = "combine"
+    creates: ClassVar[bool] = True
+    column: str
+    columns: tuple = ()
+    sep: str = "/"
+
+    def __post_init__(self):
+        if isinstance(self.columns, list):
+            object.__setattr__(self, "columns", tuple(self.columns))
+        if len(self.columns) < 1 or not all(isinstance(c, str) for c in self.columns):
+            raise ParameterError(f"combine {self.column!r}: name the columns to combine")
+
+    def build(self, frame: pd.DataFrame) -> pd.Series:
+        parts = [frame[c] for c in self.columns]
+        lacking = np.zeros(len(frame), dtype=bool)
+        for part in parts:
+            lacking |= part.isna().to_numpy()
+        def keys(part):
+            codes_of, distinct = pd.factorize(part)
+            return np.array([_key(x) for x in distinct] + [""], dtype=object)[codes_of]
+        text = keys(parts[0])
+        for part in parts[1:]:
+            text = text + self.sep + keys(part)
+        text = pd.Series(text, index=frame.index)
+        return text.astype(object).where(~lacking, None)
+
+    def describe(self) -> str:
+        return f"made of {', '.join(self.columns)} (joined by {self.sep!r})"
+
+
 #: every kind of step, by its ``kind``
-STEPS = {cls.kind: cls for cls in (Intervals, Round, Group, Hierarchy, TopCode, BottomCode)}
+STEPS = {cls.kind: cls for cls in (Intervals, Round, Group, Hierarchy, TopCode, BottomCode, SetMissing, Combine)}
 
 
 def step_from_dict(d: dict) -> Step:
@@ -471,7 +540,8 @@ def step_from_dict(d: dict) -> Step:
     unknown = sorted(set(d) - names - {"kind"})
     if unknown or "column" not in d:
         raise ParameterError(f"{d['kind']} step: " + (f"unknown option {unknown[0]!r}" if unknown else "no column"))
-    options = {k: tuple(v) if k == "breaks" else v for k, v in d.items() if k != "kind"}
+    options = {k: tuple(v) if k in ("breaks", "values", "columns") and isinstance(v, list) else v
+               for k, v in d.items() if k != "kind"}
     return cls(**options)
 
 
@@ -482,6 +552,20 @@ def steps_from_json(document) -> list[Step]:
     if not isinstance(document, list):
         raise ParameterError("a recoding is a JSON list of steps ({\"kind\": ..., \"column\": ..., ...})")
     return [step_from_dict(d) for d in document]
+
+
+def steps_from_file(path, what: str = "the recoding") -> list[Step]:
+    """The steps of a JSON recoding file (:func:`steps_from_json`); a hierarchy's path is relative
+    to the file's folder. A one-line :class:`InputError` naming ``what`` otherwise."""
+    from .._validation import read_json_document
+
+    try:
+        steps = steps_from_json(read_json_document(path, what))
+    except ParameterError as exc:
+        raise InputError(f"{what}: {exc}") from None
+    folder = Path(path).parent
+    return [replace(s, path=str(folder / s.path)) if isinstance(s, Hierarchy) and not Path(s.path).is_absolute()
+            else s for s in steps]
 
 
 @dataclass
@@ -517,8 +601,17 @@ def recode(data: pd.DataFrame, steps, *, weights=None) -> tuple[pd.DataFrame, Re
     if not isinstance(data, pd.DataFrame):
         raise InputError("recode: data must be a pandas DataFrame")
     steps = [s if isinstance(s, Step) else step_from_dict(s) for s in (steps or [])]
+    present = set(data.columns)
     for s in steps:
-        if s.column not in data.columns:
+        if getattr(s, "creates", False):
+            lacking = [c for c in s.columns if c not in present]
+            if lacking:
+                raise InputError(f"{s.kind} step: column {lacking[0]!r} is not in the table")
+            if s.column in present:
+                raise InputError(f"{s.kind} step: the table already has a column {s.column!r}; name the new one "
+                                 "otherwise")
+            present.add(s.column)
+        elif s.column not in present:
             raise InputError(f"{s.kind} step: column {s.column!r} is not in the table")
     w = weights_of(data, weights) if isinstance(weights, str) else \
         None if weights is None else check_weights(weights, len(data))
@@ -527,7 +620,13 @@ def recode(data: pd.DataFrame, steps, *, weights=None) -> tuple[pd.DataFrame, Re
     labels = labels_of(data)
     value_labels = dict(labels.value_labels) if labels is not None else {}
     report = RecodeReport()
+    created = set()
     for s in steps:
+        if getattr(s, "creates", False):
+            out[s.column] = s.build(out)
+            created.add(s.column)
+            report.steps.setdefault(s.column, []).append(s.describe())
+            continue
         column, codes = s.column, value_labels.get(s.column)
         new, new_codes = s.apply(out[column], codes, w)
         out[column] = new
@@ -541,11 +640,12 @@ def recode(data: pd.DataFrame, steps, *, weights=None) -> tuple[pd.DataFrame, Re
     if labels is not None or value_labels:
         out.attrs[ATTR] = replace(labels or TableLabels(), value_labels=value_labels)
     for c in report.steps:
-        report.categories_before[c] = int(data[c].nunique(dropna=True))
+        before = out[c] if c in created else data[c]  # a new column: its own categories, nothing changed
+        report.categories_before[c] = int(before.nunique(dropna=True))
         report.categories_after[c] = int(out[c].nunique(dropna=True))
-        report.records_changed[c] = int(differing(data[c], out[c]).sum())
+        report.records_changed[c] = 0 if c in created else int(differing(data[c], out[c]).sum())
     return out, report
 
 
-__all__ = ["BottomCode", "Group", "Hierarchy", "Intervals", "RecodeReport", "Round", "STEPS", "Step", "TopCode",
-           "read_hierarchy", "recode", "step_from_dict", "steps_from_json"]
+__all__ = ["BottomCode", "Combine", "Group", "Hierarchy", "Intervals", "RecodeReport", "Round", "STEPS", "SetMissing", "Step", "TopCode",
+           "read_hierarchy", "recode", "step_from_dict", "steps_from_file", "steps_from_json"]

@@ -245,7 +245,7 @@ def add_parser(sub) -> None:
               help="the published function (microaggregate --function, or a survey specification's)")
     add_input(a, "input", help="the records whose keys the function replaces (CSV, Parquet, SPSS, Stata)")
     add_output(a, "-o", "--output", required=True, table=True, help="the release (format by its ending)")
-    add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them")
+    add_release_options(a, keys_help="quasi-identifier columns, if the function does not name them", prepare=False)
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     add_decimals_option(a, "as the function's fit rounded them, which the function records")
     add_household_option(a, "the keys are household-level variables (each constant within every household, else "

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from .findings import held, show
 from .options import (
+    no_prepare,
+    read_input,
     add_cluster_options,
     add_input,
     add_output,
@@ -29,9 +31,9 @@ from .options import (
 )
 from .parser import command
 from .progress import Progress
-from ..categorical.recoding import BottomCode, Group, Hierarchy, Intervals, Round, TopCode, recode, steps_from_json
+from ..categorical.recoding import BottomCode, Group, Hierarchy, Intervals, Round, TopCode, recode, steps_from_file, \
+    steps_from_json
 from ..categorical.suppression import suppression_promise
-from ..data import read_table
 from ..errors import GuaranteeError, InputError, ParameterError
 from ..frequencies import k_violations
 from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
@@ -92,23 +94,11 @@ def _coding(option: str, cls, text: str):
     return cls(column, replacement=replacement, **where)
 
 
-def _steps_file(path) -> list:
-    """The steps of a ``--recode`` JSON file (a hierarchy's path relative to the file's folder)."""
-    from dataclasses import replace
-
-    from .._validation import read_json_document
-
-    steps = steps_from_json(read_json_document(path, "the recoding (--recode)"))
-    folder = Path(path).parent
-    return [replace(s, path=str(folder / s.path)) if isinstance(s, Hierarchy) and not Path(s.path).is_absolute()
-            else s for s in steps]
-
-
 def recoding_steps(args) -> list:
     """The recoding the options give, as a list of steps (module docstring); a bad spec is a
     one-line :class:`InputError` naming the option."""
     try:
-        steps = _steps_file(args.recode) if args.recode else []
+        steps = steps_from_file(args.recode, "the recoding (--recode)") if args.recode else []
         steps += [_coding("--top-code", TopCode, t) for t in args.top_code or ()]
         steps += [_coding("--bottom-code", BottomCode, t) for t in args.bottom_code or ()]
         steps += [Round(c, _number("--round", b, "the base")) for c, b in
@@ -156,7 +146,7 @@ def _released_strata(roles: dict) -> list:
 
 
 def cmd_recode(args) -> int:
-    frame = read_table(args.input)
+    frame = read_input(args)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")
     if args.k is not None and args.k < 2:
@@ -243,6 +233,7 @@ def _suppress_folder(args, importance) -> int:
     and written by the workers, one ``-o`` file per input file (``-o`` names the new directory):
     :func:`probanon.distributed.suppression.suppress_parquet`, the values the fast method suppresses
     in the files' rows concatenated in name order."""
+    no_prepare(args, "a directory of Parquet files")
     from .options import cluster_from_args, folder_roles, parquet_folder
     from ..distributed.suppression import suppress_parquet
 
@@ -280,7 +271,7 @@ def cmd_suppress(args) -> int:
     if args.scheduler is not None or args.workers is not None:
         raise InputError("--scheduler/--workers run the local suppression of a directory of Parquet files (one "
                          "partition per file); a single file is suppressed in this process")
-    frame = read_table(args.input)
+    frame = read_input(args)
     roles = release_roles(args, frame, audit=args.compare is None)
     keys = columns_with(roles, "key")
     weights = _weights(args, frame)

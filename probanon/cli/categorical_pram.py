@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 from .options import (
+    read_input,
     add_household_option,
     add_input,
     add_output,
@@ -22,7 +23,6 @@ from .options import (
 from .parser import command
 from ..categorical.pram import DIAGONALS, PRAM
 from ..categorical.pram_measure import PramPromise, matrix_table, pram_measure
-from ..data import read_table
 from ..errors import InputError
 from ..release import column_list, columns_with, make_release, shuffle_stream
 
@@ -60,7 +60,7 @@ def _per_key(value):
 
 
 def cmd_pram(args) -> int:
-    frame = read_table(args.input)
+    frame = read_input(args)
     strata = column_list(args.strata)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")

@@ -12,14 +12,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .options import (add_cluster_options, number_in, column_names, add_decimals_option, add_household_option, add_input,
+from .options import (no_prepare, read_input, add_cluster_options, number_in, column_names, add_decimals_option, add_household_option, add_input,
                       add_output, add_release_options, add_strata_options, check_categorical_keys, cluster_from_args, example,
                       households_kept, ordinal_keys, positive_int, promise_of, release_roles, rounded, seed,
                       write_release)
 from .parser import command
 from .findings import held, show
 from .._validation import weights_of
-from ..data import MISSING_HINT, input_decimals, quasi_identifiers, read_table
+from ..data import MISSING_HINT, input_decimals, quasi_identifiers
 from ..errors import InputError
 from ..metrics import format_information_loss, information_loss, k_achieved, utility_report
 from .progress import Progress
@@ -74,6 +74,7 @@ def _microaggregate_folder(args) -> int:
     """``microaggregate`` of a directory of Parquet files: on Dask, the files read and the
     release written by the workers, one ``-o`` file per input file (``-o`` names the new
     directory); :func:`probanon.distributed.partitioned.fit_parquet`."""
+    no_prepare(args, "a directory of Parquet files")
     from .options import folder_roles, parquet_folder
     from ..distributed.partitioned import fit_parquet
 
@@ -116,7 +117,7 @@ def cmd_microaggregate(args) -> int:
         if sensitive:
             raise InputError("--t-closeness/--l-diversity: a directory of Parquet files is not available; give one file")
         return _microaggregate_folder(args)
-    frame = read_table(args.input)
+    frame = read_input(args)
     if sensitive:
         return _microaggregate_sensitive(args, frame)
     nominal, ordinal = column_list(args.nominal), ordinal_keys(args.ordinal)

@@ -64,8 +64,15 @@ def add_output(p, *flags, table: bool = False, derived=(), folder: Callable | No
 
 
 def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
-                        confidential_help: str = "confidential columns (kept unchanged)") -> None:
-    """Variable roles (every column must have one), record order and the private link file."""
+                        confidential_help: str = "confidential columns (kept unchanged)", prepare: bool = True) -> None:
+    """Variable roles (every column must have one), record order and the private link file;
+    ``prepare``: the ``--prepare`` recoding read by :func:`read_input`."""
+    if prepare:
+        add_input(p, "--prepare", metavar="FILE.json", table=False,
+                  help="recode the input as read before anything else (a JSON list of steps as --recode's, plus "
+                       "{\"kind\": \"missing\", \"column\": C, \"values\": [...]} and {\"kind\": \"combine\", "
+                       "\"column\": NEW, \"columns\": [...]}: a stratum made of columns); the file itself is never "
+                       "changed. The workbench's data step writes it")
     p.add_argument("--keys", "--columns", dest="keys", metavar="COLS", type=column_names, help=f"comma-separated {keys_help}")
     p.add_argument("--confidential", metavar="COLS", type=column_names, help=f"comma-separated {confidential_help}")
     p.add_argument("--drop", metavar="COLS", type=column_names, help="comma-separated columns removed from the release: direct identifiers, or any column "
@@ -79,6 +86,30 @@ def add_release_options(p, keys_help: str = "quasi-identifier columns (masked)",
     p.add_argument("--accept-risk", action="store_true",
                    help="publish even when the pre-release audit finds a key determined by confidential columns "
                         "(or the reverse), which voids the guarantee (see 'probanon audit')")
+
+
+def read_input(args) -> pd.DataFrame:
+    """The table of a release command: ``args.input`` read, then its ``--prepare`` recoding applied
+    (in memory: the file is never changed)."""
+    from ..categorical.recoding import recode, steps_from_file
+    from ..data import read_table
+    from ..errors import ParameterError
+
+    frame = read_table(args.input)
+    if getattr(args, "prepare", None):
+        try:
+            frame, _ = recode(frame, steps_from_file(args.prepare, "--prepare"))
+        except ParameterError as exc:
+            raise InputError(f"--prepare: {exc}") from None
+        except InputError as exc:
+            raise InputError(f"--prepare: {exc}" if not str(exc).startswith("--prepare") else str(exc)) from None
+    return frame
+
+
+def no_prepare(args, where: str) -> None:
+    """Refuse ``--prepare`` where the input is not read whole (``where``: a directory, chunks)."""
+    if getattr(args, "prepare", None):
+        raise InputError(f"--prepare: not available for {where}; prepare the files first")
 
 
 def add_strata_options(p, within: str) -> None:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .options import (
+    read_input,
     add_household_option,
     add_input,
     add_output,
@@ -26,7 +27,6 @@ from .options import (
     write_release,
 )
 from .parser import command
-from ..data import read_table
 from ..errors import InputError
 from ..release import column_list, columns_with, make_release, shuffle_stream
 
@@ -72,7 +72,7 @@ def _noise_json(out) -> Path:
 def cmd_noise(args) -> int:
     from ..perturbation.noise import NoisePromise, add_noise
 
-    frame = read_table(args.input)
+    frame = read_input(args)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")
     _numeric_keys(frame, keys, args.missing)
@@ -99,7 +99,7 @@ def cmd_noise(args) -> int:
 def cmd_rank_swap(args) -> int:
     from ..perturbation.rankswap import RankSwapPromise, rank_swap
 
-    frame = read_table(args.input)
+    frame = read_input(args)
     roles = release_roles(args, frame)
     keys = columns_with(roles, "key")
     _numeric_keys(frame, keys, args.missing)
@@ -126,7 +126,7 @@ def cmd_rank_swap(args) -> int:
 def cmd_record_swap(args) -> int:
     from ..perturbation.recordswap import RecordSwapPromise, record_swap
 
-    frame = read_table(args.input)
+    frame = read_input(args)
     hierarchy, risk_vars, carry = args.hierarchy, column_list(args.risk_variables), column_list(args.carry_along)
     keys = list(dict.fromkeys(hierarchy + risk_vars + carry + column_list(args.keys)))
     if args.household is None:

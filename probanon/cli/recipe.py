@@ -120,7 +120,7 @@ REMOVED = {"keep_duplicates": "option 'keep_duplicates' was removed in probanon 
                               "'split_duplicates = true' is classical MDAV, what 'keep_duplicates = false' was"}
 
 #: options whose values are files, relative to the recipe's folder
-PATH_OPTIONS = {"link", "function", "groups", "matrix", "recode", "compare"}
+PATH_OPTIONS = {"link", "function", "groups", "matrix", "recode", "compare", "prepare"}
 #: options given once per item of their list, per command (recode/suppress: probanon.cli.categorical, whose specs
 #: hold commas; record-swap's --hierarchy is a comma list)
 _RECODING = frozenset({"intervals", "round", "group", "hierarchy", "top_code", "bottom_code"})

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .options import (
+    read_input,
     add_decimals_option,
     add_household_option,
     add_input,
@@ -23,7 +24,7 @@ from .options import (
 )
 from .findings import held, show
 from .parser import command
-from ..data import quasi_identifiers, read_table
+from ..data import quasi_identifiers
 from ..errors import InputError, ParameterError
 from ..microagg.strata import recode_merged
 from ..release import Promise, column_list, columns_with, make_release, shuffle_stream
@@ -46,7 +47,7 @@ ACTIONS = {"mdav-id": "replaced by its MDAV group mean", "mdav-swap": "swapped w
 
 
 def cmd_swap(args) -> int:
-    frame = read_table(args.input)
+    frame = read_input(args)
     roles = release_roles(args, frame, audit=args.method != "mdav-id")  # mdav-id aggregates every column
     confidential = columns_with(roles, "confidential")
     if not confidential and args.method != "mdav-id":
