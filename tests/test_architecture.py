@@ -20,7 +20,7 @@ LAYERS = {
     "metrics": 2, "attacks": 2, "survey": 2, "swapping": 2, "diversity": 2, "setvalued": 2, "datasets": 2,
     "categorical": 2, "perturbation": 2,
     "probanon.release_report": 2,  # the reports run the attack suite (attacks) on a release
-    "service": 3, "distributed": 3, "reproduce": 3,
+    "service": 3, "distributed": 3, "reproduce": 3, "workbench": 3,
     "cli": 4,
 }
 

@@ -75,6 +75,7 @@ COMMANDS = {
     'audit': Command('attacks', 'find keys determined by confidential columns (and the reverse) before a release (exit 1 when found)'),
     'collector': Command('collector', "the office's side of the collector: publish, invite, close, release"),
     'serve': Command('collector', 'the survey collector service (HTTP API, respondent page)'),
+    'workbench': Command('workbench', "the office's workbench in the browser: open, recode, set roles, see risk, treat, compare, export (sdcApp's workflow)"),
     'datasets': Command('datasets', 'the example data sets shipped with probanon: list them, or write them out'),
 }
 

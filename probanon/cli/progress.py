@@ -20,9 +20,15 @@ from the cache. The library stays quiet.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from typing import Self
+
+#: set to "json", the progress is one JSON line per update on stderr instead of a bar (the workbench)
+MACHINE_VARIABLE = "PROBANON_PROGRESS"
+MACHINE_SECONDS = 0.25
 
 COMPILING = ("probanon: compiling the numerical kernels (first run only, up to a minute or two; later runs "
              "load them from the cache) ...")
@@ -54,6 +60,7 @@ class Progress:
         self.bar = None
         self.started = None  # time of the first call
         self.lines = False  # one line per stage instead of a bar
+        self.machine, self.last_line = False, 0.0  # JSON lines for the workbench (MACHINE_VARIABLE)
         self.stage, self.n = None, 0
 
     @property
@@ -64,7 +71,8 @@ class Progress:
         if self.note:
             say(self.note)
         self.started = time.monotonic()
-        self.lines = not is_terminal(sys.stderr)
+        self.machine = os.environ.get(MACHINE_VARIABLE) == "json"
+        self.lines = not is_terminal(sys.stderr) and not self.machine
         if self.lines:
             if not staged:
                 say(f"{self.desc} ...")
@@ -79,6 +87,9 @@ class Progress:
         staged = isinstance(n, str)
         if self.started is None:
             self._open(staged)
+        if self.machine:
+            self._machine_line(n, done, total)
+            return
         if staged:  # progress(stage, done, total)
             if n != self.stage:
                 self.stage = n
@@ -96,6 +107,19 @@ class Progress:
             if self.bar is not None:
                 self.bar.update(n)
 
+    def _machine_line(self, n, done, total) -> None:
+        """``{"progress": [stage, done, total]}`` on stderr, at a new stage, at its end and at most
+        every :data:`MACHINE_SECONDS` between (the workbench reads them: its progress bar)."""
+        if isinstance(n, str):
+            new, self.stage, self.n = n != self.stage, n, done
+        else:
+            new, self.n, total = False, self.n + n, self.options.get("total")
+            n = self.desc
+        now = time.monotonic()
+        if new or now - self.last_line >= MACHINE_SECONDS or (total is not None and self.n == total):
+            self.last_line = now
+            print(json.dumps({"progress": [str(n), int(self.n or 0), total]}), file=sys.stderr, flush=True)
+
     def set_description(self, desc: str) -> None:
         """Rename the bar (a new stage of a counting bar: a line of its own when not a terminal)."""
         if self.quiet:
@@ -105,7 +129,7 @@ class Progress:
             return
         if self.lines:
             say(f"{desc} ...")
-        else:
+        elif self.bar is not None:
             self.bar.set_description(desc)
 
     def iterate(self, iterable):

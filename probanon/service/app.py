@@ -120,17 +120,18 @@ class AllowedHosts:
     """Pure ASGI middleware refusing (400, JSON) a request whose ``Host`` header is missing, repeated
     or names a host outside ``hosts`` (DNS rebinding: an attacker's name pointing at the collector)."""
 
-    def __init__(self, app, hosts):
+    def __init__(self, app, hosts, detail: str = "unknown Host header: this collector answers only for its allowed "
+                                                "hosts (probanon serve --allowed-host)"):
         self.app = app
         self.hosts = frozenset(hosts)
+        self.detail = detail
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http":
             given = [value for key, value in scope.get("headers", ()) if key == b"host"]
             name = host_name(given[0].decode("latin-1")) if len(given) == 1 else None
             if name not in self.hosts:
-                response = JSONResponse({"detail": "unknown Host header: this collector answers only for its "
-                                                   "allowed hosts (probanon serve --allowed-host)"}, status_code=400)
+                response = JSONResponse({"detail": self.detail}, status_code=400)
                 return await response(scope, receive, send)
         return await self.app(scope, receive, send)
 

@@ -1,0 +1,217 @@
+"""The workbench's treatments and the roles of its columns, as the release commands take them.
+
+A treatment is a release command with options (:data:`METHODS`: what the page shows as a form);
+:func:`recipe` turns the workbench's state (the file, its preparation, the roles, a treatment
+with its parameters) into the recipe ``probanon release`` runs (:mod:`probanon.cli.recipe`), so
+that the workbench has no second implementation of any method, check or writer: a strategy is
+that recipe run by the command line, and exported it is the same recipe.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import tomli_w
+
+from ..errors import InputError
+from ..release import assign_roles
+
+#: the roles of the page (sdcApp's, plus keep): name -> what it means
+ROLES = {
+    "key": "key, numeric (microaggregated, swapped, perturbed)",
+    "categorical key": "key, categorical (recoded, suppressed, post-randomised; a group's mode under microaggregation)",
+    "confidential": "confidential: released per record, measured for attribute disclosure",
+    "weight": "sampling weight (risk and information loss weighted; released unchanged)",
+    "household": "household id (households kept together; released renumbered)",
+    "stratum": "stratum (groups formed within it; released unchanged)",
+    "drop": "dropped: a direct identifier, or anything not to publish",
+    "keep": "kept: published unchanged, not a key",
+}
+
+#: options of each command taking a role ("keys" takes both kinds of key unless "nominal" exists)
+ROLE_OPTIONS = {
+    "microaggregate": {"keys", "nominal", "confidential", "drop", "strata", "household", "weights"},
+    "suppress": {"keys", "confidential", "drop", "strata", "weights"},
+    "pram": {"keys", "confidential", "drop", "strata", "household"},
+    "swap": {"keys", "confidential", "drop", "strata", "household"},
+    "noise": {"keys", "confidential", "drop"},
+    "rank-swap": {"keys", "confidential", "drop"},
+}
+
+
+def _int(name, low=1, default=None, label=None, help=""):
+    return {"name": name, "type": "integer", "min": low, "default": default, "label": label or name, "help": help}
+
+
+def _float(name, low=None, high=None, default=None, label=None, help=""):
+    return {"name": name, "type": "number", "min": low, "max": high, "default": default, "label": label or name,
+            "help": help}
+
+
+def _choice(name, choices, default, label=None, help=""):
+    return {"name": name, "type": "choice", "choices": list(choices), "default": default, "label": label or name,
+            "help": help}
+
+
+K = _int("k", 2, 3, "k", "every released key combination is shared by at least k records")
+ACCEPT = {"name": "accept_risk", "type": "boolean", "default": False, "label": "accept the audit's findings",
+          "help": "publish even when the pre-release audit finds a key determined by released columns"}
+
+#: the treatments: id -> label, command, fixed options, parameters (the forms of the page)
+METHODS = {
+    "mdav": {"label": "Microaggregation: MDAV", "command": "microaggregate", "fixed": {"method": "mdav"},
+             "params": [K, ACCEPT]},
+    "vmdav": {"label": "Microaggregation: V-MDAV", "command": "microaggregate", "fixed": {"method": "vmdav"},
+              "params": [K, _float("gamma", 0, None, 0.2, "gamma", "V-MDAV's extension gain"), ACCEPT]},
+    "pcl": {"label": "Microaggregation: PCL (paper 3)", "command": "microaggregate", "fixed": {"method": "pcl"},
+            "params": [K, ACCEPT]},
+    "suppress": {"label": "Local suppression", "command": "suppress", "fixed": {},
+                 "params": [K, _int("combinations", 1, None, "key combinations of at most",
+                                    "empty: all keys together (sdcMicro's kAnon without combs)"),
+                            _choice("missing", ("any", "category"), "any", "a missing value",
+                                    "any: matches every value (sdcMicro); category: a value of its own"), ACCEPT]},
+    "pram": {"label": "PRAM (invariant)", "command": "pram", "fixed": {},
+             "params": [_float("pd", 0, 1, 0.8, "pd", "smallest probability of keeping a category"),
+                        _float("alpha", 0, 1, 0.5, "alpha", "share of the invariant matrix's mixing"), ACCEPT]},
+    "swap": {"label": "Swapping within groups of k (paper 2)", "command": "swap", "fixed": {},
+             "params": [K, _choice("method", ("mdav-swap", "mdav-swap-informed", "ir-swap", "mdav-id"), "mdav-swap",
+                                   "method"), ACCEPT]},
+    "noise": {"label": "Additive noise", "command": "noise", "fixed": {},
+              "params": [_choice("method", ("additive", "correlated", "correlated2"), "additive", "method"),
+                         _float("noise", 0, None, 150, "noise (% of each key's standard deviation)"), ACCEPT]},
+    "rank-swap": {"label": "Rank swapping", "command": "rank-swap", "fixed": {},
+                  "params": [_float("p", 0, 100, 5, "p (% of the records: the largest rank distance)"), ACCEPT]},
+}
+
+
+def method_params(method: str, given: dict) -> dict:
+    """The parameters of ``method`` from the page (``given``), checked for type and range with a
+    one-line :class:`InputError` naming the field (``field: message``); defaults for the others;
+    an empty optional field left out."""
+    if method not in METHODS:
+        raise InputError(f"method: unknown treatment {method!r} (one of {', '.join(METHODS)})")
+    out = {}
+    unknown = sorted(set(given) - {p["name"] for p in METHODS[method]["params"]} - {"seed"})
+    if unknown:
+        raise InputError(f"{unknown[0]}: not a parameter of {METHODS[method]['label']}")
+    for p in METHODS[method]["params"]:
+        name, value = p["name"], given.get(p["name"], p["default"])
+        if value in (None, ""):
+            if p["default"] is not None:
+                raise InputError(f"{name}: give a value")
+            continue
+        if p["type"] == "boolean":
+            if not isinstance(value, bool):
+                raise InputError(f"{name}: expected true or false")
+        elif p["type"] == "choice":
+            if value not in p["choices"]:
+                raise InputError(f"{name}: one of {', '.join(p['choices'])}, got {value!r}")
+        else:
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                raise InputError(f"{name}: expected a number, got {value!r}") from None
+            if not math.isfinite(number) or (p["type"] == "integer" and number != int(number)):
+                raise InputError(f"{name}: expected {'a whole number' if p['type'] == 'integer' else 'a number'}, "
+                                 f"got {value!r}")
+            if p.get("min") is not None and number < p["min"]:
+                raise InputError(f"{name}: must be at least {p['min']}, got {value!r}")
+            if p.get("max") is not None and number > p["max"]:
+                raise InputError(f"{name}: must be at most {p['max']}, got {value!r}")
+            value = int(number) if p["type"] == "integer" else number
+        out[name] = value
+    return out
+
+
+def role_columns(roles: dict, role: str) -> list:
+    return [c for c, r in roles.items() if r == role]
+
+
+def check_roles(columns, roles: dict) -> dict:
+    """``roles`` ({column: role}) checked as the command line checks its options
+    (:func:`probanon.release.assign_roles`: the same one-line messages; a column without a role is
+    refused, never published by default) and for the roles the page knows; returns them."""
+    bad = sorted(r for r in roles.values() if r not in ROLES)
+    if bad:
+        raise InputError(f"unknown role {bad[0]!r} (one of {', '.join(ROLES)})")
+    unknown = [c for c in roles if c not in columns]
+    if unknown:
+        raise InputError(f"column {unknown[0]!r} is not in the table")
+    for role in ("weight", "household"):
+        if len(role_columns(roles, role)) > 1:
+            raise InputError(f"one {role} column at most, got {', '.join(role_columns(roles, role))}")
+    kept = [c for c in columns if roles.get(c) != "keep"]
+    assign_roles(kept, role_columns(roles, "key") + role_columns(roles, "categorical key"),
+                 role_columns(roles, "confidential"), role_columns(roles, "drop"),
+                 weights=(role_columns(roles, "weight") or [None])[0],
+                 strata=role_columns(roles, "stratum"), household=(role_columns(roles, "household") or [None])[0])
+    return roles
+
+
+def role_options(command: str, columns, roles: dict) -> tuple[dict, list]:
+    """(the command's role options, notes on roles it does not take: those columns are released
+    unchanged) for ``roles``, checked (:func:`check_roles`)."""
+    check_roles(columns, roles)
+    takes = ROLE_OPTIONS[command]
+    numeric, categorical = role_columns(roles, "key"), role_columns(roles, "categorical key")
+    options, notes, other = {}, [], role_columns(roles, "keep")
+    if "nominal" in takes:
+        options["keys"], options["nominal"] = numeric, categorical
+    else:
+        options["keys"] = numeric + categorical
+    for role, name in (("confidential", "confidential"), ("drop", "drop"), ("stratum", "strata")):
+        if role_columns(roles, role):
+            if name in takes:
+                options[name] = role_columns(roles, role)
+            else:
+                other += role_columns(roles, role)
+                notes.append(f"{command} takes no {role}: {', '.join(role_columns(roles, role))} released unchanged")
+    for role, name in (("weight", "weights"), ("household", "household")):
+        for c in role_columns(roles, role):
+            if name in takes:
+                options[name] = c
+            else:
+                other.append(c)
+                notes.append(f"{command} takes no {role}: {c} released unchanged")
+    options = {name: value for name, value in options.items() if value not in ([], None)}
+    if other:
+        options["keep_other"] = True
+    return options, notes
+
+
+def recipe(*, method: str, params: dict, source: Path, output: str, roles: dict, columns, seed: int,
+           prepare: str | None, csv: dict, link: str | None = "link.csv", report: str | None = None,
+           missing_keys: bool = False) -> tuple[str, list]:
+    """(the TOML recipe of a treatment, notes): ``source`` the input file (absolute), ``output``
+    and ``link`` relative to the recipe's folder, ``prepare`` the preparation file's name (or
+    None), ``csv`` the input's separator and encoding, ``report`` a reports folder;
+    ``missing_keys``: the keys lack values (microaggregation then fits by missing-value pattern)."""
+    spec = METHODS[method]
+    options, notes = role_options(spec["command"], list(columns), roles)
+    options.update(spec["fixed"])
+    options.update({name: value for name, value in params.items() if value is not False})
+    if spec["command"] == "microaggregate" and missing_keys:
+        options["missing"] = "pattern"
+    options["seed"] = int(seed)
+    if link:
+        options["link"] = link
+    if prepare:
+        options["prepare"] = prepare
+    for name in ("sep", "encoding"):
+        if csv.get(name) and csv[name] != {"sep": ",", "encoding": "utf-8"}[name]:
+            options[name] = csv[name]
+    top = {"command": spec["command"], "input": str(source), "output": output}
+    if report and spec["command"] in ("microaggregate", "swap", "suppress"):
+        top["report"] = report
+    return "# made by the probanon workbench: run it with 'probanon release THIS.toml'\n" + tomli_w.dumps(
+        {**top, "options": options}), notes
+
+
+def prepare_json(steps) -> str:
+    """The preparation file (``--prepare``) of the recoding ``steps`` (dictionaries)."""
+    return json.dumps(list(steps), indent=1, allow_nan=False) + "\n"
+
+
+__all__ = ["METHODS", "ROLES", "check_roles", "method_params", "prepare_json", "recipe", "role_options"]

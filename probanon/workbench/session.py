@@ -1,0 +1,530 @@
+"""The workbench's session: one file, its preparation, the roles of its columns and the candidate
+releases (strategies), with a history that can be undone and redone without limit.
+
+Every state is a recipe. A state is immutable (:class:`State`); a change makes a new one and
+appends it to the history (dropping the states undone after the current one), so undo and redo
+only move along it. Changes carry the version the page last saw: a change made from a stale page
+(another browser tab changed the session meanwhile) is refused with 409, so two tabs never corrupt
+a session. The original file is only ever read: preparation and releases are written in the
+session's private folder, exports where the office says, by the command line (all or nothing,
+never over an input).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import secrets
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pandas as pd
+
+from .._validation import MAX_SEED
+from ..errors import InputError, ParameterError
+from ..formats import table_format
+from . import measures, methods, table
+from .jobs import Job, Jobs, run_command
+
+#: rows of the first page, read before the whole file
+HEAD_ROWS = 100
+
+
+class Conflict(InputError):
+    """The page's version is not the session's: another tab changed it (HTTP 409)."""
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """A candidate release: the treatment ``method`` with ``params`` and ``seed``, made by the
+    command line from ``recipe`` in ``folder``; ``figures``: its risk and utility."""
+
+    id: int
+    label: str
+    method: str
+    params: tuple
+    seed: int
+    folder: str
+    recipe: str
+    figures: dict
+    notes: tuple = ()
+
+
+@dataclass(frozen=True)
+class State:
+    """The file's preparation (recoding steps as dictionaries), the roles ((column, role) pairs)
+    and the strategies; ``what``: the change that made it (the step log)."""
+
+    prepare: tuple = ()
+    roles: tuple = ()
+    strategies: tuple = ()
+    what: str = "opened"
+
+
+@dataclass
+class Source:
+    """The file opened: ``path`` (only read), its format, CSV options, the first rows and, once read
+    in the background, the whole table."""
+
+    path: Path
+    kind: str
+    csv: dict
+    head: pd.DataFrame
+    uploaded: bool = False
+    frame: pd.DataFrame | None = None
+    error: str | None = None
+    loaded: threading.Event = field(default_factory=threading.Event)
+
+
+class Workbench:
+    """One office's session (module docstring); ``folder``: its private working folder."""
+
+    def __init__(self, folder, seed: int | None = None):
+        self.folder = Path(folder)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.seed = secrets.randbelow(MAX_SEED + 1) if seed is None else int(seed)
+        self.jobs = Jobs()
+        self.lock = threading.RLock()
+        self.source: Source | None = None
+        self.history: list[State] = [State()]
+        self.position = 0
+        self.version = 0
+        self.log: list[dict] = []
+        self._prepared: dict = {}
+        self._summaries: dict = {}
+        self._numbers = iter(range(1, 1 << 30))
+
+    # --- the state -----------------------------------------------------------------------------
+    @property
+    def state(self) -> State:
+        return self.history[self.position]
+
+    def _check_version(self, version) -> None:
+        if version is not None and int(version) != self.version:
+            raise Conflict("the session changed in another tab or window: reload the page")
+
+    def _commit(self, version, state: State, figures: dict | None = None) -> None:
+        """Make ``state`` current (after the version check), dropping the states undone."""
+        with self.lock:
+            self._check_version(version)
+            del self.history[self.position + 1:]
+            self.history.append(state)
+            self.position += 1
+            self.version += 1
+            self._log(state.what, figures)
+
+    def _log(self, what: str, figures: dict | None = None, seconds: float | None = None) -> None:
+        self.log.append({"time": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                         "version": self.version, "what": what, "seconds": seconds, "figures": figures or {}})
+
+    def undo(self, version) -> None:
+        with self.lock:
+            self._check_version(version)
+            if self.position == 0:
+                raise InputError("nothing to undo")
+            self.position -= 1
+            self.version += 1
+            self._log(f"undo: {self.history[self.position + 1].what}")
+
+    def redo(self, version) -> None:
+        with self.lock:
+            self._check_version(version)
+            if self.position + 1 >= len(self.history):
+                raise InputError("nothing to redo")
+            self.position += 1
+            self.version += 1
+            self._log(f"redo: {self.state.what}")
+
+    def describe(self) -> dict:
+        """The page's view of the session (JSON)."""
+        with self.lock:
+            s, src = self.state, self.source
+            return {"version": self.version, "seed": self.seed,
+                    "file": None if src is None else {
+                        "name": src.path.name, "path": str(src.path), "kind": src.kind, "csv": src.csv,
+                        "uploaded": src.uploaded, "loaded": src.loaded.is_set(), "error": src.error,
+                        "records": None if src.frame is None else int(len(src.frame)),
+                        "columns": [str(c) for c in (src.head.columns if src.frame is None else self.prepared().columns)]},
+                    "prepare": list(s.prepare), "roles": dict(s.roles),
+                    "strategies": [{"id": g.id, "label": g.label, "method": g.method, "params": dict(g.params),
+                                    "seed": g.seed, "figures": g.figures, "notes": list(g.notes)} for g in s.strategies],
+                    "can_undo": self.position > 0, "can_redo": self.position + 1 < len(self.history),
+                    "history": [h.what for h in self.history[1:self.position + 1]],
+                    "log": self.log[-200:], "methods": methods.METHODS, "roles_known": methods.ROLES}
+
+    # --- the file ----------------------------------------------------------------------------
+    def open(self, path, sep=None, encoding=None, uploaded: bool = False, version=None) -> Job:
+        """Open ``path`` (a new session on it): its first rows now, the whole table and its column
+        summaries in the background (the job returned). CSV options sniffed unless given."""
+        path = Path(path).expanduser().resolve()
+        kind = table_format(path)
+        if not path.is_file():
+            raise InputError(f"{path}: no such file")
+        csv = table.sniff(path) if kind == "csv" else {}
+        csv = {**csv, **{k: v for k, v in (("sep", sep), ("encoding", encoding)) if v}}
+        head = table.head(path, HEAD_ROWS, csv.get("sep"), csv.get("encoding"))
+        source = Source(path, kind, csv, head, uploaded)
+        with self.lock:
+            self._check_version(version)
+            self.source = source
+            self.history, self.position = [State(what=f"opened {path.name}")], 0
+            self.version += 1
+            self._prepared, self._summaries = {}, {}
+            self._log(f"opened {path.name}" + (f" (separator {csv['sep']!r}, {csv['encoding']})" if csv else ""))
+
+        def load(job: Job):
+            from ..data import csv_options, read_table
+
+            started = time.monotonic()
+            job.progress("reading the file", 0, None)
+            try:
+                with csv_options(csv.get("sep"), csv.get("encoding")):
+                    frame = read_table(path)
+            except InputError as exc:
+                source.error = str(exc)
+                source.loaded.set()
+                raise
+            source.frame = frame
+            source.loaded.set()
+            self._log(f"read {len(frame):,} records, {frame.shape[1]} columns", seconds=time.monotonic() - started)
+            self._summaries[()] = table.summaries(frame, job.progress)
+            return {"records": int(len(frame))}
+
+        return self.jobs.start("open", load)
+
+    def frame(self) -> pd.DataFrame:
+        """The whole table (InputError while it is still being read, or if it could not be)."""
+        src = self.source
+        if src is None:
+            raise InputError("no file is open")
+        if not src.loaded.is_set():
+            raise InputError("the file is still being read")
+        if src.frame is None:
+            raise InputError(src.error or "the file could not be read")
+        return src.frame
+
+    def prepared(self, prepare: tuple | None = None) -> pd.DataFrame:
+        """The table after the preparation ``prepare`` (default the current one), cached."""
+        from ..categorical.recoding import recode
+
+        prepare = self.state.prepare if prepare is None else prepare
+        if not prepare:
+            return self.frame()
+        key = json.dumps(prepare, sort_keys=True)
+        if key not in self._prepared:
+            try:
+                frame, _ = recode(self.frame(), [dict(s) for s in prepare])
+            except ParameterError as exc:
+                raise InputError(str(exc)) from None
+            self._prepared = {key: frame}  # only the current preparation is kept
+        return self._prepared[key]
+
+    def page(self, offset: int, limit: int, sort=None, descending=False) -> dict:
+        src = self.source
+        if src is None:
+            raise InputError("no file is open")
+        if not src.loaded.is_set() or src.frame is None:
+            if offset + limit > len(src.head) or sort is not None:
+                if src.error:
+                    raise InputError(src.error)
+                return {**table.page(src.head, offset, limit), "total": None, "loading": True}
+            return {**table.page(src.head, offset, limit), "total": None, "loading": True}
+        return {**table.page(self.prepared(), offset, limit, sort, descending), "loading": False}
+
+    def summaries(self) -> list | None:
+        """Column summaries of the prepared table (None while the file is read); a prepared
+        column's summary is computed again when asked."""
+        src = self.source
+        if src is None or src.frame is None:
+            return None
+        base = self._summaries.get(())
+        if base is None:
+            return None
+        if not self.state.prepare:
+            return base
+        key = json.dumps(self.state.prepare, sort_keys=True)
+        if key not in self._summaries:
+            frame = self.prepared()
+            changed = {s["column"] for s in self.state.prepare}
+            labels = getattr(frame.attrs.get("labels"), "value_labels", {}) or {}
+            by_name = {s["name"]: s for s in base}
+            self._summaries = {(): base, key: [by_name[c] if c in by_name and c not in changed else
+                                               table.summarise(frame[c], labels.get(c)) for c in frame.columns]}
+        return self._summaries[key]
+
+    def suggestions(self) -> dict:
+        found = self.summaries()
+        return {} if found is None else {c: {"role": r, "why": why} for c, (r, why) in table.suggest_roles(found).items()}
+
+    # --- preparation and roles ----------------------------------------------------------------
+    def add_step(self, step: dict, version) -> None:
+        """One recoding step more (:mod:`probanon.categorical.recoding`), checked by applying it."""
+        from ..categorical.recoding import step_from_dict
+
+        try:
+            parsed = step_from_dict(step)
+        except ParameterError as exc:
+            raise InputError(str(exc)) from None
+        new = (*self.state.prepare, parsed.to_dict())
+        self.prepared(new)  # refuses a step that does not apply, with its message
+        self._commit(version, replace(self.state, prepare=new, what=f"{parsed.column}: {parsed.describe()}"))
+
+    def set_roles(self, roles: dict, version) -> None:
+        """The roles of the columns (those not named have none), checked as far as they go; the full
+        check (every column a role) is made when a strategy is applied."""
+        columns = list(self.prepared().columns)
+        bad = sorted(r for r in roles.values() if r and r not in methods.ROLES)
+        if bad:
+            raise InputError(f"unknown role {bad[0]!r} (one of {', '.join(methods.ROLES)})")
+        unknown = [c for c in roles if c not in columns]
+        if unknown:
+            raise InputError(f"column {unknown[0]!r} is not in the table")
+        roles = {c: roles[c] for c in columns if roles.get(c)}
+        changed = [f"{c} {r}" for c, r in roles.items() if dict(self.state.roles).get(c) != r]
+        dropped = [f"{c} none" for c in dict(self.state.roles) if c not in roles]
+        if not changed and not dropped:
+            return
+        what = "roles: " + ", ".join(changed + dropped)
+        self._commit(version, replace(self.state, roles=tuple(roles.items()), what=what[:300]))
+
+    def audit(self) -> dict:
+        """The pre-release audit of the current roles (:func:`probanon.attacks.audit.audit`): its
+        findings by the column they name."""
+        from ..attacks.audit import audit
+
+        roles = dict(self.state.roles)
+        numeric, categorical = methods.role_columns(roles, "key"), methods.role_columns(roles, "categorical key")
+        released = methods.role_columns(roles, "confidential") + methods.role_columns(roles, "keep")
+        if not (numeric + categorical) or not released:
+            return {"findings": [], "said": "the audit needs keys and released columns"}
+        frame = self.prepared()
+        found = audit(frame, numeric + categorical, released, nominal=categorical,
+                      missing=bool(frame[numeric + categorical].isna().to_numpy().any()))
+        return {"findings": [{"column": f.column, "kind": f.kind, "direction": f.direction, "text": f.text,
+                              "determining": list(getattr(f, "determining", ()) or ())} for f in found.findings]}
+
+    def risk(self, job: Job, k: int = 3, combinations: int | None = None) -> dict:
+        roles = dict(self.state.roles)
+        started = time.monotonic()
+        out = measures.risk_before(self.prepared(), roles, k, combinations, progress=job.progress)
+        out["seconds"] = round(time.monotonic() - started, 3)
+        return out
+
+    # --- strategies -----------------------------------------------------------------------------
+    def _recipe(self, folder: Path, method: str, params: dict, seed: int, output: str, link, report=None,
+                state: State | None = None) -> tuple[str, list]:
+        state = state or self.state
+        prepare = None
+        if state.prepare:
+            prepare = "prepare.json"
+            (folder / prepare).write_text(methods.prepare_json(state.prepare), encoding="utf-8")
+        frame = self.prepared(state.prepare)
+        roles = dict(state.roles)
+        keys = methods.role_columns(roles, "key") + methods.role_columns(roles, "categorical key")
+        lacking = bool(keys) and bool(frame[[c for c in keys if c in frame.columns]].isna().to_numpy().any())
+        return methods.recipe(method=method, params=params, source=self.source.path, output=output, roles=roles,
+                              columns=list(frame.columns), seed=seed, prepare=prepare, csv=self.source.csv, link=link,
+                              report=report, missing_keys=lacking)
+
+    def apply(self, method: str, given: dict, version) -> Job:
+        """A strategy: ``method`` with the page's parameters, run by the command line in the
+        background; on success a new state holds it (refused if the session changed meanwhile)."""
+        params = methods.method_params(method, {n: v for n, v in given.items() if n != "seed"})
+        seed = given.get("seed")
+        seed = self.seed if seed in (None, "") else seed
+        try:
+            seed = int(seed)
+            if not 0 <= seed <= MAX_SEED:
+                raise ValueError
+        except (TypeError, ValueError):
+            raise InputError(f"seed: a whole number from 0 to {MAX_SEED}") from None
+        with self.lock:
+            self._check_version(version)
+            state = self.state
+            methods.check_roles(list(self.prepared().columns), dict(state.roles))
+            number = next(self._numbers)
+        folder = self.folder / "strategies" / f"s{number}"
+        folder.mkdir(parents=True)
+        text, notes = self._recipe(folder, method, params, seed, "release.csv", "link.csv", state=state)
+        (folder / "recipe.toml").write_text(text, encoding="utf-8")
+        label = f"{number}. {methods.METHODS[method]['label']}" + (f", k = {params['k']}" if "k" in params else "")
+
+        def work(job: Job):
+            from ..data import read_table
+
+            started = time.monotonic()
+            run_command(job, ["release", "recipe.toml", "--force"], folder)
+            job.progress("measuring the release", 0, None)
+            release, link = read_table(folder / "release.csv"), pd.read_csv(folder / "link.csv")
+            figures = measures.assess_release(self.prepared(state.prepare), release, link, dict(state.roles),
+                                              params.get("k"), probabilistic=methods.METHODS[method]["command"] == "swap")
+            strategy = Strategy(number, label, method, tuple(params.items()), seed, str(folder), text, figures,
+                                tuple(notes))
+            with self.lock:
+                if self.state.prepare != state.prepare or self.state.roles != state.roles:
+                    raise InputError("the preparation or the roles changed while the strategy ran: apply it again")
+                self._commit(None, replace(self.state, strategies=(*self.state.strategies, strategy),
+                                           what=f"applied {label}"), _headline(figures))
+                self.log[-1]["seconds"] = round(time.monotonic() - started, 3)
+            return {"strategy": number, "figures": figures}
+
+        return self.jobs.start("apply", work, on_error=_field_of)
+
+    def strategy(self, number: int) -> Strategy:
+        for g in self.state.strategies:
+            if g.id == number:
+                return g
+        raise InputError(f"strategy {number} is not in the current state (undone, or never applied)")
+
+    def recipe_text(self, number: int | None = None) -> str:
+        """The recipe of strategy ``number`` (default the last one): what ``probanon release`` runs."""
+        if not self.state.strategies:
+            raise InputError("no strategy applied yet: apply a treatment first")
+        return (self.strategy(number) if number is not None else self.state.strategies[-1]).recipe
+
+    def compare_png(self, numbers=None) -> bytes:
+        chosen = [g for g in self.state.strategies if numbers is None or g.id in numbers]
+        if not chosen:
+            raise InputError("no strategy to compare: apply a treatment first")
+        k = max([dict(g.params).get("k", 0) for g in chosen] + [2])
+        return measures.comparison_png([{"label": g.label, **g.figures} for g in chosen], k)
+
+    def export(self, number: int, folder, name: str, force: bool, version) -> Job:
+        """Strategy ``number`` written into ``folder`` by the command line from its recipe: the
+        release ``name`` (its format by its ending), the private link file, the reports (for the
+        k-anonymous releases), the preparation, the recipe and the resolved recipe; the step log
+        beside them and in the internal report. All or nothing (the command's writer)."""
+        with self.lock:
+            self._check_version(version)
+            g = self.strategy(number)
+        folder = Path(folder).expanduser()
+        if not folder.is_absolute():
+            raise InputError("folder: give an absolute path")
+        try:
+            table_format(name, "release")
+        except InputError as exc:
+            raise InputError(f"name: {exc}") from None
+        if Path(name).name != name:
+            raise InputError("name: a file name, without folders")
+        staging = self.folder / "exports" / f"e{next(self._numbers)}"
+        staging.mkdir(parents=True)
+        report = "report" if methods.METHODS[g.method]["command"] in ("microaggregate", "swap", "suppress") and \
+            dict(g.params).get("k") else None
+        state = self.state
+        text, _ = self._recipe(staging, g.method, dict(g.params), g.seed, name, "link.csv", report, state)
+        log = list(self.log)
+
+        def work(job: Job):
+            folder.mkdir(parents=True, exist_ok=True)
+            if (folder / "recipe.toml").exists() and not force:
+                raise InputError(f"folder: {folder} already holds an export (tick 'overwrite')")
+            for item in ("prepare.json",):
+                if (staging / item).exists():
+                    shutil.copyfile(staging / item, folder / item)
+            (folder / "recipe.toml").write_text(text, encoding="utf-8")
+            if self.source.uploaded:  # the input travels with the recipe
+                shutil.copyfile(self.source.path, folder / self.source.path.name)
+                fixed = text.replace(json.dumps(str(self.source.path)), json.dumps(self.source.path.name))
+                (folder / "recipe.toml").write_text(fixed, encoding="utf-8")
+            run_command(job, ["release", "recipe.toml"] + (["--force"] if force else []), folder)
+            (folder / "steps.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
+            if report:
+                _log_into_report(folder / report / "internal" / "index.html", log)
+            written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+            return {"folder": str(folder), "files": written}
+
+        return self.jobs.start("export", work, on_error=_field_of)
+
+    def open_recipe(self, path, version=None) -> Job:
+        """Continue from a recipe (one the workbench exported, or any ``probanon release`` recipe of
+        a treatment it knows): its input opened, its preparation and roles set, its treatment applied
+        again with its seed. Returns the job applying it."""
+        import tomllib
+
+        path = Path(path).expanduser()
+        try:
+            recipe = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise InputError(f"{path}: not a TOML recipe ({str(exc).splitlines()[0]})") from None
+        options = dict(recipe.get("options", {}))
+        command = recipe.get("command")
+        found = [m for m, spec in methods.METHODS.items() if spec["command"] == command and
+                 all(options.get(n) == v for n, v in spec["fixed"].items())]
+        if not found:
+            raise InputError(f"{path}: the workbench has no treatment for command {command!r}"
+                             + (f" with method {options.get('method')!r}" if "method" in options else ""))
+        method = found[0]
+        source = Path(path).parent / str(recipe.get("input", ""))
+        sep, encoding = options.get("sep"), options.get("encoding")
+        load = self.open(source, sep, encoding, version=version)
+        load_done = self.jobs.wait(load, 600)
+        if not load_done or load.status != "done":
+            raise InputError(load.error or f"{source}: could not be read")
+        if options.get("prepare"):
+            from ..categorical.recoding import steps_from_file
+
+            for step in steps_from_file(Path(path).parent / options["prepare"], "prepare"):
+                self.add_step(step.to_dict(), None)
+        roles = {}
+        for name, role in (("keys", "key"), ("nominal", "categorical key"), ("confidential", "confidential"),
+                           ("drop", "drop"), ("strata", "stratum")):
+            for c in ([options[name]] if isinstance(options.get(name), str) else options.get(name, [])):
+                roles[c] = role
+        if command in ("suppress", "pram"):
+            roles.update({c: "categorical key" for c, r in roles.items() if r == "key"})
+        for name, role in (("weights", "weight"), ("household", "household")):
+            if options.get(name):
+                roles[options[name]] = role
+        if options.get("keep_other"):
+            roles.update({c: "keep" for c in self.prepared().columns if c not in roles})
+        self.set_roles(roles, None)
+        params = {p["name"]: options[p["name"]] for p in methods.METHODS[method]["params"] if p["name"] in options}
+        return self.apply(method, {**params, "seed": options.get("seed", self.seed)}, None)
+
+
+def _field_of(job: Job, exc) -> None:
+    """The page's field a message names ("k: ...", "--k ...", "-k ...")."""
+    text = str(exc)
+    head = text.split(":", 1)[0].strip()
+    if head in ("k", "seed", "folder", "name", "method") or head in {p["name"] for m in methods.METHODS.values()
+                                                                   for p in m["params"]}:
+        job.where = head
+        return
+    for flag, name in (("-k ", "k"), ("k =", "k"), ("--combinations", "combinations"), ("--pd", "pd"),
+                       ("--alpha", "alpha"), ("--noise", "noise"), ("--gamma", "gamma"), ("-p ", "p"),
+                       ("without a role", "roles"), ("no key variables", "roles"), ("role", "roles")):
+        if flag in text:
+            job.where = name
+            return
+
+
+def _headline(figures: dict) -> dict:
+    return {name: figures[name] for name in ("k_achieved", "sample_uniques", "information_loss", "record_linkage",
+                                             "expected_reidentifications") if figures.get(name) is not None}
+
+
+def _log_into_report(page: Path, log: list) -> None:
+    """The workbench's step log appended to the internal report (its time, what, seconds, figures)."""
+    import html
+
+    if not page.is_file():
+        return
+    def seconds(e) -> str:
+        return "" if e["seconds"] is None else f"{e['seconds']:.2f}"
+
+    rows = "".join(f"<tr><td>{html.escape(e['time'])}</td><td>{html.escape(e['what'])}</td><td>{seconds(e)}</td>"
+                   f"<td>{html.escape(json.dumps(e['figures']))}</td></tr>" for e in log)
+    section = ("<h2>Workbench step log</h2><p>Every step of the workbench session that made this release, with its "
+               "time and figures (also in steps.json beside the release).</p><table><tr><th>time (UTC)</th>"
+               f"<th>step</th><th>seconds</th><th>figures</th></tr>{rows}</table>")
+    text = page.read_text(encoding="utf-8")
+    at = text.rfind("</body>")
+    page.write_text(text[:at] + section + text[at:] if at >= 0 else text + section, encoding="utf-8")
+
+
+__all__ = ["Conflict", "State", "Strategy", "Workbench"]
