@@ -491,7 +491,8 @@ def _field_of(job: Job, exc) -> None:
     """The page's field a message names ("k: ...", "--k ...", "-k ...")."""
     text = str(exc)
     head = text.split(":", 1)[0].strip()
-    if head in ("k", "seed", "folder", "name", "method") or head in {p["name"] for m in methods.METHODS.values()
+    if head in ("k", "seed", "folder", "name", "method", "file", "path", "recipe", "step", "roles", "strategy",
+                "params") or head in {p["name"] for m in methods.METHODS.values()
                                                                    for p in m["params"]}:
         job.where = head
         return
