@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from starlette.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from ..errors import InputError, ProbanonError
@@ -214,7 +215,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         step = data.get("step")
         if not isinstance(step, dict):
             raise InputError("step: a recoding step {kind, column, ...}")
-        bench.add_step(step, data.get("version"))
+        await run_in_threadpool(bench.add_step, step, data.get("version"))  # the server stays responsive
         return bench.describe()
 
     @app.post("/api/roles", summary="Set the roles of the columns ({roles: {column: role}, version})")
@@ -222,7 +223,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         data = await body(request)
         if not isinstance(data.get("roles"), dict):
             raise InputError("roles: an object {column: role}")
-        bench.set_roles(data["roles"], data.get("version"))
+        await run_in_threadpool(bench.set_roles, data["roles"], data.get("version"))
         return bench.describe()
 
     @app.get("/api/audit", summary="The pre-release audit of the current roles")
@@ -235,7 +236,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         from .methods import method_params
 
         checked = method_params("suppress", {"k": data.get("k", 3), "combinations": data.get("combinations")})
-        bench.prepared()
+        await run_in_threadpool(bench.prepared)
         return _job(bench.jobs.start("risk", lambda job: bench.risk(job, checked["k"], checked.get("combinations")),
                                      on_error=_field_of))
 
@@ -245,7 +246,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         params = data.get("params") or {}
         if not isinstance(params, dict):
             raise InputError("params: an object")
-        return _job(bench.apply(str(data.get("method")), params, data.get("version")))
+        return _job(await run_in_threadpool(bench.apply, str(data.get("method")), params, data.get("version")))
 
     @app.post("/api/undo", summary="Undo the last change ({version})")
     async def undo(request: Request):

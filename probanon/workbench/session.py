@@ -189,8 +189,12 @@ class Workbench:
                 raise
             source.frame = frame
             source.loaded.set()
-            self._log(f"read {len(frame):,} records, {frame.shape[1]} columns", seconds=time.monotonic() - started)
-            self._summaries[()] = table.summaries(frame, job.progress)
+            found = table.summaries(frame, job.progress)
+            with self.lock:  # another file opened meanwhile: this one's figures are not the session's
+                if self.source is source:
+                    self._log(f"read {len(frame):,} records, {frame.shape[1]} columns",
+                              seconds=time.monotonic() - started)
+                    self._summaries[()] = found
             return {"records": int(len(frame))}
 
         return self.jobs.start("open", load)
@@ -215,11 +219,15 @@ class Workbench:
             return self.frame()
         key = json.dumps(prepare, sort_keys=True)
         if key not in self._prepared:
+            before = json.dumps(prepare[:-1], sort_keys=True)  # one step more: applied to the cached table
+            start, steps = (self._prepared[before], prepare[-1:]) if before in self._prepared else (self.frame(), prepare)
             try:
-                frame, _ = recode(self.frame(), [dict(s) for s in prepare])
+                frame, _ = recode(start, [dict(s) for s in steps])
             except ParameterError as exc:
                 raise InputError(str(exc)) from None
-            self._prepared = {key: frame}  # only the current preparation is kept
+            self._prepared = {**{k: v for k, v in self._prepared.items() if k == json.dumps(self.state.prepare,
+                                                                                            sort_keys=True)},
+                              key: frame}  # the current preparation and the new one only
         return self._prepared[key]
 
     def page(self, offset: int, limit: int, sort=None, descending=False) -> dict:
