@@ -29,60 +29,19 @@ a release can be repeated and audited exactly.
 
 from __future__ import annotations
 
-import hashlib
 import sys
-import tomllib
 import warnings
 from pathlib import Path
 
 from .. import __version__
 from ..errors import InputError, ProbanonWarning
+from ..recipe import COMMANDS, TOP, digest, read_recipe  # noqa: F401  (re-exported)
 from .options import add_input
 from .parser import Parser, command, example
 
-COMMANDS = ("microaggregate", "swap", "recode", "suppress", "pram", "noise", "rank-swap", "record-swap")
-TOP = {"command", "input", "output", "options", "report", "input_sha256", "probanon_version"}
 #: options of the commands that are not the release's own (the runner's switches, or derived)
 NOT_RECIPE = {"command", "func", "input", "output", "outputs", "force", "quiet", "_inputs", "_outputs",
               "_csv_options", "recipe", "report", "extra_outputs"}
-
-
-def digest(path) -> str:
-    """SHA-256 of a file's bytes, hex."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def read_recipe(path) -> dict:
-    """The recipe at ``path``, checked: a known command, an input and an output (texts), only
-    known top-level entries, options a table; a one-line :class:`InputError` otherwise."""
-    path = Path(path)
-    try:
-        recipe = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: not a TOML recipe ({str(exc).splitlines()[0]})") from None
-    unknown = sorted(set(recipe) - TOP)
-    if unknown:
-        raise InputError(f"{path}: unknown entry {unknown[0]!r} (a recipe holds {', '.join(sorted(TOP))})")
-    if recipe.get("command") not in COMMANDS:
-        raise InputError(f"{path}: 'command' must be one of {', '.join(COMMANDS)}, got {recipe.get('command')!r}")
-    for key in ("input", "output"):
-        if not isinstance(recipe.get(key), str) or not recipe[key]:
-            raise InputError(f"{path}: {key!r} must name a file")
-    if "report" in recipe and (not isinstance(recipe["report"], str) or not recipe["report"]):
-        raise InputError(f"{path}: 'report' must name a folder")
-    if "report" in recipe and recipe["command"] not in ("microaggregate", "swap", "recode", "suppress"):
-        raise InputError(f"{path}: 'report' is made for the k-anonymous releases (microaggregate, swap, recode with k, "
-                         f"suppress); {recipe['command']} promises no k: run 'probanon evaluate' or 'probanon report' "
-                         "on its release")
-    if not isinstance(recipe.get("options", {}), dict):
-        raise InputError(f"{path}: [options] must be a table")
-    return recipe
 
 
 def _flag(name: str) -> str:
@@ -206,12 +165,11 @@ def _recipe_reports(run, release) -> dict:
     """The reports of a recipe's release (``report = DIR``), computed before anything is written,
     so that they are written with the release, all or nothing."""
     from .._validation import weights_of
-    from ..data import read_table
     from ..release import column_list
     from ..release_report import report_contents
-    from .options import ordinal_keys
+    from .options import ordinal_keys, read_input
 
-    original = read_table(run.input)
+    original = read_input(run)  # with its --prepare recoding, as the command read it
     order = release.link.sort_values("original_row")["released_row"].to_numpy() - 1
     released = release.data.iloc[order].reset_index(drop=True)
     categorical = column_list(getattr(run, "nominal", None)) + list(ordinal_keys(getattr(run, "ordinal", None)))
