@@ -73,6 +73,8 @@ class Progress:
         self.started = time.monotonic()
         self.machine = os.environ.get(MACHINE_VARIABLE) == "json"
         self.lines = not is_terminal(sys.stderr) and not self.machine
+        if self.machine:
+            return
         if self.lines:
             if not staged:
                 say(f"{self.desc} ...")

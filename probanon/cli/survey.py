@@ -505,7 +505,7 @@ def add_parser(sub) -> None:
     add_output(a, "-o", "--output", required=True, table=True,
                help="what is sent: each record's cell, its centroid and the answers")
     add_release_options(a, keys_help="quasi-identifier columns, if the specification does not name them",
-                        confidential_help="the answers (kept unchanged)")
+                        confidential_help="the answers (kept unchanged)", prepare=False)
     a.add_argument("--seed", type=seed, default=None, help="seed of the record order (default: fresh entropy)")
     from .apply import add_chunk_options
 
