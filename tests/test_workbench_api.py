@@ -323,7 +323,8 @@ def test_progress_lines_for_the_workbench(tmp_path):
     assert done.returncode == 0, done.stderr
     lines = [json.loads(ln)["progress"] for ln in done.stderr.splitlines() if ln.startswith('{"progress"')]
     assert lines and all(isinstance(s, str) and isinstance(d, int) for s, d, _ in lines)
-    assert "\r" not in done.stderr  # no bar redraws
+    assert "\r" not in done.stderr and "it/s" not in done.stderr  # no bar
+    assert all(ln.startswith('{"progress"') or '{"progress"' not in ln for ln in done.stderr.splitlines())
 
 
 def test_spss_upload_keeps_its_labels(wb, tmp_path):
@@ -340,3 +341,185 @@ def test_spss_upload_keeps_its_labels(wb, tmp_path):
     assert region["type"] == "coded"
     assert {(c["value"], c["label"], c["count"]) for c in region["categories"]} == {(1, "north", 3), (2, "south", 2),
                                                                                     (3, "east", 1)}
+
+
+def test_audit_findings_name_their_column(wb, tmp_path):
+    """The pre-release audit of the roles (the command line's): a key that a released column
+    determines (age = 2020 - birth_year) is found and named."""
+    rng = np.random.default_rng(5)
+    age = rng.integers(18, 90, 400)
+    frame = pd.DataFrame({"age": age, "region": rng.choice(["n", "s", "e"], 400), "birth_year": 2020 - age,
+                          "income": rng.normal(3000, 500, 400).round(2)})
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    base, token, _ = wb
+    s = opened(base, token, path)
+    roles = {"age": "key", "region": "categorical key", "birth_year": "confidential", "income": "confidential"}
+    call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)
+    found = call(base, "GET", "/api/audit", token=token)[1]["findings"]
+    assert any(f["column"] == "age" and "birth_year" in f["text"] for f in found), found
+
+
+def test_risk_before_with_weights_and_households(wb, tmp_path):
+    """The Risk step's figures against pandas: sample uniques, k achieved, the weighted class
+    totals F_k of the records most at risk, the number of households."""
+    rng = np.random.default_rng(8)
+    n = 300
+    frame = pd.DataFrame({"sex": rng.choice(["f", "m"], n), "region": rng.choice(list("abcdefgh"), n),
+                          "age": rng.integers(18, 30, n), "w": rng.uniform(1, 50, n).round(3),
+                          "hid": np.repeat(np.arange(100), 3), "income": rng.normal(3000, 500, n).round(2)})
+    path = tmp_path / "people.csv"
+    frame.to_csv(path, index=False)
+    base, token, _ = wb
+    s = opened(base, token, path)
+    roles = {"sex": "categorical key", "region": "categorical key", "age": "categorical key", "w": "weight",
+             "hid": "household", "income": "confidential"}
+    s = call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)[1]
+    job = finished(base, token, call(base, "POST", "/api/risk", {"k": 2}, token)[1])
+    assert job["status"] == "done", job["error"]
+    r = job["result"]
+    keys = ["sex", "region", "age"]
+    sizes = frame.groupby(keys)["w"].transform("size")
+    totals = frame.groupby(keys)["w"].transform("sum")
+    assert r["sample_uniques"] == int((sizes == 1).sum())
+    assert r["k_achieved"] == int(sizes.min())
+    assert r["household_risk"]["households"] == 100
+    columns = r["most_at_risk"]["columns"]
+    for row in r["most_at_risk"]["rows"]:
+        record = row[0] - 1
+        assert row[columns.index("fk")] == sizes[record]
+        assert row[columns.index("Fk")] == pytest.approx(totals[record], rel=1e-9)
+
+
+
+def applied(base, token, method="mdav", **params):
+    s = call(base, "GET", "/api/session", token=token)[1]
+    job = call(base, "POST", "/api/apply", {"method": method, "params": params, "version": s["version"]}, token)[1]
+    assert "id" in job, job
+    return finished(base, token, job)
+
+
+def exported(base, token, number, folder, name="release.csv", force=False):
+    s = call(base, "GET", "/api/session", token=token)[1]
+    job = call(base, "POST", "/api/export", {"strategy": number, "folder": str(folder), "name": name, "force": force,
+                                             "version": s["version"]}, token)[1]
+    return finished(base, token, job) if "id" in job else job
+
+
+def test_export_is_the_strategy_made_whatever_the_roles_now(wb, tmp_path):
+    """Roles changed after a strategy do not change its export (a key turned 'keep' is still masked,
+    a dropped column still dropped), and an export never replaces a file unless told to."""
+    base, token, bench = wb
+    s = opened(base, token)
+    roles = census_roles(s["file"]["columns"]) | {"PTOTVAL": "drop"}
+    s = call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)[1]
+    job = applied(base, token, k=3)
+    assert job["status"] == "done", job["error"]
+    number = job["result"]["strategy"]
+    later = roles | {"PTOTVAL": "keep", "AGI": "keep"}
+    call(base, "POST", "/api/roles", {"roles": later, "version": s["version"] + 1}, token)
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "link.csv").write_text("old")
+    job = exported(base, token, number, folder)
+    assert job["status"] == "failed" and job["field"] == "folder" and "already holds link.csv" in job["error"]
+    assert (folder / "link.csv").read_text() == "old" and sorted(p.name for p in folder.iterdir()) == ["link.csv"]
+    job = exported(base, token, number, folder, force=True)
+    assert job["status"] == "done", job["error"]
+    release = pd.read_csv(folder / "release.csv")
+    assert "PTOTVAL" not in release.columns
+    assert release.groupby(KEYS).size().min() >= 3
+    strategy_release = Path(bench.state.strategies[0].folder) / "release.csv"
+    assert strategy_release.read_bytes() == (folder / "release.csv").read_bytes()
+
+
+def test_names_the_command_line_cannot_take_are_refused(wb, tmp_path):
+    frame = pd.DataFrame({"a": [1, 2, 3, 4] * 5, "b": [5, 6, 7, 8] * 5, "a,b": [f"SSN-{i}" for i in range(20)],
+                          "x": np.arange(20.0)})
+    path = tmp_path / "commas.csv"
+    frame.to_csv(path, index=False)
+    base, token, _ = wb
+    s = opened(base, token, path)
+    roles = {"a": "keep", "b": "keep", "a,b": "drop", "x": "key"}
+    s = call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)[1]
+    status, err, _ = call(base, "POST", "/api/apply", {"method": "mdav", "params": {"k": 2}, "version": s["version"]},
+                          token)
+    assert status == 400 and err["detail"].startswith("column 'a,b': a name with a comma")
+    assert call(base, "GET", "/api/session", token=token)[1]["strategies"] == []
+
+
+def test_a_changed_file_is_refused_not_released(wb, tmp_path):
+    path = tmp_path / "census.csv"
+    path.write_bytes(CENSUS.read_bytes())
+    base, token, _ = wb
+    s = opened(base, token, path)
+    call(base, "POST", "/api/roles", {"roles": census_roles(s["file"]["columns"]), "version": s["version"]}, token)
+    assert applied(base, token, k=3)["status"] == "done"
+    frame = pd.read_csv(path)
+    frame.assign(ssn=[f"ssn-{i}" for i in range(len(frame))]).to_csv(path, index=False)
+    job = exported(base, token, 1, tmp_path / "out")
+    assert job["status"] == "failed" and "is not the file this recipe was resolved for" in job["error"]
+    assert not (tmp_path / "out" / "release.csv").exists()
+
+
+def test_recipes_the_workbench_cannot_set_are_refused_before_anything_changes(wb, tmp_path):
+    base, token, _ = wb
+    s = opened(base, token)
+    before = call(base, "GET", "/api/session", token=token)[1]
+    recipe = tmp_path / "ordinal.toml"
+    recipe.write_text(f'command = "microaggregate"\ninput = "{CENSUS}"\noutput = "o.csv"\n[options]\nk = 3\n'
+                      'keys = ["AGI"]\nordinal = ["FICA"]\nkeep_other = true\n')
+    status, err, _ = call(base, "POST", "/api/recipe/open", {"path": str(recipe), "version": s["version"]}, token)
+    assert status == 400 and "option 'ordinal'" in err["detail"]
+    recipe.write_text(f'command = "microaggregate"\ninput = "{CENSUS}"\noutput = "o.csv"\n[options]\nk = 1\n'
+                      'keys = ["AGI"]\nkeep_other = true\n')
+    status, err, _ = call(base, "POST", "/api/recipe/open", {"path": str(recipe), "version": s["version"]}, token)
+    assert status == 400 and "k: must be at least 2" in err["detail"]
+    after = call(base, "GET", "/api/session", token=token)[1]
+    assert after["version"] == before["version"] and after["roles"] == before["roles"] == {}
+
+
+def test_a_resolved_recipe_with_a_preparation_continues(wb, tmp_path):
+    """The resolved recipe (every option, defaults included) of an export whose nominal key was
+    recoded to intervals: its report is made from the prepared table, and it can be opened again."""
+    base, token, bench = wb
+    s = opened(base, token)
+    s = call(base, "POST", "/api/prepare", {"step": {"kind": "intervals", "column": "FICA", "width": 1000},
+                                            "version": s["version"]}, token)[1]
+    roles = census_roles(s["file"]["columns"]) | {"FICA": "categorical key"}
+    s = call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)[1]
+    job = applied(base, token, k=5, seed=7, accept_risk=True)  # wages give FICA back: the audit says so
+    assert job["status"] == "done", job["error"]
+    job = exported(base, token, job["result"]["strategy"], tmp_path / "out", name="c.csv")
+    assert job["status"] == "done", job["error"]
+    assert (tmp_path / "out" / "report" / "internal" / "index.html").is_file()
+    with running(folder=tmp_path / "second") as (base2, token2, bench2):
+        job = call(base2, "POST", "/api/recipe/open", {"path": str(tmp_path / "out" / "c.csv.recipe.toml"),
+                                                       "version": 0}, token2)[1]
+        assert finished(base2, token2, job)["status"] == "done"
+        again = Path(bench2.state.strategies[0].folder) / "release.csv"
+        assert again.read_bytes() == (tmp_path / "out" / "c.csv").read_bytes()
+
+
+def test_malformed_requests_are_one_line_400s(wb):
+    base, token, _ = wb
+    s = opened(base, token)
+    for path, body in (("/api/roles", {"roles": {"AGI": ["key"]}, "version": s["version"]}),
+                       ("/api/roles", {"roles": {"AGI": "key"}, "version": "latest"}),
+                       ("/api/prepare", {"step": {"kind": "round", "column": ["AGI"], "base": 5}, "version": s["version"]}),
+                       ("/api/open", {"path": str(CENSUS), "encoding": "no-such-codec", "version": s["version"]}),
+                       ("/api/open", {"path": str(CENSUS), "sep": 5, "version": s["version"]})):
+        status, err, _ = call(base, "POST", path, body, token)
+        assert status == 400 and isinstance(err["detail"], str) and "\n" not in err["detail"], (path, body, err)
+    status, err, _ = call(base, "GET", "/api/table?offset=first", token=token)
+    assert status == 400 and isinstance(err["detail"], str)
+    assert call(base, "GET", "/api/session", token=token)[1]["version"] == s["version"]
+
+
+def test_a_session_folder_used_again(tmp_path):
+    for _ in range(2):
+        with running(folder=tmp_path / "same") as (base, token, _):
+            s = opened(base, token)
+            call(base, "POST", "/api/roles", {"roles": census_roles(s["file"]["columns"]), "version": s["version"]},
+                 token)
+            assert applied(base, token, k=3)["status"] == "done"

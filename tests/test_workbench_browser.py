@@ -70,7 +70,9 @@ def typed(driver, element_id, text):
 def idle(driver, timeout=WAIT):
     """Wait until no job runs (the progress area hidden)."""
     time.sleep(0.2)
-    WebDriverWait(driver, timeout).until(lambda d: not d.find_element(By.ID, "job").is_displayed())
+    WebDriverWait(driver, timeout).until(lambda d: not d.find_element(By.ID, "job").is_displayed()
+                                         and d.find_element(By.ID, "treat-apply").is_enabled()
+                                         and d.find_element(By.ID, "export-button").is_enabled())
 
 
 def text_of(driver, element_id):
@@ -203,7 +205,7 @@ def test_census_whole_workflow(browser, bench, tmp_path):
     shot("impossible_k")
     apply(driver, "mdav", k=5)
     apply(driver, "swap", k=5, method="mdav-swap")
-    assert strategies(driver) == 2
+    assert strategies(driver) == 2, (text_of(driver, "error-apply"), text_of(driver, "message"))
     table = text_of(driver, "strategies-table")
     assert "MDAV" in table and "Swapping" in table
     shot("two_strategies")
@@ -271,3 +273,64 @@ def test_adult_whole_workflow(browser, bench, tmp_path):
     assert release[keys].isna().to_numpy().sum() > 0  # values were suppressed
     assert set(release["age"].dropna()) <= {f"({a},{a + 10}]" for a in range(10, 100, 10)}  # the preparation's bands
     same_as_release_command(folder, "adult_k3.csv", tmp_path / "again")
+
+
+CONTRAST = """
+const parse = (c) => (c.match(/[\\d.]+/g) || []).slice(0, 3).map(Number);
+const lum = (rgb) => { const [r, g, b] = rgb.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+  return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+const background = (e) => { while (e) { const c = getComputedStyle(e).backgroundColor;
+  if (c && !c.startsWith("rgba(0, 0, 0, 0)") && c !== "transparent") return c; e = e.parentElement; } return "rgb(255, 255, 255)"; };
+const worst = [];
+for (const e of document.querySelectorAll("label, button, th, td, p, h1, h2, h3, span, a")) {
+  if (!e.offsetParent || !e.textContent.trim()) continue;
+  const a = lum(parse(getComputedStyle(e).color)), b = lum(parse(background(e)));
+  const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+  if (ratio < 4.5) worst.push([e.tagName, e.id, e.textContent.slice(0, 30), ratio]);
+}
+return worst;
+"""
+
+UNNAMED = """
+const out = [];
+for (const e of document.querySelectorAll("input, select, button, textarea")) {
+  const named = (e.id && document.querySelector('label[for="' + e.id + '"]')) || e.closest("label")
+    || e.getAttribute("aria-label") || (e.tagName === "BUTTON" && e.textContent.trim());
+  if (!named) out.push(e.id || e.outerHTML.slice(0, 60));
+}
+return out;
+"""
+
+
+def test_keyboard_labels_contrast_and_1280_by_800(browser, bench):
+    """Every control has a label, the workflow is reachable and usable by keyboard in a sensible order,
+    text contrast is at least WCAG AA's 4.5:1, and no step overflows 1280 pixels."""
+    base, token, _ = bench
+    driver = browser
+    start(driver, base, token)
+    open_file(driver, SHARED_DATA / "casc" / "census.csv")
+    Keys = pytest.importorskip("selenium.webdriver.common.keys").Keys
+    ActionChains = pytest.importorskip("selenium.webdriver.common.action_chains").ActionChains
+    driver.get(f"{base}/?token={token}")  # a fresh page: the focus starts at its top
+    WebDriverWait(driver, 30).until(lambda d: "records" in d.find_element(By.ID, "file-name").text)
+    order = []
+    for _ in range(16):
+        ActionChains(driver).send_keys(Keys.TAB).perform()
+        active = driver.switch_to.active_element
+        order.append(active.get_attribute("id") or active.get_attribute("data-step") or active.tag_name)
+    steps = [o for o in order if o in ("data", "roles", "risk", "treat", "compare", "export")]
+    assert steps == ["data", "roles", "risk", "treat", "compare", "export"], order  # the workflow's order
+    assert order.index("export") < order.index("open-path") < order.index("open-button"), order
+    # keyboard only: the Roles step opened with Enter, a role chosen with the arrow keys
+    roles = driver.find_element(By.CSS_SELECTOR, 'nav .step[data-step="roles"]')
+    roles.send_keys(Keys.ENTER)
+    WebDriverWait(driver, 30).until(lambda d: d.find_element(By.ID, "step-roles").is_displayed())
+    WebDriverWait(driver, 30).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#roles-table select"))
+    first = driver.find_element(By.CSS_SELECTOR, "#roles-table select")
+    first.send_keys(Keys.ARROW_DOWN)
+    assert Select(first).first_selected_option.get_attribute("value") == "key"
+    for step in ("data", "roles", "risk", "treat", "compare", "export"):
+        tab(driver, step)
+        assert driver.execute_script(UNNAMED) == [], step
+        assert driver.execute_script(CONTRAST) == [], step
+        assert driver.execute_script("return document.documentElement.scrollWidth") <= 1280, step

@@ -38,7 +38,7 @@ def cmd_workbench(args) -> int:
 
 
 def add_parser(sub) -> None:
-    from ..workbench.server import MAX_UPLOAD_MB
+    from ..workbench import MAX_UPLOAD_MB  # the package alone: no server imported to build the parser
 
     w = command(sub, "workbench", epilog=example(
         "probanon workbench census.csv            # opens the browser on http://127.0.0.1:PORT/?token=...",

@@ -7,3 +7,7 @@ recipe run by ``probanon release``), :mod:`.measures` risk and utility, :mod:`.s
 with its undo/redo history, :mod:`.jobs` background work with progress and cancel, :mod:`.app`
 the HTTP API and page, :mod:`.server` running it.
 """
+
+#: the largest upload (MiB) unless ``--max-upload-mb`` says otherwise (here: the parser reads it without
+#: importing the server)
+MAX_UPLOAD_MB = 2048

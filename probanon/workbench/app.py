@@ -24,7 +24,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from ..errors import InputError, ProbanonError
 from ..formats import table_format
 from ..service.app import AllowedHosts
-from .session import Conflict, Workbench, _field_of
+from .methods import field_of
+from .session import Conflict, Workbench
 
 STATIC = Path(__file__).with_name("static")
 COOKIE = "probanon_workbench"
@@ -41,7 +42,7 @@ def _error(exc: Exception, status: int = 400) -> JSONResponse:
         where = None
 
     holder = Holder()
-    _field_of(holder, exc)
+    field_of(holder, exc)
     return JSONResponse({"detail": str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
                          "field": holder.where}, status_code=409 if isinstance(exc, Conflict) else status)
 
@@ -92,9 +93,11 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
     async def body(request: Request) -> dict:
         if not request.headers.get("content-type", "").startswith("application/json"):
             raise _Unsupported()
-        raw = await request.body()
-        if len(raw) > MAX_JSON:
-            raise InputError("the request is too large")
+        raw = b""
+        async for chunk in request.stream():  # never more than MAX_JSON bytes held
+            raw += chunk
+            if len(raw) > MAX_JSON:
+                raise InputError("the request is too large")
         import json
 
         try:
@@ -104,6 +107,14 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         if not isinstance(data, dict):
             raise InputError("the request must be a JSON object")
         return data
+
+    from fastapi.exceptions import RequestValidationError
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, exc: RequestValidationError):
+        first = (exc.errors() or [{}])[0]
+        where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "request"
+        return JSONResponse({"detail": f"{where}: {first.get('msg', 'invalid')}", "field": where}, status_code=400)
 
     @app.exception_handler(ProbanonError)
     async def refused(request: Request, exc: ProbanonError):
@@ -187,19 +198,18 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
     class _TooLarge(Exception):
         pass
 
-    @app.get("/api/jobs/{job_id}", summary="A background job: status, progress, result or error")
-    def job(job_id: int):
-        found = bench.jobs.get(job_id)
+    def job_or_404(job_id: int, found):
         if found is None:
             return JSONResponse({"detail": f"no job {job_id}", "field": None}, status_code=404)
         return _job(found)
 
+    @app.get("/api/jobs/{job_id}", summary="A background job: status, progress, result or error")
+    def job(job_id: int):
+        return job_or_404(job_id, bench.jobs.get(job_id))
+
     @app.post("/api/jobs/{job_id}/cancel", summary="Cancel a background job")
     def cancel(job_id: int):
-        found = bench.jobs.cancel(job_id)
-        if found is None:
-            return JSONResponse({"detail": f"no job {job_id}", "field": None}, status_code=404)
-        return _job(found)
+        return job_or_404(job_id, bench.jobs.cancel(job_id))
 
     @app.get("/api/table", summary="A page of the prepared table (rows offset..offset+limit, optionally sorted)")
     def rows(offset: int = 0, limit: int = 50, sort: str | None = None, descending: bool = False):
@@ -236,9 +246,11 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         from .methods import method_params
 
         checked = method_params("suppress", {"k": data.get("k", 3), "combinations": data.get("combinations")})
+        if bench.jobs.running("risk"):  # one measurement at a time (it cannot be stopped half-way)
+            raise InputError("risk: a measurement is running; wait for it")
         await run_in_threadpool(bench.prepared)
         return _job(bench.jobs.start("risk", lambda job: bench.risk(job, checked["k"], checked.get("combinations")),
-                                     on_error=_field_of))
+                                     on_error=field_of))
 
     @app.post("/api/apply", summary="Apply a treatment ({method, params, version}): a background job")
     async def apply(request: Request):
@@ -291,7 +303,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         if not isinstance(path, str) or not path.strip():
             raise InputError("recipe: give the path of a recipe (.toml)")
         try:
-            return _job(bench.open_recipe(path.strip(), data.get("version")))
+            return _job(await run_in_threadpool(bench.open_recipe, path.strip(), data.get("version")))
         except Conflict:
             raise
         except InputError as exc:

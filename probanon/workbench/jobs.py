@@ -83,8 +83,8 @@ class Jobs:
 
         def run():
             try:
-                job.result = work(job)
-                job.status = "cancelled" if job.cancel.is_set() else "done"
+                job.result = work(job)  # the work says when it is too late to cancel: it ended, it is done
+                job.status = "done"
             except Cancelled:
                 job.status = "cancelled"
             except ProbanonError as exc:
@@ -155,7 +155,7 @@ def run_command(job: Job, argv: list, cwd) -> str:
                 proc.kill()
         proc.wait()
         reader.join(5)
-    if job.cancel.is_set():
+    if job.cancel.is_set() and proc.returncode != 0:  # killed; a command that finished has done its work
         raise Cancelled("cancelled")
     text = "".join(lines)
     if proc.returncode != 0:

@@ -34,11 +34,16 @@ ROLES = {
 ROLE_OPTIONS = {
     "microaggregate": {"keys", "nominal", "confidential", "drop", "strata", "household", "weights"},
     "suppress": {"keys", "confidential", "drop", "strata", "weights"},
+    "recode": {"keys", "confidential", "drop", "strata", "weights"},
     "pram": {"keys", "confidential", "drop", "strata", "household"},
     "swap": {"keys", "confidential", "drop", "strata", "household"},
     "noise": {"keys", "confidential", "drop"},
     "rank-swap": {"keys", "confidential", "drop"},
 }
+
+
+#: the commands whose release a recipe reports on (the k-anonymous ones: probanon.cli.recipe)
+REPORTED = ("microaggregate", "swap", "suppress", "recode")
 
 
 def _int(name, low=1, default=None, label=None, help=""):
@@ -67,6 +72,10 @@ METHODS = {
               "params": [K, _float("gamma", 0, None, 0.2, "gamma", "V-MDAV's extension gain"), ACCEPT]},
     "pcl": {"label": "Microaggregation: PCL (paper 3)", "command": "microaggregate", "fixed": {"method": "pcl"},
             "params": [K, ACCEPT]},
+    "ranking": {"label": "Microaggregation: individual ranking", "command": "microaggregate",
+                "fixed": {"method": "ranking"}, "params": [K, ACCEPT]},
+    "recode": {"label": "Global recoding (the data step's recoding), checked at k", "command": "recode", "fixed": {},
+               "params": [K, ACCEPT]},
     "suppress": {"label": "Local suppression", "command": "suppress", "fixed": {},
                  "params": [K, _int("combinations", 1, None, "key combinations of at most",
                                     "empty: all keys together (sdcMicro's kAnon without combs)"),
@@ -142,6 +151,12 @@ def check_roles(columns, roles: dict) -> dict:
     for role in ("weight", "household"):
         if len(role_columns(roles, role)) > 1:
             raise InputError(f"one {role} column at most, got {', '.join(role_columns(roles, role))}")
+    listed = [c for c, r in roles.items() if r not in ("keep", "weight", "household")]
+    for c in listed:  # the command line's lists are comma-separated and its options start with '-'
+        if "," in c or c != c.strip() or c.startswith("-"):
+            raise InputError(f"column {c!r}: a name with a comma, spaces around it or a leading '-' cannot be "
+                             "given to the command line as a key, confidential, stratum or dropped column; rename "
+                             "it in the file")
     kept = [c for c in columns if roles.get(c) != "keep"]
     assign_roles(kept, role_columns(roles, "key") + role_columns(roles, "categorical key"),
                  role_columns(roles, "confidential"), role_columns(roles, "drop"),
@@ -183,7 +198,7 @@ def role_options(command: str, columns, roles: dict) -> tuple[dict, list]:
 
 def recipe(*, method: str, params: dict, source: Path, output: str, roles: dict, columns, seed: int,
            prepare: str | None, csv: dict, link: str | None = "link.csv", report: str | None = None,
-           missing_keys: bool = False) -> tuple[str, list]:
+           missing_keys: bool = False, sha256: str | None = None) -> tuple[str, list]:
     """(the TOML recipe of a treatment, notes): ``source`` the input file (absolute), ``output``
     and ``link`` relative to the recipe's folder, ``prepare`` the preparation file's name (or
     None), ``csv`` the input's separator and encoding, ``report`` a reports folder;
@@ -197,13 +212,15 @@ def recipe(*, method: str, params: dict, source: Path, output: str, roles: dict,
     options["seed"] = int(seed)
     if link:
         options["link"] = link
-    if prepare:
-        options["prepare"] = prepare
+    if prepare:  # global recoding's steps are the command's own recoding; elsewhere a preparation
+        options["recode" if spec["command"] == "recode" else "prepare"] = prepare
     for name in ("sep", "encoding"):
         if csv.get(name) and csv[name] != {"sep": ",", "encoding": "utf-8"}[name]:
             options[name] = csv[name]
     top = {"command": spec["command"], "input": str(source), "output": output}
-    if report and spec["command"] in ("microaggregate", "swap", "suppress"):
+    if sha256:  # the command refuses the file if it changed since the workbench read it
+        top["input_sha256"] = sha256
+    if report and spec["command"] in REPORTED:
         top["report"] = report
     return "# made by the probanon workbench: run it with 'probanon release THIS.toml'\n" + tomli_w.dumps(
         {**top, "options": options}), notes
@@ -214,4 +231,21 @@ def prepare_json(steps) -> str:
     return json.dumps(list(steps), indent=1, allow_nan=False) + "\n"
 
 
-__all__ = ["METHODS", "ROLES", "check_roles", "method_params", "prepare_json", "recipe", "role_options"]
+def field_of(job, exc) -> None:
+    """The page's field a message names ("k: ...", "--k ...", "-k ...")."""
+    text = str(exc)
+    head = text.split(":", 1)[0].strip()
+    if head in ("k", "seed", "folder", "name", "method", "file", "path", "recipe", "step", "roles", "strategy",
+                "params") or head in {p["name"] for m in METHODS.values()
+                                                                   for p in m["params"]}:
+        job.where = head
+        return
+    for flag, name in (("-k ", "k"), ("k =", "k"), ("--combinations", "combinations"), ("--pd", "pd"),
+                       ("--alpha", "alpha"), ("--noise", "noise"), ("--gamma", "gamma"), ("-p ", "p"),
+                       ("without a role", "roles"), ("no key variables", "roles"), ("role", "roles")):
+        if flag in text:
+            job.where = name
+            return
+
+
+__all__ = ["METHODS", "ROLES", "check_roles", "field_of", "method_params", "prepare_json", "recipe", "role_options"]

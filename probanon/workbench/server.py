@@ -20,9 +20,8 @@ from pathlib import Path
 from ..errors import ParameterError
 from ..service.app import allowed_hosts
 from ..service.server import _config
+from . import MAX_UPLOAD_MB
 
-#: the largest upload unless --max-upload-mb says otherwise
-MAX_UPLOAD_MB = 2048
 
 
 def is_loopback(host: str) -> bool:

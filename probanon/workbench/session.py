@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime
 import json
 import secrets
-import shutil
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -27,7 +27,7 @@ from .._validation import MAX_SEED
 from ..errors import InputError, ParameterError
 from ..formats import table_format
 from . import measures, methods, table
-from .jobs import Job, Jobs, run_command
+from .jobs import Cancelled, Job, Jobs, run_command
 
 #: rows of the first page, read before the whole file
 HEAD_ROWS = 100
@@ -51,6 +51,10 @@ class Strategy:
     recipe: str
     figures: dict
     notes: tuple = ()
+    basis: "State | None" = None  # the preparation and roles it was made with (its export uses them)
+    source: "Source | None" = None  # the file it was made from
+    columns: tuple = ()  # of the prepared table it was made from
+    lacking: bool = False  # its keys lack values
 
 
 @dataclass(frozen=True)
@@ -76,6 +80,7 @@ class Source:
     uploaded: bool = False
     frame: pd.DataFrame | None = None
     error: str | None = None
+    sha256: str | None = None  # of the bytes read: a recipe names it, so a changed file is refused
     loaded: threading.Event = field(default_factory=threading.Event)
 
 
@@ -103,7 +108,9 @@ class Workbench:
         return self.history[self.position]
 
     def _check_version(self, version) -> None:
-        if version is not None and int(version) != self.version:
+        if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
+            raise InputError(f"version: a whole number, got {version!r}")
+        if version is not None and version != self.version:
             raise Conflict("the session changed in another tab or window: reload the page")
 
     def _commit(self, version, state: State, figures: dict | None = None) -> None:
@@ -163,6 +170,9 @@ class Workbench:
         kind = table_format(path)
         if not path.is_file():
             raise InputError(f"{path}: no such file")
+        for name, value in (("sep", sep), ("encoding", encoding)):
+            if value is not None and not isinstance(value, str):
+                raise InputError(f"{name}: a text, got {value!r}")
         csv = table.sniff(path) if kind == "csv" else {}
         csv = {**csv, **{k: v for k, v in (("sep", sep), ("encoding", encoding)) if v}}
         head = table.head(path, HEAD_ROWS, csv.get("sep"), csv.get("encoding"))
@@ -187,6 +197,9 @@ class Workbench:
                 source.error = str(exc)
                 source.loaded.set()
                 raise
+            from ..recipe import digest
+
+            source.sha256 = digest(path)
             source.frame = frame
             source.loaded.set()
             found = table.summaries(frame, job.progress)
@@ -250,7 +263,9 @@ class Workbench:
             return None
         base = self._summaries.get(())
         if base is None:
-            return None
+            if self.jobs.running("open"):
+                return None
+            base = self._summaries[()] = table.summaries(src.frame)  # the background summaries were cancelled
         if not self.state.prepare:
             return base
         key = json.dumps(self.state.prepare, sort_keys=True)
@@ -272,10 +287,17 @@ class Workbench:
         """One recoding step more (:mod:`probanon.categorical.recoding`), checked by applying it."""
         from ..categorical.recoding import step_from_dict
 
+        if not isinstance(step.get("column"), str) or not step["column"]:
+            raise InputError("step: 'column' must name a column")
         try:
             parsed = step_from_dict(step)
-        except ParameterError as exc:
-            raise InputError(str(exc)) from None
+        except (ParameterError, TypeError, ValueError) as exc:
+            raise InputError(f"step: {exc}") from None
+        if getattr(parsed, "path", None) is not None:  # a hierarchy file: absolute, a regular file
+            where = Path(parsed.path).expanduser().resolve()
+            if not where.is_file():
+                raise InputError(f"step: hierarchy file {parsed.path}: no such file")
+            parsed = replace(parsed, path=str(where))
         new = (*self.state.prepare, parsed.to_dict())
         self.prepared(new)  # refuses a step that does not apply, with its message
         self._commit(version, replace(self.state, prepare=new, what=f"{parsed.column}: {parsed.describe()}"))
@@ -284,6 +306,8 @@ class Workbench:
         """The roles of the columns (those not named have none), checked as far as they go; the full
         check (every column a role) is made when a strategy is applied."""
         columns = list(self.prepared().columns)
+        if not all(isinstance(c, str) and (r is None or isinstance(r, str)) for c, r in roles.items()):
+            raise InputError("roles: an object {column: role}, roles as texts")
         bad = sorted(r for r in roles.values() if r and r not in methods.ROLES)
         if bad:
             raise InputError(f"unknown role {bad[0]!r} (one of {', '.join(methods.ROLES)})")
@@ -322,20 +346,17 @@ class Workbench:
         return out
 
     # --- strategies -----------------------------------------------------------------------------
-    def _recipe(self, folder: Path, method: str, params: dict, seed: int, output: str, link, report=None,
-                state: State | None = None) -> tuple[str, list]:
-        state = state or self.state
+    def _recipe(self, folder: Path, method: str, params: dict, seed: int, output: str, link, report,
+                state: State, source: Source, columns, lacking: bool, input_path=None) -> tuple[str, list]:
+        """The recipe of a treatment on ``state`` (its preparation written into ``folder``)."""
         prepare = None
         if state.prepare:
             prepare = "prepare.json"
             (folder / prepare).write_text(methods.prepare_json(state.prepare), encoding="utf-8")
-        frame = self.prepared(state.prepare)
-        roles = dict(state.roles)
-        keys = methods.role_columns(roles, "key") + methods.role_columns(roles, "categorical key")
-        lacking = bool(keys) and bool(frame[[c for c in keys if c in frame.columns]].isna().to_numpy().any())
-        return methods.recipe(method=method, params=params, source=self.source.path, output=output, roles=roles,
-                              columns=list(frame.columns), seed=seed, prepare=prepare, csv=self.source.csv, link=link,
-                              report=report, missing_keys=lacking)
+        return methods.recipe(method=method, params=params, source=input_path or source.path, output=output,
+                              roles=dict(state.roles), columns=list(columns), seed=seed, prepare=prepare,
+                              csv=source.csv, link=link, report=report, missing_keys=lacking,
+                              sha256=source.sha256)
 
     def apply(self, method: str, given: dict, version) -> Job:
         """A strategy: ``method`` with the page's parameters, run by the command line in the
@@ -351,14 +372,19 @@ class Workbench:
             raise InputError(f"seed: a whole number from 0 to {MAX_SEED}") from None
         with self.lock:
             self._check_version(version)
-            state = self.state
-            methods.check_roles(list(self.prepared().columns), dict(state.roles))
+            state, source = self.state, self.source
+            frame = self.prepared()
+            roles = dict(state.roles)
+            methods.check_roles(list(frame.columns), roles)
             number = next(self._numbers)
-        folder = self.folder / "strategies" / f"s{number}"
-        folder.mkdir(parents=True)
-        text, notes = self._recipe(folder, method, params, seed, "release.csv", "link.csv", state=state)
+        folder = Path(tempfile.mkdtemp(prefix=f"s{number}-", dir=self._made("strategies")))
+        keys = methods.role_columns(roles, "key") + methods.role_columns(roles, "categorical key")
+        lacking = bool(frame[keys].isna().to_numpy().any())
+        text, notes = self._recipe(folder, method, params, seed, "release.csv", "link.csv", None, state, source,
+                                   frame.columns, lacking)
         (folder / "recipe.toml").write_text(text, encoding="utf-8")
         label = f"{number}. {methods.METHODS[method]['label']}" + (f", k = {params['k']}" if "k" in params else "")
+        expected = {c for c in frame.columns if roles.get(c) != "drop"}
 
         def work(job: Job):
             from ..data import read_table
@@ -367,19 +393,31 @@ class Workbench:
             run_command(job, ["release", "recipe.toml", "--force"], folder)
             job.progress("measuring the release", 0, None)
             release, link = read_table(folder / "release.csv"), pd.read_csv(folder / "link.csv")
-            figures = measures.assess_release(self.prepared(state.prepare), release, link, dict(state.roles),
-                                              params.get("k"), probabilistic=methods.METHODS[method]["command"] == "swap")
+            if set(release.columns) != expected:  # what the roles say is released, and nothing else
+                raise InputError(f"the release's columns are not those the roles publish (extra: "
+                                 f"{sorted(set(release.columns) - expected)}, missing: "
+                                 f"{sorted(expected - set(release.columns))})")
+            figures = measures.assess_release(frame, release, link, roles, params.get("k"),
+                                              probabilistic=methods.METHODS[method]["command"] == "swap")
             strategy = Strategy(number, label, method, tuple(params.items()), seed, str(folder), text, figures,
-                                tuple(notes))
+                                tuple(notes), replace(state, strategies=()), source, tuple(frame.columns), lacking)
             with self.lock:
-                if self.state.prepare != state.prepare or self.state.roles != state.roles:
-                    raise InputError("the preparation or the roles changed while the strategy ran: apply it again")
+                if job.cancel.is_set():
+                    raise Cancelled("cancelled")
+                if self.source is not source or self.state.prepare != state.prepare or self.state.roles != state.roles:
+                    raise InputError("the file, its preparation or the roles changed while the strategy ran: apply it "
+                                     "again")
                 self._commit(None, replace(self.state, strategies=(*self.state.strategies, strategy),
                                            what=f"applied {label}"), _headline(figures))
                 self.log[-1]["seconds"] = round(time.monotonic() - started, 3)
             return {"strategy": number, "figures": figures}
 
-        return self.jobs.start("apply", work, on_error=_field_of)
+        return self.jobs.start("apply", work, on_error=methods.field_of)
+
+    def _made(self, name: str) -> Path:
+        """The session folder's subfolder ``name``, made if needed."""
+        (self.folder / name).mkdir(parents=True, exist_ok=True)
+        return self.folder / name
 
     def strategy(self, number: int) -> Strategy:
         for g in self.state.strategies:
@@ -401,139 +439,37 @@ class Workbench:
         return measures.comparison_png([{"label": g.label, **g.figures} for g in chosen], k)
 
     def export(self, number: int, folder, name: str, force: bool, version) -> Job:
-        """Strategy ``number`` written into ``folder`` by the command line from its recipe: the
-        release ``name`` (its format by its ending), the private link file, the reports (for the
-        k-anonymous releases), the preparation, the recipe and the resolved recipe; the step log
-        beside them and in the internal report. All or nothing (the command's writer)."""
+        """Strategy ``number`` written into ``folder`` (:func:`.recipes.export`)."""
+        from .recipes import export
+
         with self.lock:
             self._check_version(version)
-            g = self.strategy(number)
-        folder = Path(folder).expanduser()
-        if not folder.is_absolute():
-            raise InputError("folder: give an absolute path")
-        try:
-            table_format(name, "release")
-        except InputError as exc:
-            raise InputError(f"name: {exc}") from None
-        if Path(name).name != name:
-            raise InputError("name: a file name, without folders")
-        staging = self.folder / "exports" / f"e{next(self._numbers)}"
-        staging.mkdir(parents=True)
-        report = "report" if methods.METHODS[g.method]["command"] in ("microaggregate", "swap", "suppress") and \
-            dict(g.params).get("k") else None
-        state = self.state
-        text, _ = self._recipe(staging, g.method, dict(g.params), g.seed, name, "link.csv", report, state)
-        log = list(self.log)
-
-        def work(job: Job):
-            folder.mkdir(parents=True, exist_ok=True)
-            if (folder / "recipe.toml").exists() and not force:
-                raise InputError(f"folder: {folder} already holds an export (tick 'overwrite')")
-            for item in ("prepare.json",):
-                if (staging / item).exists():
-                    shutil.copyfile(staging / item, folder / item)
-            (folder / "recipe.toml").write_text(text, encoding="utf-8")
-            if self.source.uploaded:  # the input travels with the recipe
-                shutil.copyfile(self.source.path, folder / self.source.path.name)
-                fixed = text.replace(json.dumps(str(self.source.path)), json.dumps(self.source.path.name))
-                (folder / "recipe.toml").write_text(fixed, encoding="utf-8")
-            run_command(job, ["release", "recipe.toml"] + (["--force"] if force else []), folder)
-            (folder / "steps.json").write_text(json.dumps(log, indent=1), encoding="utf-8")
-            if report:
-                _log_into_report(folder / report / "internal" / "index.html", log)
-            written = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
-            return {"folder": str(folder), "files": written}
-
-        return self.jobs.start("export", work, on_error=_field_of)
+            strategy = self.strategy(number)
+            log = list(self.log)
+        return export(self, strategy, folder, name, force, log)
 
     def open_recipe(self, path, version=None) -> Job:
-        """Continue from a recipe (one the workbench exported, or any ``probanon release`` recipe of
-        a treatment it knows): its input opened, its preparation and roles set, its treatment applied
-        again with its seed. Returns the job applying it."""
-        import tomllib
+        """Continue from a recipe (:func:`.recipes.read_for_workbench`, checked whole before anything
+        changes): its input opened, its preparation and roles set, its treatment applied again with its
+        seed. Returns the job applying it."""
+        from .recipes import read_for_workbench
 
-        path = Path(path).expanduser()
-        try:
-            recipe = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise InputError(f"{path}: no such file") from None
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not a TOML recipe ({str(exc).splitlines()[0]})") from None
-        options = dict(recipe.get("options", {}))
-        command = recipe.get("command")
-        found = [m for m, spec in methods.METHODS.items() if spec["command"] == command and
-                 all(options.get(n) == v for n, v in spec["fixed"].items())]
-        if not found:
-            raise InputError(f"{path}: the workbench has no treatment for command {command!r}"
-                             + (f" with method {options.get('method')!r}" if "method" in options else ""))
-        method = found[0]
-        source = Path(path).parent / str(recipe.get("input", ""))
-        sep, encoding = options.get("sep"), options.get("encoding")
-        load = self.open(source, sep, encoding, version=version)
-        load_done = self.jobs.wait(load, 600)
-        if not load_done or load.status != "done":
-            raise InputError(load.error or f"{source}: could not be read")
-        if options.get("prepare"):
-            from ..categorical.recoding import steps_from_file
-
-            for step in steps_from_file(Path(path).parent / options["prepare"], "prepare"):
-                self.add_step(step.to_dict(), None)
-        roles = {}
-        for name, role in (("keys", "key"), ("nominal", "categorical key"), ("confidential", "confidential"),
-                           ("drop", "drop"), ("strata", "stratum")):
-            for c in ([options[name]] if isinstance(options.get(name), str) else options.get(name, [])):
-                roles[c] = role
-        if command in ("suppress", "pram"):
-            roles.update({c: "categorical key" for c, r in roles.items() if r == "key"})
-        for name, role in (("weights", "weight"), ("household", "household")):
-            if options.get(name):
-                roles[options[name]] = role
-        if options.get("keep_other"):
+        found = read_for_workbench(path)
+        load = self.open(found.input, found.csv.get("sep"), found.csv.get("encoding"), version=version)
+        if not self.jobs.wait(load, 600) or load.status != "done":
+            raise InputError(load.error or f"{found.input}: could not be read")
+        for step in found.prepare:
+            self.add_step(step, None)
+        roles = dict(found.roles)
+        if found.keep_other:
             roles.update({c: "keep" for c in self.prepared().columns if c not in roles})
         self.set_roles(roles, None)
-        params = {p["name"]: options[p["name"]] for p in methods.METHODS[method]["params"] if p["name"] in options}
-        return self.apply(method, {**params, "seed": options.get("seed", self.seed)}, None)
-
-
-def _field_of(job: Job, exc) -> None:
-    """The page's field a message names ("k: ...", "--k ...", "-k ...")."""
-    text = str(exc)
-    head = text.split(":", 1)[0].strip()
-    if head in ("k", "seed", "folder", "name", "method", "file", "path", "recipe", "step", "roles", "strategy",
-                "params") or head in {p["name"] for m in methods.METHODS.values()
-                                                                   for p in m["params"]}:
-        job.where = head
-        return
-    for flag, name in (("-k ", "k"), ("k =", "k"), ("--combinations", "combinations"), ("--pd", "pd"),
-                       ("--alpha", "alpha"), ("--noise", "noise"), ("--gamma", "gamma"), ("-p ", "p"),
-                       ("without a role", "roles"), ("no key variables", "roles"), ("role", "roles")):
-        if flag in text:
-            job.where = name
-            return
+        return self.apply(found.method, {**found.params, "seed": found.seed}, None)
 
 
 def _headline(figures: dict) -> dict:
     return {name: figures[name] for name in ("k_achieved", "sample_uniques", "information_loss", "record_linkage",
                                              "expected_reidentifications") if figures.get(name) is not None}
-
-
-def _log_into_report(page: Path, log: list) -> None:
-    """The workbench's step log appended to the internal report (its time, what, seconds, figures)."""
-    import html
-
-    if not page.is_file():
-        return
-    def seconds(e) -> str:
-        return "" if e["seconds"] is None else f"{e['seconds']:.2f}"
-
-    rows = "".join(f"<tr><td>{html.escape(e['time'])}</td><td>{html.escape(e['what'])}</td><td>{seconds(e)}</td>"
-                   f"<td>{html.escape(json.dumps(e['figures']))}</td></tr>" for e in log)
-    section = ("<h2>Workbench step log</h2><p>Every step of the workbench session that made this release, with its "
-               "time and figures (also in steps.json beside the release).</p><table><tr><th>time (UTC)</th>"
-               f"<th>step</th><th>seconds</th><th>figures</th></tr>{rows}</table>")
-    text = page.read_text(encoding="utf-8")
-    at = text.rfind("</body>")
-    page.write_text(text[:at] + section + text[at:] if at >= 0 else text + section, encoding="utf-8")
 
 
 __all__ = ["Conflict", "State", "Strategy", "Workbench"]

@@ -89,6 +89,8 @@ def head(path, rows: int, sep=None, encoding=None) -> pd.DataFrame:
 
         reader = pyreadstat.read_sav if kind == "spss" else pyreadstat.read_dta
         return reader(str(path), row_limit=rows)[0]
+    except LookupError:
+        raise InputError(f"unknown encoding {encoding!r}") from None
     except (ValueError, OSError, UnicodeDecodeError, StopIteration, pd.errors.ParserError) as exc:
         raise InputError(f"{path}: cannot be read as {kind} ({str(exc).splitlines()[0] if str(exc) else 'empty'})") \
             from None

@@ -98,7 +98,10 @@
   $("redo").addEventListener("click", () => change("/api/redo", {}));
   async function change(path, body, fallback) {
     clearErrors();
-    try { await api("POST", path, Object.assign({ version: session.version }, body)); await refresh(); await loadTable(); loadSummaries(); return true; }
+    try {
+      await api("POST", path, Object.assign({ version: session.version }, body));
+      await refresh(); await loadTable(); loadSummaries(); autoRisk(); return true;
+    }
     catch (e) { showError(e, fallback || "message"); return false; }
   }
 
@@ -295,6 +298,32 @@
       renderRisk(await follow(job, "measuring the risk"));
     } catch (e) { showError(e, "risk"); }
   });
+  // after every change, the risk again in the background (the header's summary, the Risk step's figures)
+  let riskRound = 0;
+  async function autoRisk() {
+    const roles = Object.values(session.roles || {});
+    if (!session.file || !session.file.loaded || !roles.some((r) => r === "key" || r === "categorical key")) {
+      $("risk-summary").textContent = ""; return;
+    }
+    const round = ++riskRound;
+    $("risk-summary").textContent = "measuring the risk…";
+    try {
+      const comb = $("risk-comb").value;
+      let job = null;
+      while (job === null) {  // one measurement at a time: wait for the running one, then measure this state
+        try { job = await api("POST", "/api/risk", { k: Number($("risk-k").value), combinations: comb === "" ? null : Number(comb) }); }
+        catch (e) { if (!/is running/.test(e.message) || round !== riskRound) throw e; await new Promise((r) => setTimeout(r, 300)); }
+      }
+      while (job.status === "running") { await new Promise((r) => setTimeout(r, 100)); job = await api("GET", "/api/jobs/" + job.id); }
+      if (round !== riskRound) return;  // a newer change measures again
+      if (job.status !== "done") { $("risk-summary").textContent = ""; return; }
+      const r = job.result;
+      $("risk-summary").textContent = "k achieved " + fmt(r.k_achieved) + " · sample uniques " + fmt(r.sample_uniques)
+        + " · " + fmt(r.seconds) + " s";
+      renderRisk(r);
+    } catch (e) { if (round === riskRound) $("risk-summary").textContent = ""; }
+  }
+
   function figureTable(rows) {
     const t = el("table"); rows.forEach(([a, b, cls]) => t.append(el("tr", {}, el("th", { scope: "row", text: a }), el("td", { class: cls || "num", text: fmt(b) }))));
     return t;
@@ -304,11 +333,16 @@
     const f = r.frequency || {};
     out.append(figureTable([["records", r.records], ["keys", r.keys.join(", "), ""],
       ["k achieved", r.k_achieved, r.k_achieved >= r.k ? "good" : "bad"], ["sample uniques", r.sample_uniques],
-      ["records below k = " + r.k, (r.k_violations || {}).total], ["expected re-identifications", f.expected_reidentifications],
+      ["records below k = " + r.k + " (some key combination)", (r.k_violations || {}).violating_records], ["expected re-identifications", f.expected_reidentifications],
       ["records above the main risk level " + fmt(r.main_risk_level), r.records_above_main_level],
       ["seconds", r.seconds]]));
     (r.violations_lines || []).forEach((l) => out.append(el("p", { text: l })));
-    if (r.household_risk) out.append(el("p", { text: "household risk: " + JSON.stringify(r.household_risk) }));
+    const h = r.household_risk;
+    if (h) {
+      out.append(el("p", { text: "household risk: " + fmt(h.households) + " households; expected re-identifications "
+        + fmt(h.expected_reidentifications) + " (" + fmt(h.hierarchical_risk_pct) + " % of the records: sdcMicro's hierarchical risk); "
+        + "expected households re-identified " + fmt(h.expected_households) + "; largest household risk " + fmt(h.max_household_risk) }));
+    }
     (r.attribute_disclosure || []).forEach((l) => out.append(el("p", { text: "attribute disclosure: " + l })));
     const most = r.most_at_risk;
     out.append(el("h3", { text: "Records most at risk (the office's view only)" }));
@@ -343,11 +377,12 @@
       params[i.dataset.param] = i.dataset.type === "boolean" ? i.checked : i.dataset.type === "choice" ? i.value : (i.value === "" ? null : i.value);
     });
     params.seed = $("param-seed").value;
+    $("treat-apply").disabled = true;  // one application at a time from this page
     try {
       const job = await api("POST", "/api/apply", { method: $("treat-method").value, params, version: session.version });
       const result = await follow(job, "applying");
       await refresh(); say("strategy " + result.strategy + " applied: k achieved " + result.figures.k_achieved);
-    } catch (e) { showError(e, "apply"); }
+    } catch (e) { showError(e, "apply"); } finally { $("treat-apply").disabled = false; }
   });
   function strategyRows(t, strategies) {
     t.textContent = "";
@@ -387,6 +422,7 @@
   $("export-strategy").addEventListener("change", loadRecipe);
   $("export-form").addEventListener("submit", async (ev) => {
     ev.preventDefault(); clearErrors();
+    $("export-button").disabled = true;
     try {
       const job = await api("POST", "/api/export", { strategy: $("export-strategy").value, folder: $("export-folder").value,
         name: $("export-name").value, force: $("export-force").checked, version: session.version });
@@ -394,7 +430,7 @@
       const out = $("export-out"); out.textContent = "";
       out.append(el("p", { class: "good", text: "written into " + result.folder + ":" }));
       const ul = el("ul"); result.files.forEach((f) => ul.append(el("li", { text: f }))); out.append(ul);
-    } catch (e) { showError(e, "export"); }
+    } catch (e) { showError(e, "export"); } finally { $("export-button").disabled = false; }
   });
   function renderLog() {
     const t = $("log-table"); t.textContent = "";
