@@ -523,3 +523,22 @@ def test_a_session_folder_used_again(tmp_path):
             call(base, "POST", "/api/roles", {"roles": census_roles(s["file"]["columns"]), "version": s["version"]},
                  token)
             assert applied(base, token, k=3)["status"] == "done"
+
+
+def test_neutral_options_are_the_commands_defaults():
+    """The options a recipe may hold at their default without the workbench setting them
+    (workbench.recipes.NEUTRAL) are the command line's defaults, and the options the workbench sets
+    exist in each command's parser."""
+    from probanon.cli.main import build_parser
+    from probanon.workbench import methods, recipes
+
+    parser = build_parser()
+    commands = next(a for a in parser._subparsers._group_actions).choices
+    for command, neutral in recipes.NEUTRAL.items():
+        defaults = {a.dest: a.default for a in commands[command]._actions}
+        assert {name: defaults[name] for name in neutral} == neutral, command
+    for method, spec in methods.METHODS.items():
+        dests = {a.dest for a in commands[spec["command"]]._actions}
+        wanted = {p["name"] for p in spec["params"]} | set(spec["fixed"]) | methods.ROLE_OPTIONS[spec["command"]] \
+            | {"seed", "link", "keep_other", "prepare" if spec["command"] != "recode" else "recode"}
+        assert wanted <= dests, (method, wanted - dests)

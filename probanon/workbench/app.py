@@ -47,6 +47,14 @@ def _error(exc: Exception, status: int = 400) -> JSONResponse:
                          "field": holder.where}, status_code=409 if isinstance(exc, Conflict) else status)
 
 
+def _text(data: dict, name: str, field: str, asked: str) -> str:
+    """The text ``data[name]``, stripped; a one-line error naming ``field`` when it is not a text or empty."""
+    value = data.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"{field}: give {asked}")
+    return value.strip()
+
+
 def _job(job) -> dict:
     return job.to_dict()
 
@@ -147,11 +155,9 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
     @app.post("/api/open", summary="Open a file by path ({path, sep?, encoding?, version})")
     async def open_file(request: Request):
         data = await body(request)
-        path = data.get("path")
-        if not isinstance(path, str) or not path.strip():
-            raise InputError("path: give the path of a file (CSV, .csv.gz, Parquet, SPSS .sav, Stata .dta)")
+        path = _text(data, "path", "path", "the path of a file (CSV, .csv.gz, Parquet, SPSS .sav, Stata .dta)")
         try:
-            job = bench.open(path.strip(), data.get("sep") or None, data.get("encoding") or None,
+            job = bench.open(path, data.get("sep") or None, data.get("encoding") or None,
                              version=data.get("version"))
         except Conflict:
             raise
@@ -285,25 +291,20 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
     @app.post("/api/export", summary="Export a strategy ({strategy, folder, name, force, version}): a job")
     async def export(request: Request):
         data = await body(request)
-        folder, name = data.get("folder"), data.get("name")
-        if not isinstance(folder, str) or not folder.strip():
-            raise InputError("folder: give the folder to write into (an absolute path)")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError("name: give the release's file name (its ending says the format)")
+        folder = _text(data, "folder", "folder", "the folder to write into (an absolute path)")
+        name = _text(data, "name", "name", "the release's file name (its ending says the format)")
         try:
             number = int(data.get("strategy"))
         except (TypeError, ValueError):
             raise InputError("strategy: choose a strategy to export") from None
-        return _job(bench.export(number, folder.strip(), name.strip(), bool(data.get("force")), data.get("version")))
+        return _job(bench.export(number, folder, name, bool(data.get("force")), data.get("version")))
 
     @app.post("/api/recipe/open", summary="Continue from a recipe ({path, version}): a job applying it again")
     async def open_recipe(request: Request):
         data = await body(request)
-        path = data.get("path")
-        if not isinstance(path, str) or not path.strip():
-            raise InputError("recipe: give the path of a recipe (.toml)")
+        path = _text(data, "path", "recipe", "the path of a recipe (.toml)")
         try:
-            return _job(await run_in_threadpool(bench.open_recipe, path.strip(), data.get("version")))
+            return _job(await run_in_threadpool(bench.open_recipe, path, data.get("version")))
         except Conflict:
             raise
         except InputError as exc:
