@@ -542,3 +542,51 @@ def test_neutral_options_are_the_commands_defaults():
         wanted = {p["name"] for p in spec["params"]} | set(spec["fixed"]) | methods.ROLE_OPTIONS[spec["command"]] \
             | {"seed", "link", "keep_other", "prepare" if spec["command"] != "recode" else "recode"}
         assert wanted <= dests, (method, wanted - dests)
+
+
+def test_l_diverse_and_t_close_microaggregation(wb, tmp_path):
+    """MDAV with l-diverse groups on the confidential columns: every released group (records with
+    the same released keys) holds at least l distinct values of each (pandas); t-closeness runs
+    with the confidential columns as its sensitive ones."""
+    base, token, bench = wb
+    s = opened(base, token)
+    roles = {c: "key" if c in KEYS else "keep" for c in s["file"]["columns"]} | {"FEDTAX": "confidential",
+                                                                                "STATETAX": "confidential"}
+    call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)
+    job = applied(base, token, "mdav-l", k=3, l_diversity=3, accept_risk=True)
+    assert job["status"] == "done", job["error"]
+    release = pd.read_csv(Path(bench.state.strategies[-1].folder) / "release.csv")
+    distinct = release.groupby(KEYS)[["FEDTAX", "STATETAX"]].nunique()
+    assert distinct.min().min() >= 3 and release.groupby(KEYS).size().min() >= 3
+    job = applied(base, token, "mdav-t", k=3, t_closeness=0.5, accept_risk=True)
+    assert job["status"] == "done", job["error"]
+    assert 't_closeness = 0.5' in bench.state.strategies[-1].recipe and "sensitive" in bench.state.strategies[-1].recipe
+
+
+def test_record_swapping_keeps_households_whole(wb, tmp_path):
+    rng = np.random.default_rng(12)
+    households = 200
+    sizes = rng.integers(1, 5, households)
+    hid = np.repeat(np.arange(households), sizes)
+    region = np.repeat(rng.choice(["north", "south", "east"], households), sizes)
+    frame = pd.DataFrame({"hid": hid, "region": region, "sex": rng.choice(["f", "m"], len(hid)),
+                          "age": rng.integers(0, 90, len(hid)) // 10, "income": rng.normal(2000, 300, len(hid)).round()})
+    path = tmp_path / "households.csv"
+    frame.to_csv(path, index=False)
+    base, token, bench = wb
+    s = opened(base, token, path)
+    roles = {"hid": "household", "region": "categorical key", "sex": "categorical key", "age": "categorical key",
+             "income": "confidential"}
+    call(base, "POST", "/api/roles", {"roles": roles, "version": s["version"]}, token)
+    job = applied(base, token, "record-swap", hierarchy="region", risk_variables="sex,age", k=3, swaprate=0.1)
+    assert job["status"] == "done", job["error"]
+    release = pd.read_csv(Path(bench.state.strategies[-1].folder) / "release.csv")
+    link = pd.read_csv(Path(bench.state.strategies[-1].folder) / "link.csv")
+    assert len(release) == len(frame)
+    assert (release.groupby("hid")["region"].nunique() == 1).all()  # households whole
+    moved = release.iloc[link.sort_values("original_row")["released_row"].to_numpy() - 1]["region"].to_numpy() \
+        != frame["region"].to_numpy()
+    assert moved.any()
+    status, err, _ = call(base, "POST", "/api/apply", {"method": "record-swap", "params": {"k": 3},
+                                                        "version": bench.version}, token)
+    assert status == 400 and err == {"detail": "hierarchy: give a value", "field": "hierarchy"}

@@ -38,6 +38,7 @@ ROLE_OPTIONS = {
     "pram": {"keys", "confidential", "drop", "strata", "household"},
     "swap": {"keys", "confidential", "drop", "strata", "household"},
     "noise": {"keys", "confidential", "drop"},
+    "record-swap": {"keys", "confidential", "drop", "household"},
     "rank-swap": {"keys", "confidential", "drop"},
 }
 
@@ -53,6 +54,10 @@ def _int(name, low=1, default=None, label=None, help=""):
 def _float(name, low=None, high=None, default=None, label=None, help=""):
     return {"name": name, "type": "number", "min": low, "max": high, "default": default, "label": label or name,
             "help": help}
+
+
+def _columns(name, label, help="", required=False):
+    return {"name": name, "type": "columns", "default": None, "required": required, "label": label, "help": help}
 
 
 def _choice(name, choices, default, label=None, help=""):
@@ -72,6 +77,15 @@ METHODS = {
               "params": [K, _float("gamma", 0, None, 0.2, "gamma", "V-MDAV's extension gain"), ACCEPT]},
     "pcl": {"label": "Microaggregation: PCL (paper 3)", "command": "microaggregate", "fixed": {"method": "pcl"},
             "params": [K, ACCEPT]},
+    "mdav-t": {"label": "Microaggregation: MDAV, groups t-close on the confidential columns", "command": "microaggregate",
+               "fixed": {"method": "mdav"}, "sensitive": True,
+               "params": [K, _float("t_closeness", 0, 1, 0.3, "t", "largest distance (EMD) of a group's confidential "
+                                    "values from the file's"), ACCEPT]},
+    "mdav-l": {"label": "Microaggregation: MDAV, groups l-diverse on the confidential columns",
+               "command": "microaggregate", "fixed": {"method": "mdav"}, "sensitive": True,
+               "params": [K, _int("l_diversity", 2, 2, "l", "distinct (or entropy) values of each confidential column "
+                                  "per group"), _choice("l_kind", ("distinct", "entropy"), "distinct", "l-diversity"),
+                          ACCEPT]},
     "ranking": {"label": "Microaggregation: individual ranking", "command": "microaggregate",
                 "fixed": {"method": "ranking"}, "params": [K, ACCEPT]},
     "recode": {"label": "Global recoding (the data step's recoding), checked at k", "command": "recode", "fixed": {},
@@ -90,6 +104,15 @@ METHODS = {
     "noise": {"label": "Additive noise", "command": "noise", "fixed": {},
               "params": [_choice("method", ("additive", "correlated", "correlated2"), "additive", "method"),
                          _float("noise", 0, None, 150, "noise (% of each key's standard deviation)"), ACCEPT]},
+    "record-swap": {"label": "Targeted record swapping of households (sdcMicro's recordSwap)", "command": "record-swap",
+                    "fixed": {},
+                    "params": [_columns("hierarchy", "geography (columns, top level first)", "e.g. region,district",
+                                        required=True),
+                               _columns("risk_variables", "risk variables (columns)", "with the geography: a record's "
+                                        "cell"),
+                               _int("k", 2, 3, "k", "households in cells of fewer than k records are swapped first"),
+                               _float("swaprate", 0, 1, 0.05, "swap rate", "share of households swapped"),
+                               _columns("similar", "similarity profile (columns)", "donors share these"), ACCEPT]},
     "rank-swap": {"label": "Rank swapping", "command": "rank-swap", "fixed": {},
                   "params": [_float("p", 0, 100, 5, "p (% of the records: the largest rank distance)"), ACCEPT]},
 }
@@ -107,11 +130,16 @@ def method_params(method: str, given: dict) -> dict:
         raise InputError(f"{unknown[0]}: not a parameter of {METHODS[method]['label']}")
     for p in METHODS[method]["params"]:
         name, value = p["name"], given.get(p["name"], p["default"])
-        if value in (None, ""):
-            if p["default"] is not None:
+        if value in (None, "", []):
+            if p["default"] is not None or p.get("required"):
                 raise InputError(f"{name}: give a value")
             continue
-        if p["type"] == "boolean":
+        if p["type"] == "columns":
+            value = [c.strip() for c in value.split(",")] if isinstance(value, str) else value
+            if not isinstance(value, list) or not all(isinstance(c, str) and c and _plain_name(c) for c in value):
+                raise InputError(f"{name}: column names separated by commas (names without commas, spaces around "
+                                 "them or a leading '-')")
+        elif p["type"] == "boolean":
             if not isinstance(value, bool):
                 raise InputError(f"{name}: expected true or false")
         elif p["type"] == "choice":
@@ -134,6 +162,11 @@ def method_params(method: str, given: dict) -> dict:
     return out
 
 
+def _plain_name(c: str) -> bool:
+    """A column name the command line's comma-separated lists can carry."""
+    return "," not in c and c == c.strip() and not c.startswith("-")
+
+
 def role_columns(roles: dict, role: str) -> list:
     return [c for c, r in roles.items() if r == role]
 
@@ -153,7 +186,7 @@ def check_roles(columns, roles: dict) -> dict:
             raise InputError(f"one {role} column at most, got {', '.join(role_columns(roles, role))}")
     listed = [c for c, r in roles.items() if r not in ("keep", "weight", "household")]
     for c in listed:  # the command line's lists are comma-separated and its options start with '-'
-        if "," in c or c != c.strip() or c.startswith("-"):
+        if not _plain_name(c):
             raise InputError(f"column {c!r}: a name with a comma, spaces around it or a leading '-' cannot be "
                              "given to the command line as a key, confidential, stratum or dropped column; rename "
                              "it in the file")
@@ -205,6 +238,15 @@ def recipe(*, method: str, params: dict, source: Path, output: str, roles: dict,
     ``missing_keys``: the keys lack values (microaggregation then fits by missing-value pattern)."""
     spec = METHODS[method]
     options, notes = role_options(spec["command"], list(columns), roles)
+    if spec.get("sensitive"):  # t-closeness / l-diversity: on the confidential columns
+        if not options.get("confidential"):
+            raise InputError("roles: give the columns whose values groups must spread the role confidential")
+        options["sensitive"] = list(options["confidential"])
+    if spec["command"] == "record-swap":  # the geography and risk variables are its keys already
+        named = {c for name in ("hierarchy", "risk_variables", "similar") for c in params.get(name) or ()}
+        options["keys"] = [c for c in options.get("keys", []) if c not in named]
+        if not options["keys"]:
+            del options["keys"]
     options.update(spec["fixed"])
     options.update({name: value for name, value in params.items() if value is not False})
     if spec["command"] == "microaggregate" and missing_keys:

@@ -33,6 +33,7 @@ NEUTRAL = {
     "recode": {"interval_labels": "interval", "closed": "right"},
     "pram": {"diagonal": "uniform"},
     "swap": {},
+    "record-swap": {},
     "noise": {"delta": 0.1, "missing": "raise"},
     "rank-swap": {"top": 5.0, "bottom": 5.0, "missing": "raise"},
 }
@@ -81,11 +82,14 @@ def read_for_workbench(path) -> Found:
     if not found:
         raise InputError(f"{path}: the workbench has no treatment for command {command!r}"
                          + (f" with method {options.get('method')!r}" if "method" in options else ""))
-    method = found[0]
+    special = [m for m in found if any(options.get(p["name"]) not in (None, False) for p in methods.METHODS[m]["params"]
+                                       if p["name"] in ("t_closeness", "l_diversity"))]
+    method = (special or [m for m in found if not methods.METHODS[m].get("sensitive")] or found)[0]
     params = {p["name"] for p in methods.METHODS[method]["params"]}
     steps_option = "recode" if command == "recode" else "prepare"
     for name, value in options.items():
         taken = name in ROLE_NAMES or name in SINGLE or name in OWN or name in params or name == steps_option \
+            or (name == "sensitive" and methods.METHODS[method].get("sensitive")) \
             or name in methods.METHODS[method]["fixed"] or (name == "missing" and command == "microaggregate"
                                                             and value in ("raise", "pattern"))
         if not taken and value not in (None, False, [], "") and NEUTRAL.get(command, {}).get(name, object()) != value:
@@ -106,6 +110,10 @@ def read_for_workbench(path) -> Found:
         if options.get(name):
             (c,) = _names(options[name], name)[:1] or [None]
             roles[c] = role
+    if command == "record-swap":  # its geography and risk variables are keys
+        for name in ("hierarchy", "risk_variables"):
+            for c in _names(options.get(name, []), name):
+                roles.setdefault(c, "categorical key")
     prepare = []
     if options.get(steps_option):
         prepare = [s.to_dict() for s in steps_from_file(path.parent / str(options[steps_option]), steps_option)]

@@ -365,6 +365,7 @@
       let input;
       if (p.type === "choice") { input = el("select", { id }); p.choices.forEach((c) => input.append(el("option", { value: c, text: c }))); input.value = p.default; }
       else if (p.type === "boolean") { input = el("input", { id, type: "checkbox" }); input.checked = !!p.default; }
+      else if (p.type === "columns") { input = el("input", { id, type: "text", size: "40", autocomplete: "off" }); }
       else { input = el("input", { id, type: "number", step: p.type === "integer" ? "1" : "any" }); if (p.min !== null && p.min !== undefined) input.min = p.min; if (p.max !== null && p.max !== undefined) input.max = p.max; if (p.default !== null) input.value = p.default; }
       input.dataset.param = p.name; input.dataset.type = p.type;
       box.append(el("label", { for: id, text: p.label, title: p.help }), input, el("p", { class: "error", id: "error-" + p.name, role: "alert" }));
@@ -374,7 +375,8 @@
     ev.preventDefault(); clearErrors();
     const params = {};
     document.querySelectorAll("#treat-params [data-param]").forEach((i) => {
-      params[i.dataset.param] = i.dataset.type === "boolean" ? i.checked : i.dataset.type === "choice" ? i.value : (i.value === "" ? null : i.value);
+      params[i.dataset.param] = i.dataset.type === "boolean" ? i.checked : i.dataset.type === "choice" || i.dataset.type === "columns"
+        ? (i.value === "" && i.dataset.type === "columns" ? null : i.value) : (i.value === "" ? null : i.value);
     });
     params.seed = $("param-seed").value;
     $("treat-apply").disabled = true;  // one application at a time from this page
