@@ -561,6 +561,10 @@ def test_l_diverse_and_t_close_microaggregation(wb, tmp_path):
     job = applied(base, token, "mdav-t", k=3, t_closeness=0.5, accept_risk=True)
     assert job["status"] == "done", job["error"]
     assert 't_closeness = 0.5' in bench.state.strategies[-1].recipe and "sensitive" in bench.state.strategies[-1].recipe
+    status, png, headers = call(base, "GET", "/api/compare.png?k=3", token=token)
+    assert status == 200 and png[:8] == b"\x89PNG\r\n\x1a\n" and headers["content-type"] == "image/png"
+    assert call(base, "GET", "/api/compare.png?k=1", token=token)[1]["field"] == "k"
+    assert call(base, "GET", "/api/compare.png?ids=99", token=token)[1]["detail"].startswith("no strategy to compare")
 
 
 def test_record_swapping_keeps_households_whole(wb, tmp_path):

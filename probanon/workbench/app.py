@@ -276,13 +276,14 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         bench.redo((await body(request)).get("version"))
         return bench.describe()
 
-    @app.get("/api/compare.png", summary="The risk-utility map of the strategies (?ids=1,2; default all)")
-    def compare(ids: str | None = None):
+    @app.get("/api/compare.png", summary="The risk-utility map of the strategies (?ids=1,2; default all) against "
+                                         "the required k (?k=K; default the smallest k of the strategies)")
+    def compare(ids: str | None = None, k: int | None = None):
         try:
             numbers = None if not ids else {int(i) for i in ids.split(",")}
         except ValueError:
             raise InputError("ids: strategy numbers separated by commas") from None
-        return Response(bench.compare_png(numbers), media_type="image/png")
+        return Response(bench.compare_png(numbers, k), media_type="image/png")
 
     @app.get("/api/recipe", summary="The recipe of a strategy (?strategy=N; default the last one), TOML")
     def recipe(strategy: int | None = None):

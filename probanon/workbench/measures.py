@@ -120,6 +120,7 @@ def assess_release(original: pd.DataFrame, release: pd.DataFrame, link: pd.DataF
         out["map"] = {"x": out["information_loss"], "y": out["record_linkage"], "axes": "numeric"}
     else:
         lost = np.mean([v["information_loss"] for v in out.get("categorical", {}).values()] or [0.0])
+        out["categorical_information_loss"] = 100.0 * float(lost)
         out["map"] = {"x": 100.0 * float(lost), "y": out["expected_reidentifications"] / max(1, len(released)),
                       "axes": "categorical"}
     if k is not None:

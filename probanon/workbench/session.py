@@ -431,12 +431,22 @@ class Workbench:
             raise InputError("no strategy applied yet: apply a treatment first")
         return (self.strategy(number) if number is not None else self.state.strategies[-1]).recipe
 
-    def compare_png(self, numbers=None) -> bytes:
+    def compare_png(self, numbers=None, k: int | None = None) -> bytes:
+        """The map of the strategies ``numbers`` (default all) against the required ``k`` (default the
+        smallest k they were made for): each point's guarantee is judged at that k."""
         chosen = [g for g in self.state.strategies if numbers is None or g.id in numbers]
         if not chosen:
             raise InputError("no strategy to compare: apply a treatment first")
-        k = max([dict(g.params).get("k", 0) for g in chosen] + [2])
-        return measures.comparison_png([{"label": g.label, **g.figures} for g in chosen], k)
+        if k is None:
+            k = min([dict(g.params)["k"] for g in chosen if "k" in dict(g.params)] or [2])
+        if isinstance(k, bool) or not isinstance(k, int) or k < 2:
+            raise InputError(f"k: a whole number of at least 2, got {k!r}")
+
+        def guarantee(g) -> str:
+            probabilistic = methods.METHODS[g.method]["command"] == "swap" and dict(g.params).get("k", 0) >= k
+            return "k-anonymous" if g.figures["k_achieved"] >= k else "probabilistic" if probabilistic else "none"
+
+        return measures.comparison_png([{"label": g.label, **g.figures, "guarantee": guarantee(g)} for g in chosen], k)
 
     def export(self, number: int, folder, name: str, force: bool, version) -> Job:
         """Strategy ``number`` written into ``folder`` (:func:`.recipes.export`)."""

@@ -388,13 +388,14 @@
   });
   function strategyRows(t, strategies) {
     t.textContent = "";
-    t.append(el("tr", {}, ...["strategy", "k achieved", "guarantee", "information loss (%)", "record linkage", "sample uniques",
-      "expected re-identifications", "notes"].map((h) => el("th", { scope: "col", text: h }))));
+    t.append(el("tr", {}, ...["strategy", "k achieved", "guarantee", "information loss (%)", "record linkage",
+      "categorical information lost (%)", "sample uniques", "expected re-identifications", "notes"].map((h) => el("th", { scope: "col", text: h }))));
     strategies.forEach((g) => {
       const f = g.figures;
       t.append(el("tr", {}, el("th", { scope: "row", text: g.label }), el("td", { class: "num", text: fmt(f.k_achieved) }),
         el("td", { class: f.guarantee === "none" ? "bad" : "good", text: f.guarantee }), el("td", { class: "num", text: fmt(f.information_loss) }),
-        el("td", { class: "num", text: fmt(f.record_linkage) }), el("td", { class: "num", text: fmt(f.sample_uniques) }),
+        el("td", { class: "num", text: fmt(f.record_linkage) }), el("td", { class: "num", text: fmt(f.categorical_information_loss) }),
+        el("td", { class: "num", text: fmt(f.sample_uniques) }),
         el("td", { class: "num", text: fmt(f.expected_reidentifications) }), el("td", { text: (g.notes || []).join("; ") })));
     });
   }
@@ -410,7 +411,8 @@
   $("compare-button").addEventListener("click", async () => {
     clearErrors();
     try {
-      const blob = await api("GET", "/api/compare.png");
+      const k = $("compare-k").value;
+      const blob = await api("GET", "/api/compare.png" + (k ? "?k=" + encodeURIComponent(k) : ""));
       const img = $("compare-map"); if (img.src) URL.revokeObjectURL(img.src);
       img.src = URL.createObjectURL(blob); img.hidden = false;
     } catch (e) { showError(e, "compare"); }
