@@ -193,6 +193,7 @@ class Workbench:
             try:
                 with csv_options(csv.get("sep"), csv.get("encoding")):
                     frame = read_table(path)
+                took = time.monotonic() - started  # the reading alone (the log's figure)
             except InputError as exc:
                 source.error = str(exc)
                 source.loaded.set()
@@ -205,8 +206,7 @@ class Workbench:
             found = table.summaries(frame, job.progress)
             with self.lock:  # another file opened meanwhile: this one's figures are not the session's
                 if self.source is source:
-                    self._log(f"read {len(frame):,} records, {frame.shape[1]} columns",
-                              seconds=time.monotonic() - started)
+                    self._log(f"read {len(frame):,} records, {frame.shape[1]} columns", seconds=took)
                     self._summaries[()] = found
             return {"records": int(len(frame))}
 
