@@ -104,22 +104,19 @@ def spawn(database: str, log, timeout: float = 60.0, options=(), preexec_fn=None
 
 
 @contextlib.contextmanager
-def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0, extra_hosts=()):
-    """The collector on ``database`` in a thread, listening on a free port of ``host`` (and answering
-    for ``extra_hosts`` too, as ``serve --allowed-host``); yields its base URL (``http://host:port``) and stops
-    it on exit."""
+def in_thread(app, host: str = "127.0.0.1", timeout: float = 30.0, name: str = "probanon-server"):
+    """The ASGI ``app`` served in a thread on a free port of ``host`` (with :func:`_config`'s limits);
+    yields its base URL (``http://host:port``) once it listens, and stops it on exit."""
     import uvicorn
 
-    from .app import allowed_hosts, create_app
-
     sock = socket.create_server((host, 0))
-    server = uvicorn.Server(_config(create_app(database, allowed_hosts(host, extra_hosts))))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="probanon-collector", daemon=True)
+    server = uvicorn.Server(_config(app))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + timeout
     while not server.started:
         if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the collector did not start")
+            raise RuntimeError(f"{name} did not start")
         time.sleep(0.01)
     try:
         yield f"http://{host}:{sock.getsockname()[1]}"
@@ -127,3 +124,14 @@ def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0, extra
         server.should_exit = True
         thread.join(timeout)
         sock.close()
+
+
+@contextlib.contextmanager
+def running(database: str, host: str = "127.0.0.1", timeout: float = 30.0, extra_hosts=()):
+    """The collector on ``database`` in a thread, listening on a free port of ``host`` (and answering
+    for ``extra_hosts`` too, as ``serve --allowed-host``); yields its base URL (``http://host:port``) and stops
+    it on exit."""
+    from .app import allowed_hosts, create_app
+
+    with in_thread(create_app(database, allowed_hosts(host, extra_hosts)), host, timeout, "the collector") as base:
+        yield base

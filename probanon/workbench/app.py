@@ -37,14 +37,17 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
 MAX_JSON = 1 << 20
 
 
-def _error(exc: Exception, status: int = 400) -> JSONResponse:
-    class Holder:
-        where = None
+class _Unsupported(ProbanonError):
+    """A body that is not JSON (415)."""
 
-    holder = Holder()
-    field_of(holder, exc)
+
+class _TooLarge(Exception):
+    """An upload over the limit (413)."""
+
+
+def _error(exc: Exception) -> JSONResponse:
     return JSONResponse({"detail": str(exc).splitlines()[0] if str(exc) else type(exc).__name__,
-                         "field": holder.where}, status_code=409 if isinstance(exc, Conflict) else status)
+                         "field": field_of(exc)}, status_code=409 if isinstance(exc, Conflict) else 400)
 
 
 def _text(data: dict, name: str, field: str, asked: str) -> str:
@@ -86,12 +89,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
         if not authorised(request, api):
             return JSONResponse({"detail": "the workbench's access token is missing or wrong: open the address "
                                            "'probanon workbench' printed"}, status_code=403)
-        try:
-            response = await call_next(request)
-        except Conflict as exc:
-            response = _error(exc, 409)
-        except ProbanonError as exc:
-            response = _error(exc)
+        response = await call_next(request)  # a refusal is answered by the handlers below
         response.headers["Content-Security-Policy"] = CSP
         response.headers["X-Content-Type-Options"] = "nosniff"
         response.headers["Referrer-Policy"] = "no-referrer"
@@ -126,10 +124,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
 
     @app.exception_handler(ProbanonError)
     async def refused(request: Request, exc: ProbanonError):
-        return _error(exc, 409 if isinstance(exc, Conflict) else 400)
-
-    class _Unsupported(ProbanonError):
-        pass
+        return _error(exc)
 
     @app.exception_handler(_Unsupported)
     async def unsupported(request: Request, exc):
@@ -201,9 +196,6 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
             text = str(exc).replace(str(target), clean)
             raise InputError(text if text.startswith("file:") else f"file: {text}") from None
 
-    class _TooLarge(Exception):
-        pass
-
     def job_or_404(job_id: int, found):
         if found is None:
             return JSONResponse({"detail": f"no job {job_id}", "field": None}, status_code=404)
@@ -256,7 +248,7 @@ def create_app(bench: Workbench, token: str, hosts, max_upload: int) -> FastAPI:
             raise InputError("risk: a measurement is running; wait for it")
         await run_in_threadpool(bench.prepared)
         return _job(bench.jobs.start("risk", lambda job: bench.risk(job, checked["k"], checked.get("combinations")),
-                                     on_error=field_of))
+                                     where=field_of))
 
     @app.post("/api/apply", summary="Apply a treatment ({method, params, version}): a background job")
     async def apply(request: Request):

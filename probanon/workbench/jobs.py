@@ -16,11 +16,12 @@ import subprocess
 import sys
 import threading
 import time
-import traceback
+import logging
 from dataclasses import dataclass, field
 
 from ..errors import ProbanonError
 
+LOG = logging.getLogger("uvicorn.error")  # the server's error log, as the collector's
 #: jobs kept (finished ones beyond this are forgotten, oldest first)
 KEEP = 50
 
@@ -70,10 +71,10 @@ class Jobs:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
 
-    def start(self, kind: str, work, on_error=None) -> Job:
+    def start(self, kind: str, work, where=None) -> Job:
         """A new job running ``work(job)`` in a thread; its return value is the job's result. A
-        :class:`ProbanonError` ends it "failed" with its one-line message (``on_error(job, exc)``
-        may set ``job.where``, the page's field it concerns); :class:`Cancelled` "cancelled"."""
+        :class:`ProbanonError` ends it "failed" with its one-line message (``where(exc)``: the
+        page's field it concerns, or None); :class:`Cancelled` "cancelled"."""
         job = Job(next(self._ids), kind)
         with self._lock:
             self._jobs[job.id] = job
@@ -89,10 +90,9 @@ class Jobs:
                 job.status = "cancelled"
             except ProbanonError as exc:
                 job.status, job.error = "failed", str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                if on_error is not None:
-                    on_error(job, exc)
-            except Exception as exc:  # a defect: said in one line, the trace on the server's stderr
-                traceback.print_exc()
+                job.where = None if where is None else where(exc)
+            except Exception as exc:  # a defect: said in one line, the trace in the server's error log
+                LOG.exception("probanon workbench: unhandled %s in a %s job", type(exc).__name__, kind)
                 job.status, job.error = "failed", f"internal error: {type(exc).__name__}: {exc}"
             finally:
                 job.ended = time.monotonic()

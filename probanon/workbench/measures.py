@@ -19,6 +19,7 @@ from ..metrics import information_loss, k_achieved, record_linkage
 from ..metrics.attribute import release_disclosure
 from ..metrics.key_risk import key_risk
 from .methods import role_columns
+from .table import plain
 
 #: records listed as the most at risk (the office's view only)
 MOST_AT_RISK = 20
@@ -35,12 +36,6 @@ def _weights(frame: pd.DataFrame, roles: dict):
 
     weight = role_columns(roles, "weight")
     return weights_of(frame, weight[0]) if weight else None
-
-
-def _plain(v):
-    from .table import _plain as plain
-
-    return plain(v)
 
 
 def risk_before(frame: pd.DataFrame, roles: dict, k: int = 3, combinations: int | None = None,
@@ -66,7 +61,7 @@ def risk_before(frame: pd.DataFrame, roles: dict, k: int = 3, combinations: int 
     top = np.argsort(-risk.risk, kind="stable")[:MOST_AT_RISK]
     shown = frame.iloc[top][keys]
     out["most_at_risk"] = {"columns": ["record", *keys, "fk", "Fk", "risk"],
-                           "rows": [[int(i) + 1, *[_plain(v) for v in row], int(risk.fk[i]), float(risk.Fk[i]),
+                           "rows": [[int(i) + 1, *[plain(v) for v in row], int(risk.fk[i]), float(risk.Fk[i]),
                                      float(risk.risk[i])] for i, row in zip(top, shown.itertuples(index=False,
                                                                                                     name=None))]}
     confidential = role_columns(roles, "confidential")
@@ -133,13 +128,8 @@ def assess_release(original: pd.DataFrame, release: pd.DataFrame, link: pd.DataF
 def comparison_png(points: list, k: int) -> bytes:
     """The risk-utility map of :func:`probanon.release_report.risk_utility_map` for ``points``
     ({"label", "map", "k_achieved", "guarantee"} of the strategies), as PNG bytes."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from ..release_report import Assessment, risk_utility_map
-    from ..report import figure_png
+    from ..report import figure_png, plt  # the reports' Agg backend
 
     assessments = [Assessment(p["label"], p["map"]["x"], p["map"]["y"], p["k_achieved"], p["guarantee"])
                    for p in points]

@@ -273,21 +273,19 @@ def prepare_json(steps) -> str:
     return json.dumps(list(steps), indent=1, allow_nan=False) + "\n"
 
 
-def field_of(job, exc) -> None:
-    """The page's field a message names ("k: ...", "--k ...", "-k ...")."""
+def field_of(exc) -> str | None:
+    """The page's field a message names ("k: ...", "--k ...", "-k ..."), or None."""
     text = str(exc)
     head = text.split(":", 1)[0].strip()
     if head in ("k", "seed", "folder", "name", "method", "file", "path", "recipe", "step", "roles", "strategy",
-                "params") or head in {p["name"] for m in METHODS.values()
-                                                                   for p in m["params"]}:
-        job.where = head
-        return
+                "params") or head in {p["name"] for m in METHODS.values() for p in m["params"]}:
+        return head
     for flag, name in (("-k ", "k"), ("k =", "k"), ("--combinations", "combinations"), ("--pd", "pd"),
                        ("--alpha", "alpha"), ("--noise", "noise"), ("--gamma", "gamma"), ("-p ", "p"),
                        ("without a role", "roles"), ("no key variables", "roles"), ("role", "roles")):
         if flag in text:
-            job.where = name
-            return
+            return name
+    return None
 
 
 __all__ = ["METHODS", "ROLES", "check_roles", "field_of", "method_params", "prepare_json", "recipe", "role_options"]

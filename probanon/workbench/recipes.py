@@ -198,7 +198,7 @@ def export(bench, strategy, folder, name: str, force: bool, log: list) -> Job:
             os.replace(part, target)
         return {"folder": str(folder), "files": [str(f) for f in files]}
 
-    return bench.jobs.start("export", work, on_error=methods.field_of)
+    return bench.jobs.start("export", work, where=methods.field_of)
 
 
 __all__ = ["export", "read_for_workbench"]

@@ -106,27 +106,16 @@ def serve(host: str = "127.0.0.1", port: int = 0, file=None, demo: bool = False,
 @contextlib.contextmanager
 def running(folder=None, seed=None, timeout: float = 30.0, max_upload_mb: float = MAX_UPLOAD_MB):
     """A workbench in a thread on 127.0.0.1 and a free port: yields (base URL, token, workbench)
-    and stops it on exit."""
-    import uvicorn
+    and stops it (its jobs cancelled) on exit."""
+    from ..service.server import in_thread
 
     bench, app, token = make(folder, seed, max_upload_mb=max_upload_mb)
-    sock = socket.create_server(("127.0.0.1", 0))
-    server = uvicorn.Server(_config(app))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="probanon-workbench", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + timeout
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the workbench did not start")
-        time.sleep(0.01)
     try:
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}", token, bench
+        with in_thread(app, "127.0.0.1", timeout, "the workbench") as base:
+            yield base, token, bench
     finally:
         for job in bench.jobs.running():
             bench.jobs.cancel(job.id)
-        server.should_exit = True
-        thread.join(timeout)
-        sock.close()
 
 
 __all__ = ["check_exposure", "make", "running", "serve"]

@@ -13,6 +13,7 @@ never over an input).
 from __future__ import annotations
 
 import datetime
+import itertools
 import json
 import secrets
 import tempfile
@@ -100,7 +101,7 @@ class Workbench:
         self.log: list[dict] = []
         self._prepared: dict = {}
         self._summaries: dict = {}
-        self._numbers = iter(range(1, 1 << 30))
+        self._numbers = itertools.count(1)
 
     # --- the state -----------------------------------------------------------------------------
     @property
@@ -247,11 +248,9 @@ class Workbench:
         src = self.source
         if src is None:
             raise InputError("no file is open")
-        if not src.loaded.is_set() or src.frame is None:
-            if offset + limit > len(src.head) or sort is not None:
-                if src.error:
-                    raise InputError(src.error)
-                return {**table.page(src.head, offset, limit), "total": None, "loading": True}
+        if src.error:
+            raise InputError(src.error)
+        if src.frame is None:  # still being read: the first rows
             return {**table.page(src.head, offset, limit), "total": None, "loading": True}
         return {**table.page(self.prepared(), offset, limit, sort, descending), "loading": False}
 
@@ -270,12 +269,9 @@ class Workbench:
             return base
         key = json.dumps(self.state.prepare, sort_keys=True)
         if key not in self._summaries:
-            frame = self.prepared()
             changed = {s["column"] for s in self.state.prepare}
-            labels = getattr(frame.attrs.get("labels"), "value_labels", {}) or {}
-            by_name = {s["name"]: s for s in base}
-            self._summaries = {(): base, key: [by_name[c] if c in by_name and c not in changed else
-                                               table.summarise(frame[c], labels.get(c)) for c in frame.columns]}
+            known = {s["name"]: s for s in base if s["name"] not in changed}
+            self._summaries = {(): base, key: table.summaries(self.prepared(), known=known)}
         return self._summaries[key]
 
     def suggestions(self) -> dict:
@@ -412,7 +408,7 @@ class Workbench:
                 self.log[-1]["seconds"] = round(time.monotonic() - started, 3)
             return {"strategy": number, "figures": figures}
 
-        return self.jobs.start("apply", work, on_error=methods.field_of)
+        return self.jobs.start("apply", work, where=methods.field_of)
 
     def _made(self, name: str) -> Path:
         """The session folder's subfolder ``name``, made if needed."""

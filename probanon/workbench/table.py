@@ -71,32 +71,17 @@ def sniff(path) -> dict:
 
 
 def head(path, rows: int, sep=None, encoding=None) -> pd.DataFrame:
-    """The first ``rows`` records of a table, read without the rest (CSV: ``nrows``; Parquet: the
-    first row group; SPSS/Stata: ``row_limit``) with the command line's reader where it can."""
-    path = Path(path)
-    kind = table_format(path)
-    if not path.is_file():
-        raise InputError(f"{path}: no such file")
+    """The first ``rows`` records of a table, read without the rest: the first chunk of the command
+    line's reader (:func:`probanon.data.read_chunks`: same types, same one-line errors)."""
+    from ..data import read_chunks
+
     try:
-        if kind == "csv":
-            return pd.read_csv(path, sep=sep or ",", encoding=encoding or "utf-8", nrows=rows)
-        if kind == "parquet":
-            import pyarrow.parquet as pq
-
-            parquet = pq.ParquetFile(path)
-            return next(parquet.iter_batches(batch_size=rows)).to_pandas()
-        import pyreadstat
-
-        reader = pyreadstat.read_sav if kind == "spss" else pyreadstat.read_dta
-        return reader(str(path), row_limit=rows)[0]
+        return next(read_chunks(path, rows, sep=sep, encoding=encoding))
     except LookupError:
         raise InputError(f"unknown encoding {encoding!r}") from None
-    except (ValueError, OSError, UnicodeDecodeError, StopIteration, pd.errors.ParserError) as exc:
-        raise InputError(f"{path}: cannot be read as {kind} ({str(exc).splitlines()[0] if str(exc) else 'empty'})") \
-            from None
 
 
-def _plain(v):
+def plain(v):
     """A JSON-ready cell: None for a missing value, numbers as numbers, the rest as text."""
     if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA or v is pd.NaT:
         return None
@@ -127,7 +112,7 @@ def page(frame: pd.DataFrame, offset: int, limit: int, sort: str | None = None, 
         rows = np.arange(offset, min(n, offset + limit))
     part = frame.iloc[rows]
     return {"offset": offset, "total": n, "columns": [str(c) for c in frame.columns],
-            "rows": [[int(r) + 1, *[_plain(v) for v in values]] for r, values in
+            "rows": [[int(r) + 1, *[plain(v) for v in values]] for r, values in
                      zip(rows, part.itertuples(index=False, name=None))]}
 
 
@@ -146,28 +131,30 @@ def summarise(column: pd.Series, labels: dict | None = None) -> dict:
         x = x[np.isfinite(x)]
         whole = bool(len(x)) and bool(np.all(x == np.round(x)))
         counts, edges = np.histogram(x, bins=BINS) if len(x) else (np.zeros(0, int), np.zeros(0))
-        out.update(type="integer" if whole else "number", min=_plain(x.min()) if len(x) else None,
-                   max=_plain(x.max()) if len(x) else None, mean=_plain(x.mean()) if len(x) else None,
+        out.update(type="integer" if whole else "number", min=plain(x.min()) if len(x) else None,
+                   max=plain(x.max()) if len(x) else None, mean=plain(x.mean()) if len(x) else None,
                    histogram={"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]})
         return out
     counts = column.value_counts(dropna=True)
     shown = counts.iloc[:CATEGORIES_SHOWN]
     out.update(type="coded" if labels else ("integer" if numeric else "text"),
-               categories=[{"value": _plain(v), "label": None if not labels else labels.get(v, labels.get(_plain(v))),
+               categories=[{"value": plain(v), "label": None if not labels else labels.get(v, labels.get(plain(v))),
                             "count": int(c)} for v, c in shown.items()],
                others=int(counts.iloc[CATEGORIES_SHOWN:].sum()))
     return out
 
 
-def summaries(frame: pd.DataFrame, progress=None) -> list[dict]:
-    """:func:`summarise` of every column, calling ``progress("column summaries", done, total)``."""
+def summaries(frame: pd.DataFrame, progress=None, known=None) -> list[dict]:
+    """:func:`summarise` of every column, calling ``progress("column summaries", done, total)``;
+    ``known``: {column: summary} already made (taken as they are)."""
     labels = labels_of(frame)
     value_labels = labels.value_labels if labels is not None else {}
+    known = known or {}
     out = []
     for i, c in enumerate(frame.columns):
         if progress is not None:
             progress("column summaries", i, frame.shape[1])
-        out.append(summarise(frame[c], value_labels.get(c)))
+        out.append(known[c] if c in known else summarise(frame[c], value_labels.get(c)))
     if progress is not None:
         progress("column summaries", frame.shape[1], frame.shape[1])
     return out
@@ -201,4 +188,4 @@ def suggest_roles(summary: list[dict]) -> dict:
     return out
 
 
-__all__ = ["head", "page", "sniff", "suggest_roles", "summarise", "summaries"]
+__all__ = ["head", "page", "plain", "sniff", "suggest_roles", "summarise", "summaries"]
